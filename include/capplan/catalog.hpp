@@ -1,0 +1,93 @@
+// The catalog in models/: one JSON file per model, accelerator, link, system and storage tier.
+// Loaded once, validated strictly (unknown keys and broken cross-references are errors with the
+// file and JSON pointer), and looked up by name or alias, case-insensitively.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "capplan/spec/hardware_spec.hpp"
+#include "capplan/spec/model_spec.hpp"
+
+namespace capplan {
+
+enum class entry_kind { model, accelerator, link, system, storage };
+
+// "model", "accelerator", ... as used in messages and `capplan list`.
+std::string kind_name(entry_kind k);
+// The folder under models/ holding entries of a kind ("llm", "accelerators", ...).
+std::string kind_folder(entry_kind k);
+
+// A node preset as written in the catalog, before its names are resolved.
+struct system_entry {
+    std::string name;
+    std::string source;
+    std::string accelerator;
+    int per_node = 1;
+    int nodes = 1;
+    std::string scale_up_link;
+    std::string scale_up_topology;
+    int scale_up_domain = 1;
+    std::string scale_out_link;  // empty: none
+    int nics_per_node = 0;
+    std::string scale_out_topology;
+    double oversubscription = 1.0;
+    std::string storage;  // empty: none
+};
+
+class catalog {
+public:
+    // Reads every entry under `dir`; throws config_error naming the file and key on bad data.
+    static catalog load(const std::filesystem::path& dir);
+    // $CAPPLAN_CATALOG if set, else the source tree's models/ folder.
+    static std::filesystem::path default_dir();
+
+    const std::filesystem::path& dir() const { return dir_; }
+    std::string version() const;  // models/VERSION, "unversioned" if absent
+
+    // Lookups by name or alias; unknown names throw unknown_name_error with suggestions,
+    // naming `field` (the JSON pointer of the request).
+    const model_spec& model(std::string_view name, const std::string& field = "/model") const;
+    const accelerator_spec& accelerator(std::string_view name, const std::string& field = "/system/accelerator") const;
+    const link_spec& link(std::string_view name, const std::string& field = "/link") const;
+    const storage_spec& storage(std::string_view name, const std::string& field = "/system/storage") const;
+    const system_entry& system_preset(std::string_view name, const std::string& field = "/system/preset") const;
+    // A preset with its accelerator, links and storage resolved, count = per_node * nodes.
+    system_spec system(std::string_view name, const std::string& field = "/system/preset") const;
+
+    // Canonical names of a kind, sorted.
+    std::vector<std::string> names(entry_kind k) const;
+    // Which kind a name (or alias) belongs to; throws unknown_name_error ("entry") if none.
+    entry_kind kind_of(std::string_view name) const;
+    // The entry's file, verbatim JSON text, and canonical name.
+    std::string raw_json(std::string_view name) const;
+    std::string canonical_name(std::string_view name) const;
+
+private:
+    struct entry {
+        entry_kind kind;
+        std::string name;
+        std::filesystem::path file;
+        std::string text;
+    };
+    const entry& find(entry_kind k, std::string_view name, const std::string& field) const;
+
+    std::filesystem::path dir_;
+    std::vector<entry> entries_;
+    std::map<std::string, std::size_t> index_;  // lower-case name/alias -> entries_ position
+    std::map<std::string, model_spec> models_;  // by canonical name
+    std::map<std::string, accelerator_spec> accelerators_;
+    std::map<std::string, link_spec> links_;
+    std::map<std::string, storage_spec> storage_;
+    std::map<std::string, system_entry> systems_;
+};
+
+// The process-wide catalog from default_dir(), loaded on first use. set_catalog_dir() replaces it.
+const catalog& default_catalog();
+void set_catalog_dir(const std::filesystem::path& dir);
+
+}  // namespace capplan

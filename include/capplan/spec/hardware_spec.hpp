@@ -1,0 +1,84 @@
+// Hardware as typed values: accelerators, links, storage tiers, and the system that joins them.
+// Optional values are facts the catalog does not know (null there), never invented defaults.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "capplan/units.hpp"
+
+namespace capplan {
+
+// A dense peak rate per number format: known, unknown (null in the catalog), or unsupported.
+struct peak_rate {
+    enum class state { known, unknown, unsupported };
+    state status = state::unknown;
+    flop_rate value{};
+};
+
+struct accelerator_spec {
+    std::string name;
+    std::string vendor;
+    std::string source;
+    std::optional<data_size> memory_capacity;
+    std::optional<byte_rate> memory_bandwidth;
+    std::map<std::string, peak_rate> peak_dense_flops;  // key: fp64, fp32, tf32, bf16, fp16, fp8, fp4, int8, int4
+    std::optional<data_size> l2_cache;
+    std::optional<power> tdp;
+    std::string scale_up_link;                           // link catalog name, empty if none
+    std::optional<byte_rate> scale_up_bandwidth_per_direction;
+    std::string host_link;
+
+    // Peak for a format key; status unknown when the catalog has no entry.
+    peak_rate peak(const std::string& key) const {
+        const auto it = peak_dense_flops.find(key);
+        return it == peak_dense_flops.end() ? peak_rate{} : it->second;
+    }
+};
+
+struct link_spec {
+    std::string name;
+    std::string kind;   // pcie, nvlink, infiniband, ethernet, ...
+    std::string scope;  // x16_slot, per_device, per_port, per_link
+    std::string source;
+    std::optional<byte_rate> bandwidth_per_direction;
+    std::optional<byte_rate> measured_bandwidth_per_direction;
+    std::optional<duration> latency;
+};
+
+struct storage_spec {
+    std::string name;
+    std::string kind;   // local_nvme, nfs, parallel_fs, object_store, host_dram
+    std::string scope;  // per_drive, per_node, per_client, per_connection, per_socket, aggregate
+    std::string source;
+    std::optional<byte_rate> read_bandwidth;
+    std::optional<byte_rate> write_bandwidth;
+    std::optional<double> read_iops;
+    std::optional<double> write_iops;
+    std::optional<duration> latency;
+    std::optional<data_size> capacity;
+};
+
+struct scale_out_spec {
+    link_spec link;
+    int nics_per_node = 0;
+    std::string topology;
+    double oversubscription = 1.0;
+};
+
+struct system_spec {
+    std::string preset;  // catalog system name it came from, empty if assembled inline
+    accelerator_spec accelerator;
+    int count = 1;        // accelerators in total
+    int per_node = 1;     // accelerators per node
+    std::optional<link_spec> scale_up;
+    std::string scale_up_topology;  // nvswitch, pcie_host, full_mesh, torus_2d, ...
+    int scale_up_domain = 1;
+    std::optional<scale_out_spec> scale_out;
+    std::optional<storage_spec> storage;
+
+    int nodes() const { return (count + per_node - 1) / per_node; }
+};
+
+}  // namespace capplan

@@ -1,0 +1,77 @@
+// A transformer's architecture, family-neutral: what parameter, memory and FLOP models need.
+// Built from a Hugging Face config.json (see hf_config.hpp) or a catalog entry.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace capplan {
+
+enum class norm_kind { rms_norm, layer_norm };  // LayerNorm carries a bias vector, RMSNorm does not
+
+struct mla_spec {                 // DeepSeek-V2/V3 multi-head latent attention (arXiv:2405.04434 §2.1)
+    std::int64_t q_lora_rank = 0;  // 0: queries are projected directly from the hidden state
+    std::int64_t kv_lora_rank = 0;
+    std::int64_t qk_nope_head_dim = 0;
+    std::int64_t qk_rope_head_dim = 0;
+    std::int64_t v_head_dim = 0;
+};
+
+struct moe_spec {
+    std::int64_t routed_experts = 0;           // experts a token may be routed to
+    std::int64_t experts_per_token = 0;        // top-k
+    std::int64_t shared_experts = 0;           // always-active experts (DeepSeek)
+    std::int64_t expert_intermediate = 0;      // FFN width of one expert
+};
+
+struct model_spec {
+    std::string name;
+    std::string model_type;  // HF model_type: llama, mixtral, qwen3_moe, deepseek_v3, gemma2, gpt2, ...
+    std::string source;
+
+    std::int64_t hidden = 0;
+    std::int64_t layers = 0;
+    std::int64_t heads = 0;
+    std::int64_t kv_heads = 0;
+    std::int64_t head_dim = 0;
+    std::int64_t intermediate = 0;  // dense FFN width
+    std::int64_t vocab = 0;
+    std::int64_t max_position = 0;  // 0 = not stated
+
+    bool tied_embeddings = false;
+    bool gated_mlp = true;          // SwiGLU / GeGLU: gate, up and down matrices
+    bool qkv_bias = false;
+    bool o_bias = false;
+    bool mlp_bias = false;
+    bool qk_norm = false;           // per-head RMSNorm on q and k (Qwen3)
+    norm_kind norm = norm_kind::rms_norm;
+    int norms_per_layer = 2;        // Gemma 2 has 4 (pre/post attention and pre/post FFN)
+    bool learned_positions = false; // GPT-2/GPT-3 absolute position embeddings
+
+    bool mla = false;
+    mla_spec mla_dims;
+    moe_spec moe;
+
+    std::int64_t sliding_window = 0;  // 0 = full attention everywhere
+    // Per layer: true where the layer is a mixture of experts / uses the sliding window.
+    std::vector<bool> moe_layer;
+    std::vector<bool> sliding_layer;
+
+    bool is_moe() const { return moe.routed_experts > 0; }
+    std::int64_t moe_layer_count() const;
+    std::int64_t sliding_layer_count() const;
+};
+
+inline std::int64_t model_spec::moe_layer_count() const {
+    std::int64_t n = 0;
+    for (bool b : moe_layer) n += b;
+    return n;
+}
+inline std::int64_t model_spec::sliding_layer_count() const {
+    std::int64_t n = 0;
+    for (bool b : sliding_layer) n += b;
+    return n;
+}
+
+}  // namespace capplan

@@ -1,0 +1,21 @@
+// Reading the public scenario JSON (documented in docs/scenario.md and
+// models/schema/scenario.schema.json) into a typed scenario.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "capplan/catalog.hpp"
+#include "capplan/spec/scenario.hpp"
+
+namespace capplan {
+
+// Parses scenario JSON text. Catalog names resolve through `cat`; a model given as a path to a
+// config.json is read relative to `base_dir`. Throws config_error (or a subclass) naming the field.
+scenario read_scenario(std::string_view json_text, const catalog& cat, const std::filesystem::path& base_dir = {});
+
+// The built-in default: an internal AI assistant for ~50 colleagues on one 8-GPU server.
+std::string default_scenario_json();
+
+}  // namespace capplan

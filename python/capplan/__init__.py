@@ -1,0 +1,31 @@
+"""capplan: plan AI compute capacity before buying or renting it.
+
+>>> import capplan
+>>> r = capplan.estimate(capplan.default_scenario())
+>>> r.model.parameters
+70553706496
+"""
+from . import _core
+from ._catalog_dir import load as _load_catalog
+from .api import default_scenario, estimate
+from .catalog import (Accelerator, Model, System, accelerator, catalog_version, entry, list_accelerators,
+                      list_links, list_models, list_storage, list_systems, model, system)
+from .errors import ConfigError, Error, JsonError, UnitError, UnknownNameError
+from .result import Result
+from .units import Quantity, quantity
+
+__version__ = _core.__version__
+CATALOG_DIR = _load_catalog()
+
+
+def devices() -> dict:
+    """GPUs this process can see (CUDA builds), with the reason when there are none."""
+    return _core.query_devices()
+
+
+__all__ = [
+    "estimate", "default_scenario", "Result", "Quantity", "quantity",
+    "model", "accelerator", "system", "entry", "Model", "Accelerator", "System",
+    "list_models", "list_accelerators", "list_systems", "list_storage", "list_links", "catalog_version",
+    "Error", "ConfigError", "UnitError", "JsonError", "UnknownNameError", "devices", "CATALOG_DIR",
+]

@@ -1,0 +1,54 @@
+"""capplan.estimate(): a scenario (dict, JSON text or file path) in, a Result out."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, Union
+
+from . import _core
+from .result import Result
+from .units import Quantity
+
+Scenario = Union[Dict[str, Any], str, Path]
+
+
+def _jsonable(value: Any) -> Any:
+    """Quantities become exact unit strings; everything else must already be JSON."""
+    if isinstance(value, Quantity):
+        return value.to_json_text()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def scenario_text(scenario: Scenario) -> tuple:
+    """(JSON text, folder that relative paths in it refer to)."""
+    if isinstance(scenario, dict):
+        return json.dumps(_jsonable(scenario)), Path.cwd()
+    if isinstance(scenario, Path) or (isinstance(scenario, str) and not scenario.lstrip().startswith("{")):
+        path = Path(scenario)
+        if not path.is_file():
+            raise _core.ConfigError(f"/: scenario file not found (got '{scenario}'); "
+                                    "allowed: a path to a scenario .json, JSON text, or a dict")
+        return path.read_text(), path.resolve().parent
+    return scenario, Path.cwd()
+
+
+def estimate(scenario: Scenario) -> Result:
+    """Everything capplan computes for a scenario. See docs/scenario.md for its keys.
+
+    ``scenario`` is a dict (values may be Quantity objects or unit strings), JSON text, or the
+    path of a scenario file. Bad input raises a capplan error naming the field; an infeasible plan
+    is a result with ``feasible == False`` and ``reasons``.
+    """
+    text, base = scenario_text(scenario)
+    return Result(json.loads(_core.estimate_json(text, str(base))))
+
+
+def default_scenario() -> Dict[str, Any]:
+    """The built-in scenario: an internal assistant for ~50 colleagues on one 8-GPU server."""
+    return json.loads(_core.default_scenario_json())

@@ -1,0 +1,147 @@
+"""The catalog: models, accelerators, systems, links and storage tiers, by name or alias."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Union
+
+from . import _core
+from .units import BYTE_RATE, FLOP_RATE, POWER, SIZE, Quantity
+
+
+def list_models() -> List[str]:
+    """Catalog model names (LLM architectures)."""
+    return _core.catalog_names("models")
+
+
+def list_accelerators() -> List[str]:
+    return _core.catalog_names("accelerators")
+
+
+def list_systems() -> List[str]:
+    """Node presets (DGX/HGX, NVL72, MI300X platform, TPU slice, PCIe server)."""
+    return _core.catalog_names("systems")
+
+
+def list_storage() -> List[str]:
+    return _core.catalog_names("storage")
+
+
+def list_links() -> List[str]:
+    return _core.catalog_names("links")
+
+
+def entry(name: str) -> Dict[str, Any]:
+    """The catalog entry for any name or alias, as stored (unit strings, sources)."""
+    return json.loads(_core.catalog_entry_json(name))
+
+
+def catalog_version() -> str:
+    return _core.catalog_version()
+
+
+def _fmt(q) -> str:
+    return "unknown" if q is None else str(q)
+
+
+class _Record:
+    """Attribute access over a dict; the dict stays available as ``to_dict()``."""
+
+    def __init__(self, data: Dict[str, Any]):
+        self._data = data
+
+    def __getattr__(self, key):
+        try:
+            return self._data[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json.loads(json.dumps(self._data))
+
+
+class Model(_Record):
+    """A model architecture with its parameter counts (exact, from the config)."""
+
+    @classmethod
+    def from_hf_config(cls, config: Union[str, Path, Dict[str, Any]], name: str = None) -> "Model":
+        """From a Hugging Face config.json: a path (file or folder holding config.json) or a dict."""
+        if isinstance(config, dict):
+            text = json.dumps(config)
+            name = name or config.get("name") or config.get("_name_or_path") or "custom"
+        else:
+            path = Path(config)
+            if path.is_dir():
+                path = path / "config.json"
+            if not path.is_file():
+                raise _core.ConfigError(f"/model: config.json file not found (got '{config}')")
+            text = path.read_text()
+            name = name or path.resolve().parent.name
+        return cls(json.loads(_core.model_from_hf_config_json(text, str(name))))
+
+    def __repr__(self) -> str:
+        d = self._data
+        moe = d.get("moe")
+        active = f", {d['active_parameters'] / 1e9:.2f} B active" if moe else ""
+        return (f"Model({d['name']}: {d['model_type']}, {d['parameters'] / 1e9:.2f} B parameters{active}, "
+                f"{d['num_hidden_layers']} layers, hidden {d['hidden_size']}, {d['attention']} "
+                f"{d['num_attention_heads']}/{d['num_key_value_heads']} heads)")
+
+
+def model(name: str) -> Model:
+    return Model(json.loads(_core.model_json(name)))
+
+
+class Accelerator(_Record):
+    """One accelerator: memory, bandwidth, dense peaks per number format, links, TDP."""
+
+    @property
+    def memory(self):
+        v = self._data["memory_bytes"]
+        return None if v is None else Quantity.from_si(v, SIZE)
+
+    @property
+    def memory_bandwidth(self):
+        v = self._data["memory_bandwidth_bytes_per_s"]
+        return None if v is None else Quantity.from_si(v, BYTE_RATE)
+
+    @property
+    def tdp(self):
+        v = self._data["tdp_w"]
+        return None if v is None else Quantity.from_si(v, POWER)
+
+    def peak(self, fmt: str = "bf16"):
+        """Dense peak for a format key (bf16, fp8, fp4, int8, ...): a Quantity, None if unknown,
+        or the string 'unsupported'."""
+        peaks = self._data["peak_dense_flops_per_s"]
+        v = peaks.get(fmt)
+        if isinstance(v, (int, float)):
+            return Quantity.from_si(v, FLOP_RATE)
+        return v
+
+    def __repr__(self) -> str:
+        return (f"Accelerator({self.name}: {_fmt(self.memory)}, {_fmt(self.memory_bandwidth)}, "
+                f"BF16 {_fmt(self.peak('bf16'))} dense, FP8 {_fmt(self.peak('fp8'))})")
+
+
+def accelerator(name: str) -> Accelerator:
+    return Accelerator(json.loads(_core.accelerator_json(name)))
+
+
+class System(_Record):
+    """A node preset resolved: accelerator, count, scale-up and scale-out links, storage."""
+
+    @property
+    def accelerator(self) -> Accelerator:
+        return Accelerator(self._data["accelerator"])
+
+    def __repr__(self) -> str:
+        d = self._data
+        up = d["scale_up"]["name"] if d.get("scale_up") else "none"
+        out = d["scale_out"]["link"]["name"] if d.get("scale_out") else "none"
+        return (f"System({d['preset']}: {d['count']}x {d['accelerator']['name']} in {d['nodes']} node(s) of "
+                f"{d['per_node']}, scale-up {up} ({d['scale_up_topology']}), scale-out {out})")
+
+
+def system(name: str) -> System:
+    return System(json.loads(_core.system_json(name)))

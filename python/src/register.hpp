@@ -1,0 +1,12 @@
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace capplan::python {
+
+void register_errors(pybind11::module_& m);
+void register_units(pybind11::module_& m);
+void register_catalog(pybind11::module_& m);
+void register_estimate(pybind11::module_& m);
+
+}  // namespace capplan::python

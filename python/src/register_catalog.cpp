@@ -1,0 +1,49 @@
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include "capplan/catalog.hpp"
+#include "capplan/device.hpp"
+#include "capplan/error.hpp"
+#include "capplan/report/result.hpp"
+#include "capplan/spec/hf_config.hpp"
+#include "register.hpp"
+
+namespace py = pybind11;
+
+namespace capplan::python {
+
+namespace {
+entry_kind kind_from(const std::string& k) {
+    for (entry_kind e : {entry_kind::model, entry_kind::accelerator, entry_kind::link, entry_kind::system, entry_kind::storage})
+        if (kind_name(e) == k || kind_folder(e) == k || kind_name(e) + "s" == k) return e;
+    throw config_error("/kind", "'" + k + "'", "unknown catalog kind", "models, accelerators, links, systems, storage");
+}
+}  // namespace
+
+void register_catalog(py::module_& m) {
+    m.def("set_catalog_dir", &set_catalog_dir, py::arg("path"), "Load the catalog from a folder (replaces the current one).");
+    m.def("catalog_dir", [] { return default_catalog().dir(); });
+    m.def("catalog_version", [] { return default_catalog().version(); });
+    m.def("catalog_names", [](const std::string& kind) { return default_catalog().names(kind_from(kind)); }, py::arg("kind"));
+    m.def("catalog_kind", [](const std::string& name) { return kind_name(default_catalog().kind_of(name)); }, py::arg("name"));
+    m.def("catalog_entry_json", [](const std::string& name) { return default_catalog().raw_json(name); }, py::arg("name"));
+    m.def("canonical_name", [](const std::string& name) { return default_catalog().canonical_name(name); }, py::arg("name"));
+    m.def("model_json", [](const std::string& name) { return to_json(default_catalog().model(name, "/model")); }, py::arg("name"));
+    m.def("model_from_hf_config_json", [](const std::string& text, const std::string& name) {
+            return to_json(model_from_hf_config(text, name, "/model"));
+        }, py::arg("text"), py::arg("name") = "custom");
+    m.def("accelerator_json", [](const std::string& name) { return to_json(default_catalog().accelerator(name, "/accelerator")); }, py::arg("name"));
+    m.def("system_json", [](const std::string& name) { return to_json(default_catalog().system(name, "/system")); }, py::arg("name"));
+    m.def("supported_model_types", &supported_model_types);
+    m.def("hf_config_known_keys", &hf_config_known_keys);
+    m.def("query_devices", [] {
+        const auto s = query_devices();
+        py::list devices;
+        for (const auto& d : s.devices)
+            devices.append(py::dict(py::arg("name") = d.name, py::arg("compute_capability") = std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor),
+                                    py::arg("memory_bytes") = d.memory_bytes));
+        return py::dict(py::arg("built_with_cuda") = s.built_with_cuda, py::arg("devices") = devices, py::arg("reason") = s.reason);
+    });
+}
+
+}  // namespace capplan::python

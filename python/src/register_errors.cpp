@@ -1,0 +1,61 @@
+// C++ errors -> Python exceptions with builtin bases, carrying the field, value and allowed values.
+#include <pybind11/stl.h>
+
+#include "capplan/error.hpp"
+#include "register.hpp"
+
+namespace py = pybind11;
+
+namespace capplan::python {
+
+namespace {
+PyObject* make_class(py::module_& m, const char* name, PyObject* bases, const char* doc) {
+    const std::string qualified = std::string("capplan._core.") + name;
+    PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
+    if (!cls) throw py::error_already_set();
+    m.add_object(name, py::handle(cls));
+    return cls;
+}
+
+void raise(PyObject* cls, const config_error& e, const std::vector<std::string>& suggestions = {}) {
+    py::object exc = py::reinterpret_borrow<py::object>(cls)(e.what());
+    exc.attr("field") = e.field();
+    exc.attr("value") = e.value();
+    exc.attr("problem") = e.problem();
+    exc.attr("allowed") = e.allowed();
+    exc.attr("suggestions") = suggestions;
+    PyErr_SetObject(cls, exc.ptr());
+}
+}  // namespace
+
+void register_errors(py::module_& m) {
+    static PyObject* base = make_class(m, "Error", PyExc_Exception, "Base of every capplan error.");
+    static PyObject* config = make_class(m, "ConfigError", py::make_tuple(py::handle(base), py::handle(PyExc_ValueError)).release().ptr(),
+                                         "Bad input: a wrong value, a missing or unknown key (also a ValueError).");
+    static PyObject* unit = make_class(m, "UnitError", py::make_tuple(py::handle(config)).release().ptr(),
+                                       "A quantity string that does not parse or has the wrong dimension.");
+    static PyObject* json = make_class(m, "JsonError", py::make_tuple(py::handle(config)).release().ptr(),
+                                       "Text that is not valid JSON.");
+    static PyObject* unknown = make_class(m, "UnknownNameError",
+                                          py::make_tuple(py::handle(config), py::handle(PyExc_KeyError)).release().ptr(),
+                                          "A catalog name that does not exist (also a KeyError).");
+    // KeyError quotes its message in str(); a capplan error reads as a sentence instead.
+    py::handle(unknown).attr("__str__") = py::module_::import("builtins").attr("BaseException").attr("__str__");
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const unknown_name_error& e) {
+            raise(unknown, e, e.suggestions());
+        } catch (const unit_error& e) {
+            raise(unit, e);
+        } catch (const json_error& e) {
+            raise(json, e);
+        } catch (const config_error& e) {
+            raise(config, e);
+        } catch (const error& e) {
+            PyErr_SetString(base, e.what());
+        }
+    });
+}
+
+}  // namespace capplan::python

@@ -1,0 +1,434 @@
+#include "capplan/catalog.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "catalog_readers.hpp"
+#include "hf_config_json.hpp"
+
+#ifndef CAPPLAN_SOURCE_CATALOG_DIR
+#define CAPPLAN_SOURCE_CATALOG_DIR "models"
+#endif
+
+namespace capplan {
+
+using detail::json;
+using detail::object_reader;
+
+std::string kind_name(entry_kind k) {
+    switch (k) {
+        case entry_kind::model: return "model";
+        case entry_kind::accelerator: return "accelerator";
+        case entry_kind::link: return "link";
+        case entry_kind::system: return "system";
+        case entry_kind::storage: return "storage";
+    }
+    return "entry";
+}
+
+std::string kind_folder(entry_kind k) {
+    switch (k) {
+        case entry_kind::model: return "llm";
+        case entry_kind::accelerator: return "accelerators";
+        case entry_kind::link: return "links";
+        case entry_kind::system: return "systems";
+        case entry_kind::storage: return "storage";
+    }
+    return "";
+}
+
+namespace detail {
+
+json read_json_file(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    if (!in) throw config_error(file.string(), "", "cannot read file");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+        return parse_json_text(ss.str(), file.filename().string());
+    } catch (const json_error& e) {
+        throw json_error(file.string(), "", e.problem());
+    }
+}
+
+}  // namespace detail
+
+namespace detail {
+
+header read_header(object_reader& r, bool inline_entry) {
+    header h;
+    h.name = inline_entry ? r.string("name").value_or("custom") : r.required_string("name");
+    h.source = inline_entry ? r.string("source").value_or("inline object in the scenario") : r.required_string("source");
+    r.choice("confidence", {"datasheet", "config", "paper", "measured", "secondary", "derived"});
+    if (!inline_entry && !r.present("confidence"))
+        r.missing("confidence", "datasheet, config, paper, measured, secondary or derived");
+    r.string("description");
+    r.string("notes");
+    if (const json* a = r.get("aliases"); a && !a->is_null()) {
+        if (!a->is_array()) r.wrong_type("aliases", *a, "a list of strings");
+        for (const auto& x : *a) {
+            if (!x.is_string()) r.wrong_type("aliases", *a, "a list of strings");
+            h.aliases.push_back(x.get<std::string>());
+        }
+    }
+    return h;
+}
+
+namespace {
+// A name-valued field that may be null (e.g. "link": null for no scale-up link).
+std::string optional_name(object_reader& r, std::string_view key) { return r.string(key).value_or(""); }
+
+// A text value that may be sourced ({"value": ..., "source": ...}).
+void skip_text(object_reader& r, std::string_view key) {
+    const json* v = r.get(key);
+    if (v && v->is_object()) {
+        object_reader s(*v, r.path(key));
+        s.string("value");
+        s.allow({"source", "confidence", "note"});
+        s.finish();
+    }
+}
+
+std::optional<double> sourced_count(object_reader& r, std::string_view key) {
+    const json* v = r.get(key);
+    if (!v || v->is_null()) return std::nullopt;
+    if (v->is_object()) {
+        object_reader s(*v, r.path(key));
+        const auto n = s.integer("value", 0);
+        s.allow({"source", "confidence", "note"});
+        s.finish();
+        if (!n) return std::nullopt;
+        return static_cast<double>(*n);
+    }
+    const auto n = r.integer(key, 0);
+    return n ? std::optional<double>(static_cast<double>(*n)) : std::nullopt;
+}
+
+}  // namespace
+
+accelerator_spec read_accelerator(object_reader& r, const header& h) {
+    accelerator_spec a;
+    a.name = h.name;
+    a.source = h.source;
+    a.vendor = *r.choice("vendor", {"NVIDIA", "AMD", "Intel", "Google", "AWS", "Huawei", "generic"});
+    skip_text(r, "form_factor");
+    {
+        object_reader mem = r.child("memory");
+        a.memory_capacity = mem.quantity<data_size>("capacity");
+        a.memory_bandwidth = mem.quantity<byte_rate>("bandwidth");
+        skip_text(mem, "type");
+        mem.finish();
+    }
+    {
+        object_reader peaks = r.child("peak_dense_flops");
+        for (const char* key : {"fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4"}) {
+            const json* v = peaks.get(key);
+            if (!v) continue;
+            const json* inner = v->is_object() && v->contains("value") ? &(*v)["value"] : v;
+            peak_rate p;
+            if (inner->is_string() && inner->get<std::string>() == "unsupported") {
+                p.status = peak_rate::state::unsupported;
+            } else if (const auto q = peaks.quantity<flop_rate>(key)) {
+                p.status = peak_rate::state::known;
+                p.value = *q;
+            }
+            a.peak_dense_flops[key] = p;
+        }
+        if (!peaks.get("bf16")) peaks.missing("bf16", "a FLOP rate such as \"989.5 TFLOP/s\" or null");
+        peaks.finish();
+    }
+    a.l2_cache = r.quantity<data_size>("l2_cache");
+    sourced_count(r, "compute_units");
+    a.tdp = r.quantity<power>("tdp");
+    if (const json* up = r.get("scale_up"); up && !up->is_null()) {
+        object_reader s(*up, r.path("scale_up"));
+        a.scale_up_link = optional_name(s, "link");
+        sourced_count(s, "links");
+        a.scale_up_bandwidth_per_direction = s.quantity<byte_rate>("bandwidth_per_direction");
+        s.finish();
+    }
+    if (const json* host = r.get("host_link"); host && !host->is_null()) {
+        object_reader s(*host, r.path("host_link"));
+        a.host_link = optional_name(s, "link");
+        sourced_count(s, "lanes");
+        s.quantity<byte_rate>("bandwidth_per_direction");
+        s.finish();
+    }
+    return a;
+}
+
+link_spec read_link(object_reader& r, const header& h) {
+    link_spec l;
+    l.name = h.name;
+    l.source = h.source;
+    l.kind = *r.choice("kind", {"pcie", "nvlink", "infiniband", "ethernet", "infinity_fabric", "ici", "neuronlink", "hccs", "nvlink_c2c"});
+    if (!r.present("kind")) r.missing("kind", "pcie, nvlink, infiniband, ethernet, ...");
+    r.get("generation");
+    const auto scope = r.choice("scope", {"x16_slot", "per_device", "per_port", "per_link"});
+    if (!scope) r.missing("scope", "x16_slot, per_device, per_port or per_link");
+    l.scope = *scope;
+    sourced_count(r, "lanes");
+    r.quantity<byte_rate>("signaling_rate_per_lane");
+    skip_text(r, "encoding");
+    if (!r.get("bandwidth_per_direction")) r.missing("bandwidth_per_direction", "a data rate or null");
+    l.bandwidth_per_direction = r.quantity<byte_rate>("bandwidth_per_direction");
+    l.measured_bandwidth_per_direction = r.quantity<byte_rate>("measured_bandwidth_per_direction");
+    l.latency = r.quantity<duration>("latency");
+    return l;
+}
+
+storage_spec read_storage(object_reader& r, const header& h) {
+    storage_spec s;
+    s.name = h.name;
+    s.source = h.source;
+    const auto kind = r.choice("kind", {"local_nvme", "nfs", "parallel_fs", "object_store", "host_dram"});
+    if (!kind) r.missing("kind", "local_nvme, nfs, parallel_fs, object_store or host_dram");
+    s.kind = *kind;
+    const auto scope = r.choice("scope", {"per_drive", "per_node", "per_client", "per_connection", "per_socket", "aggregate"});
+    if (!scope) r.missing("scope", "per_drive, per_node, per_client, per_connection, per_socket or aggregate");
+    s.scope = *scope;
+    sourced_count(r, "devices");
+    s.capacity = r.quantity<data_size>("capacity");
+    if (!r.get("read_bandwidth")) r.missing("read_bandwidth", "a data rate or null");
+    s.read_bandwidth = r.quantity<byte_rate>("read_bandwidth");
+    s.write_bandwidth = r.quantity<byte_rate>("write_bandwidth");
+    s.read_iops = sourced_count(r, "read_iops");
+    s.write_iops = sourced_count(r, "write_iops");
+    sourced_count(r, "requests_per_second");
+    s.latency = r.quantity<duration>("latency");
+    return s;
+}
+
+system_entry read_system(object_reader& r, const header& h) {
+    system_entry e;
+    e.name = h.name;
+    e.source = h.source;
+    e.accelerator = r.required_string("accelerator");
+    e.per_node = static_cast<int>(r.required_integer("per_node", 1));
+    e.nodes = static_cast<int>(r.integer("nodes", 1).value_or(1));
+    {
+        object_reader up = r.child("scale_up");
+        e.scale_up_link = up.required_string("link");
+        e.scale_up_topology = *up.choice("topology", {"nvswitch", "pcie_host", "pcie_switch", "full_mesh", "torus_2d", "torus_3d", "none"});
+        e.scale_up_domain = static_cast<int>(up.required_integer("domain_size", 1));
+        up.get("torus_shape");
+        up.boolean("in_network_reduction");
+        up.finish();
+    }
+    if (const json* out = r.get("scale_out"); out && !out->is_null()) {
+        object_reader s(*out, r.path("scale_out"));
+        e.scale_out_link = s.required_string("link");
+        e.nics_per_node = static_cast<int>(s.required_integer("nics_per_node", 1));
+        e.scale_out_topology = s.choice("topology", {"rail_optimized_fat_tree", "fat_tree", "dcn"}).value_or("");
+        e.oversubscription = s.number("oversubscription", 1.0).value_or(1.0);
+        s.finish();
+    }
+    if (const json* host = r.get("host"); host && !host->is_null()) {
+        object_reader s(*host, r.path("host"));
+        skip_text(s, "cpu");
+        sourced_count(s, "sockets");
+        s.quantity<data_size>("memory");
+        s.string("memory_per_socket");
+        s.finish();
+    }
+    r.string("host_link");
+    e.storage = r.string("storage").value_or("");
+    return e;
+}
+
+}  // namespace detail
+
+namespace {
+
+const std::vector<entry_kind> all_kinds{entry_kind::model, entry_kind::accelerator, entry_kind::link,
+                                        entry_kind::system, entry_kind::storage};
+using namespace detail;
+
+// Re-throws an error from inside a catalog file with the file in front of the JSON pointer.
+template <class F>
+auto in_file(const std::filesystem::path& file, F&& f) {
+    try {
+        return f();
+    } catch (const unit_error& e) {
+        throw unit_error(file.string() + "#" + e.field(), e.value(), e.problem(), e.allowed());
+    } catch (const json_error&) {
+        throw;
+    } catch (const config_error& e) {
+        throw config_error(file.string() + "#" + e.field(), e.value(), e.problem(), e.allowed());
+    }
+}
+
+}  // namespace
+
+catalog catalog::load(const std::filesystem::path& dir) {
+    catalog c;
+    c.dir_ = dir;
+    if (!std::filesystem::is_directory(dir))
+        throw config_error(dir.string(), "", "catalog folder not found",
+                           "a folder with llm/, accelerators/, links/, systems/, storage/ (set CAPPLAN_CATALOG)");
+    for (entry_kind kind : all_kinds) {
+        const auto folder = dir / kind_folder(kind);
+        if (!std::filesystem::is_directory(folder)) continue;
+        std::vector<std::filesystem::path> files;
+        for (const auto& f : std::filesystem::directory_iterator(folder))
+            if (f.path().extension() == ".json") files.push_back(f.path());
+        std::sort(files.begin(), files.end());
+        for (const auto& file : files) {
+            const json j = detail::read_json_file(file);
+            in_file(file, [&] {
+                object_reader r(j, "", true);
+                const header h = read_header(r, false);
+                switch (kind) {
+                    case entry_kind::model: {
+                        const json* config = r.get("config");
+                        if (!config) r.missing("config", "the model's Hugging Face config.json fields");
+                        r.string("hf_repo");
+                        model_spec m = detail::model_from_hf_json(*config, h.name, "/config", true);
+                        m.source = h.source;
+                        c.models_[h.name] = std::move(m);
+                        break;
+                    }
+                    case entry_kind::accelerator: c.accelerators_[h.name] = read_accelerator(r, h); break;
+                    case entry_kind::link: c.links_[h.name] = read_link(r, h); break;
+                    case entry_kind::storage: c.storage_[h.name] = read_storage(r, h); break;
+                    case entry_kind::system: c.systems_[h.name] = read_system(r, h); break;
+                }
+                r.finish();
+                std::ifstream in(file);
+                std::stringstream text;
+                text << in.rdbuf();
+                c.entries_.push_back({kind, h.name, file, text.str()});
+                for (const auto& key : [&] { auto v = h.aliases; v.push_back(h.name); return v; }()) {
+                    const auto lk = detail::lower(key);
+                    const auto [it, inserted] = c.index_.emplace(lk, c.entries_.size() - 1);
+                    if (!inserted && c.entries_[it->second].name != h.name)
+                        throw config_error("/aliases", "'" + key + "'",
+                                           "name or alias already used by " + c.entries_[it->second].file.string(),
+                                           "a name unique across the catalog");
+                }
+                return 0;
+            });
+        }
+    }
+    // Cross-references: a system names an accelerator, links and storage that must exist.
+    for (const auto& [name, s] : c.systems_) {
+        const auto file = dir / kind_folder(entry_kind::system);
+        in_file(file / (detail::lower(name) + ".json"), [&] {
+            c.accelerator(s.accelerator, "/accelerator");
+            c.link(s.scale_up_link, "/scale_up/link");
+            if (!s.scale_out_link.empty()) c.link(s.scale_out_link, "/scale_out/link");
+            if (!s.storage.empty()) c.storage(s.storage, "/storage");
+            return 0;
+        });
+    }
+    for (const auto& [name, a] : c.accelerators_) {
+        in_file(dir / kind_folder(entry_kind::accelerator) / (detail::lower(name) + ".json"), [&] {
+            if (!a.scale_up_link.empty()) c.link(a.scale_up_link, "/scale_up/link");
+            if (!a.host_link.empty()) c.link(a.host_link, "/host_link/link");
+            return 0;
+        });
+    }
+    return c;
+}
+
+std::filesystem::path catalog::default_dir() {
+    if (const char* env = std::getenv("CAPPLAN_CATALOG"); env && *env) return env;
+    return CAPPLAN_SOURCE_CATALOG_DIR;
+}
+
+std::string catalog::version() const {
+    std::ifstream in(dir_ / "VERSION");
+    std::string v;
+    if (!(in >> v)) return "unversioned";
+    return v;
+}
+
+const catalog::entry& catalog::find(entry_kind k, std::string_view name, const std::string& field) const {
+    const auto it = index_.find(detail::lower(name));
+    if (it != index_.end() && entries_[it->second].kind == k) return entries_[it->second];
+    const auto candidates = [&] {
+        std::vector<std::string> v;
+        for (const auto& [key, pos] : index_)
+            if (entries_[pos].kind == k) v.push_back(entries_[pos].name);
+        return v;
+    }();
+    throw unknown_name_error(field, std::string(name), kind_name(k), detail::closest(name, candidates));
+}
+
+const model_spec& catalog::model(std::string_view name, const std::string& field) const {
+    return models_.at(find(entry_kind::model, name, field).name);
+}
+const accelerator_spec& catalog::accelerator(std::string_view name, const std::string& field) const {
+    return accelerators_.at(find(entry_kind::accelerator, name, field).name);
+}
+const link_spec& catalog::link(std::string_view name, const std::string& field) const {
+    return links_.at(find(entry_kind::link, name, field).name);
+}
+const storage_spec& catalog::storage(std::string_view name, const std::string& field) const {
+    return storage_.at(find(entry_kind::storage, name, field).name);
+}
+const system_entry& catalog::system_preset(std::string_view name, const std::string& field) const {
+    return systems_.at(find(entry_kind::system, name, field).name);
+}
+
+system_spec catalog::system(std::string_view name, const std::string& field) const {
+    const system_entry& e = system_preset(name, field);
+    system_spec s;
+    s.preset = e.name;
+    s.accelerator = accelerator(e.accelerator);
+    s.per_node = e.per_node;
+    s.count = e.per_node * e.nodes;
+    s.scale_up = link(e.scale_up_link);
+    s.scale_up_topology = e.scale_up_topology;
+    s.scale_up_domain = e.scale_up_domain;
+    if (!e.scale_out_link.empty())
+        s.scale_out = scale_out_spec{link(e.scale_out_link), e.nics_per_node, e.scale_out_topology, e.oversubscription};
+    if (!e.storage.empty()) s.storage = storage(e.storage);
+    return s;
+}
+
+std::vector<std::string> catalog::names(entry_kind k) const {
+    std::vector<std::string> v;
+    for (const auto& e : entries_)
+        if (e.kind == k) v.push_back(e.name);
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return detail::lower(a) < detail::lower(b); });
+    return v;
+}
+
+entry_kind catalog::kind_of(std::string_view name) const {
+    const auto it = index_.find(detail::lower(name));
+    if (it != index_.end()) return entries_[it->second].kind;
+    std::vector<std::string> all;
+    for (const auto& e : entries_) all.push_back(e.name);
+    throw unknown_name_error("/name", std::string(name), "entry", detail::closest(name, all));
+}
+
+std::string catalog::raw_json(std::string_view name) const {
+    return entries_[index_.at(detail::lower(canonical_name(name)))].text;
+}
+
+std::string catalog::canonical_name(std::string_view name) const {
+    const entry_kind k = kind_of(name);
+    return entries_[index_.at(detail::lower(name))].kind == k ? entries_[index_.at(detail::lower(name))].name : std::string(name);
+}
+
+namespace {
+std::mutex catalog_mutex;
+std::unique_ptr<catalog> the_catalog;
+}  // namespace
+
+const catalog& default_catalog() {
+    std::lock_guard lock(catalog_mutex);
+    if (!the_catalog) the_catalog = std::make_unique<catalog>(catalog::load(catalog::default_dir()));
+    return *the_catalog;
+}
+
+void set_catalog_dir(const std::filesystem::path& dir) {
+    auto loaded = std::make_unique<catalog>(catalog::load(dir));
+    std::lock_guard lock(catalog_mutex);
+    the_catalog = std::move(loaded);
+}
+
+}  // namespace capplan

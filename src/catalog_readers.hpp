@@ -1,0 +1,26 @@
+// Private: readers for catalog entries, shared by the catalog loader and by inline objects in
+// scenarios ("each a catalog name or an inline object in the catalog's own format").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "capplan/catalog.hpp"
+#include "json_reader.hpp"
+
+namespace capplan::detail {
+
+// Keys every entry may carry (models/schema/common.schema.json#/$defs/entry_header).
+struct header {
+    std::string name, source;
+    std::vector<std::string> aliases;
+};
+
+// inline_entry: name, source and confidence become optional (a user's own object).
+header read_header(object_reader& r, bool inline_entry);
+accelerator_spec read_accelerator(object_reader& r, const header& h);
+link_spec read_link(object_reader& r, const header& h);
+storage_spec read_storage(object_reader& r, const header& h);
+system_entry read_system(object_reader& r, const header& h);
+
+}  // namespace capplan::detail

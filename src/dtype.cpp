@@ -1,0 +1,45 @@
+#include "capplan/dtype.hpp"
+
+#include "capplan/detail/closest.hpp"
+#include "capplan/error.hpp"
+
+namespace capplan {
+
+const std::vector<number_format>& number_formats() {
+    static const std::vector<number_format> formats{
+        {"fp32", 32, 0, 0, "fp32", "IEEE 754 binary32"},
+        {"tf32", 32, 0, 0, "tf32", "stored as fp32; TF32 is a tensor-core compute mode (NVIDIA A100 whitepaper)"},
+        {"bf16", 16, 0, 0, "bf16", "bfloat16: 1 sign, 8 exponent, 7 mantissa bits"},
+        {"fp16", 16, 0, 0, "fp16", "IEEE 754 binary16"},
+        {"fp8", 8, 0, 0, "fp8",
+         "FP8 E4M3/E5M2 (Micikevicius et al. 2022, arXiv:2209.05433) with a per-tensor scale (negligible)"},
+        {"int8", 8, 0, 0, "int8", "8-bit integer with per-channel scales (negligible per element)"},
+        {"int4", 4, 128, 16 + 4, "int4",
+         "4-bit integer, group size 128 with an fp16 scale and a 4-bit zero point per group "
+         "(GPTQ, Frantar et al. 2022 arXiv:2210.17323; AWQ, Lin et al. 2023 arXiv:2306.00978)"},
+        {"mxfp4", 4, 32, 8, "fp4",
+         "OCP Microscaling Formats (MX) v1.0: FP4 E2M1 elements, blocks of 32 sharing an E8M0 scale"},
+        {"nvfp4", 4, 16, 8, "fp4",
+         "NVIDIA NVFP4: FP4 E2M1 elements, blocks of 16 sharing an FP8 E4M3 scale (+ one fp32 per tensor)"},
+    };
+    return formats;
+}
+
+const number_format& find_format(std::string_view name, std::string_view field) {
+    const std::string key = detail::lower(name);
+    const std::string wanted = key == "fp4" ? "mxfp4" : key == "float16" ? "fp16" : key == "bfloat16" ? "bf16"
+                             : key == "float32" ? "fp32" : key == "float8" ? "fp8" : key;
+    std::vector<std::string> names;
+    std::string allowed;
+    for (const auto& f : number_formats()) {
+        if (f.name == wanted) return f;
+        names.push_back(f.name);
+        allowed += (allowed.empty() ? "" : ", ") + f.name;
+    }
+    const auto near = detail::closest(name, names);
+    std::string problem = "unknown number format";
+    if (!near.empty()) problem += "; did you mean " + near.front() + "?";
+    throw config_error(std::string(field), "'" + std::string(name) + "'", problem, allowed + " (fp4 = mxfp4)");
+}
+
+}  // namespace capplan

@@ -1,0 +1,140 @@
+#include <nlohmann/json.hpp>
+
+#include "capplan/report/result.hpp"
+
+namespace capplan {
+
+namespace {
+using json = nlohmann::ordered_json;
+
+template <class Q>
+void put(json& j, const char* key, const std::optional<Q>& q) {
+    if (q) j[key] = q->si();
+}
+template <class Q>
+json si_or_null(const std::optional<Q>& q) {
+    return q ? json(q->si()) : json(nullptr);
+}
+
+json breakdown_json(const parameter_breakdown& b) {
+    return {{"embedding", b.embedding},   {"position_embedding", b.position_embedding},
+            {"lm_head", b.lm_head},       {"attention", b.attention},
+            {"dense_mlp", b.dense_mlp},   {"routed_experts", b.routed_experts},
+            {"shared_experts", b.shared_experts}, {"router", b.router},
+            {"norms", b.norms}};
+}
+
+json link_json(const link_spec& l) {
+    return {{"name", l.name}, {"kind", l.kind}, {"scope", l.scope},
+            {"bandwidth_per_direction_bytes_per_s", si_or_null(l.bandwidth_per_direction)},
+            {"latency_s", si_or_null(l.latency)}, {"source", l.source}};
+}
+
+json accelerator_json(const accelerator_spec& a) {
+    json peaks = json::object();
+    for (const auto& [k, p] : a.peak_dense_flops)
+        peaks[k] = p.status == peak_rate::state::known ? json(p.value.si())
+                 : p.status == peak_rate::state::unsupported ? json("unsupported") : json(nullptr);
+    return {{"name", a.name}, {"vendor", a.vendor},
+            {"memory_bytes", si_or_null(a.memory_capacity)},
+            {"memory_bandwidth_bytes_per_s", si_or_null(a.memory_bandwidth)},
+            {"peak_dense_flops_per_s", peaks}, {"tdp_w", si_or_null(a.tdp)},
+            {"scale_up_link", a.scale_up_link},
+            {"scale_up_bandwidth_per_direction_bytes_per_s", si_or_null(a.scale_up_bandwidth_per_direction)},
+            {"host_link", a.host_link}, {"source", a.source}};
+}
+}  // namespace
+
+std::string to_json(const model_spec& m, int indent) {
+    const auto b = count_parameters(m);
+    json j = {{"name", m.name}, {"model_type", m.model_type}, {"hidden_size", m.hidden},
+              {"num_hidden_layers", m.layers}, {"num_attention_heads", m.heads},
+              {"num_key_value_heads", m.kv_heads}, {"head_dim", m.head_dim},
+              {"intermediate_size", m.intermediate}, {"vocab_size", m.vocab},
+              {"max_position_embeddings", m.max_position ? json(m.max_position) : json(nullptr)},
+              {"tie_word_embeddings", m.tied_embeddings}, {"gated_mlp", m.gated_mlp},
+              {"attention", m.mla ? "mla" : (m.kv_heads == m.heads ? "mha" : (m.kv_heads == 1 ? "mqa" : "gqa"))},
+              {"sliding_window", m.sliding_window ? json(m.sliding_window) : json(nullptr)},
+              {"sliding_layers", m.sliding_layer_count()},
+              {"moe", m.is_moe() ? json{{"routed_experts", m.moe.routed_experts},
+                                          {"experts_per_token", m.moe.experts_per_token},
+                                          {"shared_experts", m.moe.shared_experts},
+                                          {"expert_intermediate_size", m.moe.expert_intermediate},
+                                          {"moe_layers", m.moe_layer_count()}}
+                                  : json(nullptr)},
+              {"parameters", b.total()}, {"active_parameters", b.active()},
+              {"parameters_breakdown", breakdown_json(b)}, {"source", m.source}};
+    if (m.mla)
+        j["mla"] = {{"q_lora_rank", m.mla_dims.q_lora_rank}, {"kv_lora_rank", m.mla_dims.kv_lora_rank},
+                    {"qk_nope_head_dim", m.mla_dims.qk_nope_head_dim}, {"qk_rope_head_dim", m.mla_dims.qk_rope_head_dim},
+                    {"v_head_dim", m.mla_dims.v_head_dim}};
+    return j.dump(indent);
+}
+
+std::string to_json(const accelerator_spec& a, int indent) { return accelerator_json(a).dump(indent); }
+
+std::string to_json(const system_spec& s, int indent) {
+    json j = {{"preset", s.preset.empty() ? json(nullptr) : json(s.preset)},
+              {"accelerator", accelerator_json(s.accelerator)}, {"count", s.count},
+              {"per_node", s.per_node}, {"nodes", s.nodes()},
+              {"scale_up", s.scale_up ? link_json(*s.scale_up) : json(nullptr)},
+              {"scale_up_topology", s.scale_up_topology}, {"scale_up_domain", s.scale_up_domain}};
+    if (s.scale_out)
+        j["scale_out"] = {{"link", link_json(s.scale_out->link)}, {"nics_per_node", s.scale_out->nics_per_node},
+                          {"topology", s.scale_out->topology}, {"oversubscription", s.scale_out->oversubscription}};
+    else
+        j["scale_out"] = nullptr;
+    if (s.storage)
+        j["storage"] = {{"name", s.storage->name}, {"kind", s.storage->kind}, {"scope", s.storage->scope},
+                        {"read_bandwidth_bytes_per_s", si_or_null(s.storage->read_bandwidth)},
+                        {"write_bandwidth_bytes_per_s", si_or_null(s.storage->write_bandwidth)},
+                        {"source", s.storage->source}};
+    else
+        j["storage"] = nullptr;
+    return j.dump(indent);
+}
+
+std::string to_json(const estimate_result& r, int indent) {
+    json j;
+    j["model"] = {{"name", r.model.name},
+                  {"model_type", r.model.model_type},
+                  {"parameters", r.model.parameters},
+                  {"active_parameters", r.model.active_parameters},
+                  {"parameters_breakdown", breakdown_json(r.model.breakdown)},
+                  {"source", r.model.source}};
+    const auto& s = r.system;
+    j["system"] = {{"accelerator", s.accelerator}, {"count", s.count},  {"per_node", s.per_node},
+                   {"nodes", s.nodes},             {"weights_format", s.weights_format},
+                   {"kv_cache_format", s.kv_cache_format},
+                   {"parallelism", {{"tp", s.tp}, {"pp", s.pp}, {"dp", s.dp}, {"cp", s.cp}, {"ep", s.ep}}}};
+    if (!s.preset.empty()) j["system"]["preset"] = s.preset;
+
+    json mem = json::object();
+    put(mem, "per_device_bytes", r.memory.per_device);
+    put(mem, "capacity_bytes", r.memory.capacity);
+    if (r.memory.fits) mem["fits"] = *r.memory.fits;
+    put(mem, "weights_bytes", r.memory.weights);
+    put(mem, "weights_total_bytes", r.memory.weights_total);
+    put(mem, "kv_cache_bytes", r.memory.kv_cache);
+    put(mem, "kv_cache_bytes_per_token", r.memory.kv_cache_per_token);
+    put(mem, "activations_bytes", r.memory.activations);
+    put(mem, "gradients_bytes", r.memory.gradients);
+    put(mem, "optimizer_bytes", r.memory.optimizer);
+    put(mem, "overhead_bytes", r.memory.overhead);
+    j["memory"] = mem;
+
+    if (!r.chain.empty()) {
+        json chain = json::array();
+        for (const auto& c : r.chain)
+            chain.push_back({{"stage", c.stage}, {"time_s", c.time.si()}, {"utilization", c.utilization}});
+        j["chain"] = chain;
+    }
+    if (r.bottleneck) j["bottleneck"] = *r.bottleneck;
+    if (r.feasible) j["feasible"] = *r.feasible;
+    if (!r.reasons.empty()) j["reasons"] = r.reasons;
+    j["notes"] = r.notes;
+    j["catalog_version"] = r.catalog_version;
+    return j.dump(indent);
+}
+
+}  // namespace capplan

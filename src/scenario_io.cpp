@@ -1,0 +1,272 @@
+#include "capplan/spec/scenario_io.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "capplan/spec/hf_config.hpp"
+#include "catalog_readers.hpp"
+#include "hf_config_json.hpp"
+
+namespace capplan {
+
+using detail::json;
+using detail::object_reader;
+
+namespace {
+
+model_spec read_model(const json& v, const catalog& cat, const std::filesystem::path& base_dir) {
+    const std::string field = "/model";
+    if (v.is_string()) {
+        const std::string s = v.get<std::string>();
+        try {
+            return cat.model(s, field);
+        } catch (const unknown_name_error&) {
+            std::filesystem::path p(s);
+            if (p.is_relative() && !base_dir.empty()) p = base_dir / p;
+            const bool looks_like_path = s.find(".json") != std::string::npos || std::filesystem::is_directory(p);
+            if (std::filesystem::is_directory(p)) p /= "config.json";
+            if (!std::filesystem::is_regular_file(p)) {
+                if (looks_like_path) throw config_error(field, "'" + s + "'", "config.json file not found", "a catalog model name or a path to a Hugging Face config.json");
+                throw;
+            }
+            std::ifstream in(p);
+            std::stringstream text;
+            text << in.rdbuf();
+            const json config = detail::parse_json_text(text.str(), p.string());
+            std::string name = p.parent_path().filename().string();
+            if (name.empty()) name = p.stem().string();
+            auto m = detail::model_from_hf_json(config, name, field, false);
+            m.source = "Hugging Face config " + p.string();
+            return m;
+        }
+    }
+    if (!v.is_object())
+        throw config_error(field, detail::short_value(v), "expected a catalog name, a path to a config.json or an object",
+                           "e.g. \"Llama-3.1-8B\", \"path/to/config.json\", or {\"model_type\": \"llama\", ...}");
+    if (v.contains("config")) {  // catalog-format object: {"name": ..., "config": {...}}
+        object_reader r(v, field, true);
+        const auto h = detail::read_header(r, true);
+        r.string("hf_repo");
+        auto m = detail::model_from_hf_json(*r.get("config"), h.name, field + "/config", true);
+        m.source = h.source;
+        r.finish();
+        return m;
+    }
+    std::string name = v.contains("name") && v["name"].is_string() ? v["name"].get<std::string>() : "custom";
+    auto m = detail::model_from_hf_json(v, name, field, false);
+    m.source = "inline Hugging Face config fields";
+    return m;
+}
+
+template <class Spec, class Lookup, class Reader>
+Spec name_or_inline(const json& v, const std::string& field, Lookup lookup, Reader reader) {
+    if (v.is_string()) return lookup(v.get<std::string>(), field);
+    object_reader r(v, field, true);
+    const auto h = detail::read_header(r, true);
+    Spec s = reader(r, h);
+    r.finish();
+    return s;
+}
+
+system_spec read_system(object_reader& sys, const catalog& cat) {
+    system_spec s;
+    const auto preset = sys.string("preset");
+    if (preset) s = cat.system(*preset, sys.path("preset"));
+
+    if (const json* a = sys.get("accelerator"); a && !a->is_null()) {
+        s.accelerator = name_or_inline<accelerator_spec>(
+            *a, sys.path("accelerator"), [&](const std::string& n, const std::string& f) { return cat.accelerator(n, f); },
+            detail::read_accelerator);
+        if (!preset) s.scale_up.reset();
+    } else if (!preset) {
+        sys.missing("accelerator", "an accelerator name (see `capplan list accelerators`) or a system preset");
+    }
+    const auto per_node = sys.integer("per_node", 1);
+    const auto count = sys.integer("count", 1);
+    if (count) s.count = static_cast<int>(*count);
+    if (per_node) s.per_node = static_cast<int>(*per_node);
+    else if (!preset) s.per_node = s.count;  // no preset: one node holds them all
+    if (!preset && !s.accelerator.scale_up_link.empty() && s.per_node > 1) {
+        s.scale_up = cat.link(s.accelerator.scale_up_link, sys.path("accelerator"));
+        s.scale_up_domain = s.per_node;
+    }
+    if (s.per_node > s.count && count)
+        throw config_error(sys.path("per_node"), std::to_string(s.per_node), "more accelerators per node than in total",
+                           "at most count (" + std::to_string(s.count) + ")");
+    if (s.count % s.per_node != 0)
+        throw config_error(sys.path("count"), std::to_string(s.count),
+                           "not a whole number of nodes of " + std::to_string(s.per_node),
+                           "a multiple of per_node (" + std::to_string(s.per_node) + ")");
+    if (const json* out = sys.get("scale_out"); out && !out->is_null()) {
+        const std::string f = sys.path("scale_out");
+        if (out->is_string()) {
+            s.scale_out = scale_out_spec{cat.link(out->get<std::string>(), f), s.scale_out ? s.scale_out->nics_per_node : s.per_node,
+                                         s.scale_out ? s.scale_out->topology : "fat_tree", 1.0};
+        } else {
+            object_reader r(*out, f, true);
+            scale_out_spec so;
+            const json* link = r.get("link");
+            if (!link) r.missing("link", "a link name such as IB-NDR or an inline link object");
+            so.link = name_or_inline<link_spec>(
+                *link, r.path("link"), [&](const std::string& n, const std::string& lf) { return cat.link(n, lf); },
+                detail::read_link);
+            so.nics_per_node = static_cast<int>(r.integer("nics_per_node", 1).value_or(s.per_node));
+            so.topology = r.choice("topology", {"rail_optimized_fat_tree", "fat_tree", "dcn"}).value_or("fat_tree");
+            so.oversubscription = r.number("oversubscription", 1.0).value_or(1.0);
+            r.finish();
+            s.scale_out = so;
+        }
+    }
+    if (const json* st = sys.get("storage"); st && !st->is_null()) {
+        s.storage = name_or_inline<storage_spec>(
+            *st, sys.path("storage"), [&](const std::string& n, const std::string& f) { return cat.storage(n, f); },
+            detail::read_storage);
+    }
+    sys.finish();
+    return s;
+}
+
+precision_spec read_precision(object_reader& r) {
+    precision_spec p;
+    const auto fmt = [&](std::string_view key) -> std::optional<number_format> {
+        const auto s = r.string(key);
+        if (!s) return std::nullopt;
+        return find_format(*s, r.path(key));
+    };
+    if (auto w = fmt("weights")) p.weights = *w;
+    if (auto a = fmt("activations")) p.activations = *a;
+    p.kv_cache = fmt("kv_cache").value_or(p.activations);
+    // Weight-only integer formats (W4A16, W8A16) compute in the activation format.
+    const bool weight_only = p.weights.name == "int4" || p.weights.name == "int8";
+    p.compute = fmt("compute").value_or(weight_only ? p.activations : p.weights);
+    r.finish();
+    return p;
+}
+
+parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
+    parallelism_spec p;
+    auto degree = [&](std::string_view key, int& out) {
+        if (const auto v = r.integer(key, 1)) out = static_cast<int>(*v);
+    };
+    degree("tp", p.tp);
+    degree("pp", p.pp);
+    degree("cp", p.cp);
+    degree("ep", p.ep);
+    degree("vpp", p.vpp);
+    p.sequence_parallel = r.boolean("sequence_parallel").value_or(false);
+    const auto dp = r.integer("dp", 1);
+    const int mp = p.model_parallel();
+    if (dp) {
+        p.dp = static_cast<int>(*dp);
+        if (static_cast<long long>(mp) * p.dp != sys.count)
+            throw config_error(r.path("dp"), std::to_string(p.dp),
+                               "tp x pp x cp x dp = " + std::to_string(static_cast<long long>(mp) * p.dp) +
+                                   " does not equal the system's " + std::to_string(sys.count) + " accelerators",
+                               "dp = count / (tp x pp x cp)");
+    } else {
+        if (mp > sys.count || sys.count % mp != 0)
+            throw config_error(r.path("tp"), std::to_string(p.tp),
+                               "tp x pp x cp = " + std::to_string(mp) + " does not divide the system's " +
+                                   std::to_string(sys.count) + " accelerators",
+                               "degrees whose product divides system.count");
+        p.dp = sys.count / mp;
+    }
+    if (p.ep > p.tp * p.dp * p.cp)
+        throw config_error(r.path("ep"), std::to_string(p.ep), "expert parallelism larger than tp x dp x cp",
+                           "at most " + std::to_string(p.tp * p.dp * p.cp));
+    r.finish();
+    return p;
+}
+
+training_spec read_training(object_reader& r) {
+    training_spec t;
+    t.seq_len = r.required_integer("seq_len", 1);
+    t.global_batch = r.required_integer("global_batch", 1);
+    t.micro_batch = r.integer("micro_batch", 1).value_or(1);
+    const auto rc = r.choice("recompute", {"none", "selective", "full"}).value_or("none");
+    t.recompute = rc == "full" ? recompute_kind::full : rc == "selective" ? recompute_kind::selective : recompute_kind::none;
+    t.zero = static_cast<int>(r.integer("zero", 0).value_or(0));
+    if (t.zero > 3) throw config_error(r.path("zero"), std::to_string(t.zero), "no such ZeRO stage", "0, 1, 2, 3");
+    t.optimizer = r.choice("optimizer", {"adamw", "adam", "sgd", "adafactor"}).value_or("adamw");
+    if (t.global_batch % t.micro_batch != 0)
+        throw config_error(r.path("global_batch"), std::to_string(t.global_batch), "not a multiple of micro_batch",
+                           "a multiple of " + std::to_string(t.micro_batch));
+    r.finish();
+    return t;
+}
+
+inference_spec read_inference(object_reader& r) {
+    inference_spec i;
+    i.input_tokens = r.required_integer("input_tokens", 1);
+    i.output_tokens = r.required_integer("output_tokens", 1);
+    if (const json* b = r.get("batch"); b && !b->is_null()) {
+        if (b->is_string()) {
+            if (b->get<std::string>() != "max")
+                throw config_error(r.path("batch"), detail::short_value(*b), "not a batch size", "a positive integer or \"max\"");
+            i.batch_max = true;
+        } else {
+            i.batch = r.integer("batch", 1);
+        }
+    }
+    i.concurrency = r.integer("concurrency", 1);
+    if ((i.batch || i.batch_max) && i.concurrency)
+        throw config_error(r.path("concurrency"), std::to_string(*i.concurrency), "give batch or concurrency, not both",
+                           "batch (requests decoded together) or concurrency (users with a request in flight)");
+    r.finish();
+    return i;
+}
+
+}  // namespace
+
+scenario read_scenario(std::string_view json_text, const catalog& cat, const std::filesystem::path& base_dir) {
+    const json j = detail::parse_json_text(json_text, "scenario");
+    object_reader root(j, "", true);
+    scenario sc;
+    root.allow({"name", "description"});
+    const json* model = root.get("model");
+    if (!model) root.missing("model", "a catalog model name, a path to a config.json, or an object of HF config fields");
+    sc.model = read_model(*model, cat, base_dir);
+
+    const json* sys = root.get("system");
+    if (!sys) root.missing("system", "an object {accelerator, count, per_node, scale_out, storage} or {preset, ...}");
+    if (sys->is_string()) {
+        sc.system = cat.system(sys->get<std::string>(), "/system");
+    } else {
+        object_reader sr(*sys, "/system", true);
+        sc.system = read_system(sr, cat);
+    }
+    if (const json* p = root.get("precision"); p && !p->is_null()) {
+        object_reader r(*p, "/precision", true);
+        sc.precision = read_precision(r);
+    }
+    if (const json* p = root.get("parallelism"); p && !p->is_null()) {
+        object_reader r(*p, "/parallelism", true);
+        sc.parallelism = read_parallelism(r, sc.system);
+    } else {
+        sc.parallelism.dp = sc.system.count;
+    }
+    if (const json* t = root.get("training"); t && !t->is_null()) {
+        object_reader r(*t, "/training", true);
+        sc.training = read_training(r);
+    }
+    if (const json* i = root.get("inference"); i && !i->is_null()) {
+        object_reader r(*i, "/inference", true);
+        sc.inference = read_inference(r);
+    }
+    root.finish();
+    return sc;
+}
+
+std::string default_scenario_json() {
+    return R"({
+  "name": "internal-assistant-50-users",
+  "description": "An internal AI assistant for about 50 colleagues on one 8-GPU server.",
+  "model": "Llama-3.1-70B",
+  "system": {"preset": "HGX-H200", "count": 8},
+  "precision": {"weights": "bf16", "kv_cache": "bf16"},
+  "parallelism": {"tp": 8},
+  "inference": {"input_tokens": 2000, "output_tokens": 500, "concurrency": 50}
+})";
+}
+
+}  // namespace capplan
