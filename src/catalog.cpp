@@ -348,13 +348,19 @@ std::string catalog::version() const {
 const catalog::entry& catalog::find(entry_kind k, std::string_view name, const std::string& field) const {
     const auto it = index_.find(detail::lower(name));
     if (it != index_.end() && entries_[it->second].kind == k) return entries_[it->second];
-    const auto candidates = [&] {
-        std::vector<std::string> v;
-        for (const auto& [key, pos] : index_)
-            if (entries_[pos].kind == k) v.push_back(entries_[pos].name);
-        return v;
-    }();
-    throw unknown_name_error(field, std::string(name), kind_name(k), detail::closest(name, candidates));
+    // Match against names and aliases (an alias is often what the user half-remembers),
+    // then suggest canonical names.
+    std::vector<std::string> keys;
+    for (const auto& [key, pos] : index_)
+        if (entries_[pos].kind == k) keys.push_back(key);
+    std::vector<std::string> suggestions;
+    for (const auto& key : detail::closest(name, keys, 8)) {
+        const std::string& canonical = entries_[index_.at(key)].name;
+        if (std::find(suggestions.begin(), suggestions.end(), canonical) == suggestions.end())
+            suggestions.push_back(canonical);
+        if (suggestions.size() == 3) break;
+    }
+    throw unknown_name_error(field, std::string(name), kind_name(k), suggestions);
 }
 
 const model_spec& catalog::model(std::string_view name, const std::string& field) const {

@@ -59,7 +59,7 @@ TEST_CASE("errors name the field") {
     CHECK_THROWS_WITH_AS(model_from_hf_config(R"({"model_type": "bert", "hidden_size": 768})"),
                          doctest::Contains("/model/model_type: unsupported model_type"), config_error);
     CHECK_THROWS_WITH_AS(model_from_hf_config(R"({"model_type": "llama", "hidden_size": 4096})"),
-                         doctest::Contains("/model/intermediate_size: required field is missing"), config_error);
+                         doctest::Contains("/model/num_hidden_layers: required field is missing"), config_error);
     CHECK_THROWS_WITH_AS(model_from_hf_config(R"({"model_type": "llama", "hidden_size": -4, "intermediate_size": 1,
         "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 1})"),
                          doctest::Contains("/model/hidden_size: must be at least 1"), config_error);

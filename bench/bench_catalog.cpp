@@ -1,0 +1,37 @@
+// Speed of the foundation: loading the catalog, parsing a scenario, counting parameters.
+// Run: build/cpp/capplan_bench   (numbers are measured here, never asserted by a test)
+#include <benchmark/benchmark.h>
+
+#include "capplan/analysis/parameters.hpp"
+#include "capplan/catalog.hpp"
+#include "capplan/estimate.hpp"
+#include "capplan/spec/scenario_io.hpp"
+#include "capplan/units_parse.hpp"
+
+using namespace capplan;
+
+static void catalog_load(benchmark::State& state) {
+    for (auto _ : state) benchmark::DoNotOptimize(catalog::load(CAPPLAN_BENCH_CATALOG_DIR));
+}
+BENCHMARK(catalog_load)->Unit(benchmark::kMillisecond);
+
+static void parameter_count(benchmark::State& state) {
+    const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
+    const model_spec& m = c.model("DeepSeek-V3");
+    for (auto _ : state) benchmark::DoNotOptimize(count_parameters(m).total());
+}
+BENCHMARK(parameter_count);
+
+static void parse_quantity_string(benchmark::State& state) {
+    for (auto _ : state) benchmark::DoNotOptimize(parse<byte_rate>("3.35 TB/s"));
+}
+BENCHMARK(parse_quantity_string);
+
+static void scenario_to_estimate(benchmark::State& state) {
+    const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
+    const std::string text = default_scenario_json();
+    for (auto _ : state) benchmark::DoNotOptimize(estimate(read_scenario(text, c), c));
+}
+BENCHMARK(scenario_to_estimate)->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

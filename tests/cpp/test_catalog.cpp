@@ -1,0 +1,115 @@
+// catalog.hpp: the shipped catalog loads, lookups by alias, suggestions, and strict validation.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "capplan/catalog.hpp"
+#include "capplan/error.hpp"
+
+using namespace capplan;
+using namespace capplan::units;
+namespace fs = std::filesystem;
+
+namespace {
+const catalog& shipped() {
+    static const catalog c = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
+    return c;
+}
+
+// A throw-away catalog folder holding one accelerator file with the given text.
+fs::path one_accelerator(const std::string& text) {
+    const fs::path dir = fs::temp_directory_path() / "capplan_test_catalog";
+    fs::remove_all(dir);
+    fs::create_directories(dir / "accelerators");
+    std::ofstream(dir / "accelerators" / "x1.json") << text;
+    return dir;
+}
+}  // namespace
+
+TEST_CASE("every kind the issue lists is in the shipped catalog") {
+    const auto& c = shipped();
+    CHECK(c.names(entry_kind::model).size() >= 24);
+    CHECK(c.names(entry_kind::accelerator).size() >= 22);
+    CHECK(c.names(entry_kind::system).size() >= 8);
+    CHECK(c.names(entry_kind::storage).size() >= 8);
+    CHECK(c.names(entry_kind::link).size() >= 16);
+}
+
+TEST_CASE("datasheet values come through typed") {
+    const auto& h100 = shipped().accelerator("H100-SXM");
+    // NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s, BF16 1,979 TFLOP/s with sparsity = 989.5 dense.
+    CHECK(h100.memory_capacity->in(GB) == 80.0);
+    CHECK(h100.memory_bandwidth->in(TB / s) == doctest::Approx(3.35));
+    CHECK(h100.peak("bf16").value.in(TFLOP / s) == doctest::Approx(989.5));
+    CHECK(h100.peak("fp4").status == peak_rate::state::unsupported);
+    CHECK(h100.peak("fp6").status == peak_rate::state::unknown);
+    // 400 Gb/s NDR port = 50 GB/s per direction.
+    CHECK(shipped().link("IB-NDR").bandwidth_per_direction->in(GB / s) == doctest::Approx(50.0));
+}
+
+TEST_CASE("lookups are case-insensitive and accept aliases") {
+    const auto& c = shipped();
+    CHECK(c.accelerator("h100-sxm").name == "H100-SXM");
+    CHECK(c.accelerator("H100").name == "H100-SXM");
+    CHECK(c.model("meta-llama/Llama-3.1-8B").name == "Llama-3.1-8B");
+    CHECK(c.model("DeepSeek-R1").name == "DeepSeek-V3");
+    CHECK(c.kind_of("HGX-H200") == entry_kind::system);
+}
+
+TEST_CASE("unknown names suggest the closest catalog names") {
+    try {
+        shipped().accelerator("H1000", "/system/accelerator");
+        FAIL("expected unknown_name_error");
+    } catch (const unknown_name_error& e) {
+        CHECK(e.field() == "/system/accelerator");
+        REQUIRE_FALSE(e.suggestions().empty());
+        CHECK(e.suggestions().front().find("H100") == 0);
+    }
+    CHECK_THROWS_AS(shipped().model("H100-SXM"), unknown_name_error);  // right name, wrong kind
+}
+
+TEST_CASE("a system preset resolves its accelerator, links and storage") {
+    const system_spec s = shipped().system("DGX-H100");
+    CHECK(s.accelerator.name == "H100-SXM");
+    CHECK(s.count == 8);
+    CHECK(s.per_node == 8);
+    REQUIRE(s.scale_up);
+    CHECK(s.scale_up->name == "NVLink-4");
+    REQUIRE(s.scale_out);
+    CHECK(s.scale_out->nics_per_node == 8);
+    const system_spec nvl = shipped().system("GB200-NVL72");
+    CHECK(nvl.count == 72);
+    CHECK(nvl.nodes() == 18);
+    CHECK(nvl.scale_up_domain == 72);
+}
+
+TEST_CASE("unknown keys are rejected with the file and JSON pointer") {
+    const std::string good = R"({"name": "X1", "source": "test", "confidence": "derived", "vendor": "generic",
+        "memory": {"capacity": "10 GB", "bandwidth": "1 TB/s"}, "peak_dense_flops": {"bf16": "100 TFLOP/s"}})";
+    CHECK(catalog::load(one_accelerator(good)).accelerator("X1").memory_capacity->in(GB) == 10.0);
+
+    std::string bad = good;
+    bad.replace(bad.find("\"bandwidth\""), 11, "\"bandwith\"");
+    try {
+        catalog::load(one_accelerator(bad));
+        FAIL("expected config_error");
+    } catch (const config_error& e) {
+        const std::string m = e.what();
+        CHECK(m.find("x1.json#/memory/bandwith: unknown key") != std::string::npos);
+        CHECK(m.find("did you mean 'bandwidth'") != std::string::npos);
+    }
+}
+
+TEST_CASE("bad values in catalog files name the file and pointer") {
+    CHECK_THROWS_WITH_AS(
+        catalog::load(one_accelerator(R"({"name": "X1", "source": "t", "confidence": "derived", "vendor": "generic",
+            "memory": {"capacity": "10 GX", "bandwidth": null}, "peak_dense_flops": {"bf16": null}})")),
+        doctest::Contains("x1.json#/memory/capacity: unknown unit 'GX'"), unit_error);
+    CHECK_THROWS_WITH_AS(
+        catalog::load(one_accelerator(R"({"name": "X1", "source": "t", "confidence": "derived", "vendor": "generic",
+            "memory": {"capacity": "10 GB", "bandwidth": null}, "peak_dense_flops": {"fp8": null}})")),
+        doctest::Contains("x1.json#/peak_dense_flops/bf16: required field is missing"), config_error);
+    CHECK_THROWS_WITH_AS(catalog::load(one_accelerator("{\"name\": ")), doctest::Contains("malformed JSON"), json_error);
+    CHECK_THROWS_AS(catalog::load("/nonexistent/capplan/catalog"), config_error);
+}

@@ -1,0 +1,111 @@
+// spec/scenario_io.hpp: the scenario file, its defaults and its errors.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "capplan/error.hpp"
+#include "capplan/spec/scenario_io.hpp"
+
+using namespace capplan;
+using namespace capplan::units;
+
+namespace {
+const catalog& cat() {
+    static const catalog c = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
+    return c;
+}
+scenario read(const std::string& text) { return read_scenario(text, cat()); }
+
+std::string error_of(const std::string& text) {
+    try {
+        read(text);
+    } catch (const config_error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+}  // namespace
+
+TEST_CASE("the built-in default scenario reads") {
+    const scenario s = read(default_scenario_json());
+    CHECK(s.model.name == "Llama-3.1-70B");
+    CHECK(s.system.accelerator.name == "H200");
+    CHECK(s.system.count == 8);
+    CHECK(s.parallelism.tp == 8);
+    CHECK(s.parallelism.dp == 1);
+    REQUIRE(s.inference);
+    CHECK(*s.inference->concurrency == 50);
+}
+
+TEST_CASE("defaults: one node, dp fills the rest, kv cache follows activations") {
+    const scenario s = read(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": 4},
+                                "parallelism": {"tp": 2}, "precision": {"weights": "int4", "activations": "fp16"}})");
+    CHECK(s.system.per_node == 4);
+    CHECK(s.parallelism.dp == 2);
+    CHECK(s.precision.kv_cache.name == "fp16");
+    CHECK(s.precision.compute.name == "fp16");  // W4A16 computes in the activation format
+    REQUIRE(s.system.scale_up);
+    CHECK(s.system.scale_up->name == "NVLink-4");
+}
+
+TEST_CASE("model as inline HF config, as a catalog-format object, and as a config.json path") {
+    const scenario a = read(R"({"model": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
+        "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+        "tie_word_embeddings": true, "architectures": ["LlamaForCausalLM"]}, "system": {"accelerator": "L4"}})");
+    CHECK(a.model.layers == 16);
+    const scenario b = read(R"({"model": {"name": "mine", "config": {"model_type": "qwen3", "hidden_size": 1024,
+        "intermediate_size": 3072, "num_hidden_layers": 2, "num_attention_heads": 16, "num_key_value_heads": 8,
+        "head_dim": 128, "vocab_size": 1000}}, "system": {"accelerator": "L4"}})");
+    CHECK(b.model.name == "mine");
+
+    const auto dir = std::filesystem::temp_directory_path() / "capplan_hf_model";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "config.json") << R"({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+        "sliding_window": 4096})";
+    const scenario c = read_scenario(R"({"model": "capplan_hf_model/config.json", "system": {"accelerator": "L40S"}})",
+                                     cat(), std::filesystem::temp_directory_path());
+    CHECK(c.model.name == "capplan_hf_model");
+    CHECK(c.model.sliding_window == 4096);
+}
+
+TEST_CASE("inline accelerator in the catalog's own format") {
+    const scenario s = read(R"({"model": "Llama-3.2-1B", "system": {"accelerator": {"name": "future-x",
+        "vendor": "generic", "memory": {"capacity": "256 GiB", "bandwidth": "10 TB/s"},
+        "peak_dense_flops": {"bf16": "3 PFLOP/s"}}, "count": 2}})");
+    CHECK(s.system.accelerator.name == "future-x");
+    CHECK(s.system.accelerator.memory_capacity->in(GiB) == 256.0);
+    CHECK_FALSE(s.system.scale_up);  // an inline accelerator names no link
+}
+
+TEST_CASE("bad input: each error names its field") {
+    CHECK(error_of(R"({"model": "Lama-3.1-8B", "system": {"accelerator": "H100"}})")
+              .find("/model: unknown model 'Lama-3.1-8B'; did you mean Llama-3.1-8B") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"}, "inferense": {}})")
+              .find("/inferense: unknown key; did you mean 'inference'?") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": -8}})")
+              .find("/system/count: must be at least 1 (got -8)") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": {"vendor": "generic",
+        "memory": {"capacity": "80 GX", "bandwidth": null}, "peak_dense_flops": {"bf16": null}}}})")
+              .find("/system/accelerator/memory/capacity: unknown unit 'GX'") == 0);
+    CHECK(error_of(R"({"system": {"accelerator": "H100"}})").find("/model: required field is missing") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},)").find("/: malformed JSON") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": 8},
+        "parallelism": {"tp": 3}})").find("/parallelism/tp: tp x pp x cp = 3 does not divide") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": 8},
+        "parallelism": {"tp": 2, "dp": 2}})").find("/parallelism/dp") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
+        "precision": {"weights": "int3"}})").find("/precision/weights: unknown number format") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
+        "inference": {"input_tokens": 10, "output_tokens": 5, "batch": 4, "concurrency": 8}})")
+              .find("/inference/concurrency: give batch or concurrency, not both") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
+        "training": {"seq_len": 4096, "global_batch": 10, "micro_batch": 4}})").find("/training/global_batch") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"preset": "HGX-H200", "scale_out": "IB-NDRR"}})")
+              .find("/system/scale_out: unknown link 'IB-NDRR'; did you mean IB-NDR") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": 12, "per_node": 8}})")
+              .find("/system/count: not a whole number of nodes of 8") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": "8"}})")
+              .find("/system/count: expected an integer, got string") == 0);
+}

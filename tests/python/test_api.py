@@ -1,0 +1,128 @@
+"""The Python API: estimate(), catalog lookups, Model.from_hf_config, results and errors."""
+import json
+
+import pytest
+
+import capplan
+from capplan import ConfigError, JsonError, UnitError, UnknownNameError
+
+LLAMA_1B_CONFIG = {  # Llama-3.2-1B config.json fields (meta-llama/Llama-3.2-1B), plus keys capplan ignores
+    "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192,
+    "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
+    "vocab_size": 128256, "max_position_embeddings": 131072, "tie_word_embeddings": True,
+    "bos_token_id": 128000, "rope_scaling": {"factor": 32.0, "rope_type": "llama3"},
+}
+
+
+def test_estimate_default_scenario():
+    r = capplan.estimate(capplan.default_scenario())
+    assert r.model.name == "Llama-3.1-70B"
+    assert r.model.parameters == 70_553_706_496  # HF safetensors total of meta-llama/Llama-3.1-70B
+    # 70,553,706,496 x 2 B (bf16) / tp 8 = 17,638,426,624 B per device
+    assert r.memory.weights_bytes.si == 17_638_426_624
+    assert str(r.memory.capacity_bytes) == "141 GB"
+    d = r.to_dict()
+    assert d["memory"]["weights_bytes"] == 17_638_426_624
+    assert "inference" not in d and "kv_cache_bytes" not in d["memory"]  # not computed yet: absent
+    assert "Llama-3.1-70B" in repr(r)
+    assert "<table>" in r._repr_html_()
+
+
+def test_estimate_accepts_inline_hf_config_dict_and_config_path(tmp_path):
+    r = capplan.estimate({"model": LLAMA_1B_CONFIG, "system": {"accelerator": "L4"}})
+    # Llama 3.2 model card: 1.23B parameters
+    assert r.model.parameters == pytest.approx(1.23e9, rel=0.02)
+    (tmp_path / "my-model").mkdir()
+    (tmp_path / "my-model" / "config.json").write_text(json.dumps(LLAMA_1B_CONFIG))
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"model": "my-model/config.json", "system": {"accelerator": "L4"}}))
+    r2 = capplan.estimate(scenario)  # the path is relative to the scenario file
+    assert r2.model.name == "my-model"
+    assert r2.model.parameters == r.model.parameters
+    r3 = capplan.estimate(str(scenario))
+    assert r3.to_dict() == r2.to_dict()
+
+
+def test_model_from_hf_config(tmp_path):
+    m = capplan.Model.from_hf_config(LLAMA_1B_CONFIG, name="l1b")
+    assert m.name == "l1b" and m.attention == "gqa" and m.num_hidden_layers == 16
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_1B_CONFIG))
+    assert capplan.Model.from_hf_config(tmp_path).parameters == m.parameters
+    assert capplan.Model.from_hf_config(tmp_path / "config.json").parameters == m.parameters
+    with pytest.raises(ConfigError) as e:
+        capplan.Model.from_hf_config({"model_type": "bert", "hidden_size": 768})
+    assert "/model/model_type" in str(e.value) and "llama" in str(e.value)
+
+
+def test_catalog_lookups():
+    assert "Llama-3.1-8B" in capplan.list_models()
+    assert "H100-SXM" in capplan.list_accelerators()
+    assert "GB200-NVL72" in capplan.list_systems()
+    assert "NVMe-Gen5" in capplan.list_storage()
+    assert capplan.model("deepseek-r1").name == "DeepSeek-V3"
+    h200 = capplan.accelerator("H200")
+    assert str(h200.memory) == "141 GB" and str(h200.peak("bf16")) == "989.5 TFLOP/s"
+    assert capplan.accelerator("A100-80GB").peak("fp8") == "unsupported"
+    s = capplan.system("DGX-H100")
+    assert s.count == 8 and s.accelerator.name == "H100-SXM"
+    assert "DGX-H100" in repr(s) and s.accelerator.memory.si == 80e9  # H100 SXM: 80 GB
+    assert capplan.entry("IB-NDR")["bandwidth_per_direction"] == "400 Gb/s"
+
+
+def test_errors_typed_with_builtin_bases_and_field_paths():
+    with pytest.raises(UnknownNameError) as e:
+        capplan.estimate({"model": "Lama-3.1-8B", "system": {"accelerator": "H100"}})
+    err = e.value
+    assert isinstance(err, KeyError) and isinstance(err, ValueError) and isinstance(err, capplan.Error)
+    assert err.field == "/model" and "Llama-3.1-8B" in err.suggestions
+    assert str(err).startswith("/model: unknown model 'Lama-3.1-8B'; did you mean Llama-3.1-8B")
+
+    cases = [
+        ({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"}, "colour": 1}, ConfigError, "/colour"),
+        ({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": -2}}, ConfigError, "/system/count"),
+        ({"model": "Llama-3.1-8B", "system": {"accelerator": {"vendor": "generic",
+          "memory": {"capacity": "80 GX", "bandwidth": None}, "peak_dense_flops": {"bf16": None}}}},
+         UnitError, "/system/accelerator/memory/capacity"),
+        ({"system": {"accelerator": "H100"}}, ConfigError, "/model"),
+        ({"model": "Llama-3.1-8B", "system": {"accelerator": "H1000"}}, UnknownNameError, "/system/accelerator"),
+    ]
+    for scenario, cls, field in cases:
+        with pytest.raises(cls) as e:
+            capplan.estimate(scenario)
+        assert e.value.field == field, (scenario, str(e.value))
+        assert str(e.value).startswith(field + ":")
+    with pytest.raises(JsonError) as e:
+        capplan.estimate('{"model": "Llama-3.1-8B", ')
+    assert "malformed JSON" in str(e.value) and isinstance(e.value, ValueError)
+
+
+def test_infeasible_is_a_result_not_an_exception():
+    r = capplan.estimate({"model": "Llama-3.1-405B", "system": {"accelerator": "L4"}})
+    assert r.feasible is False
+    assert "weights alone need" in r.reasons[0]
+
+
+def test_result_sections_give_quantities_and_plain_dicts():
+    r = capplan.estimate({"model": "Qwen3-30B-A3B", "system": {"accelerator": "H100"}})
+    assert isinstance(r.memory.weights_bytes, capplan.Quantity)
+    assert r.model.active_parameters < r.model.parameters
+    assert "weights_bytes" in r.memory
+    with pytest.raises(AttributeError, match="not in this result"):
+        r.memory.kv_cache_bytes
+    flat = r.to_flat_dict()
+    assert flat["model.parameters"] == r.model.parameters
+
+
+def test_devices_reports_a_reason_without_gpu():
+    d = capplan.devices()
+    assert set(d) == {"built_with_cuda", "devices", "reason"}
+    if not d["devices"]:
+        assert d["reason"]
+
+
+def test_stub_file_lists_every_core_function():
+    from pathlib import Path
+    stub = (Path(capplan.__file__).parent / "_core.pyi").read_text()
+    public = [n for n in dir(capplan._core) if not n.startswith("_")]
+    missing = [n for n in public if f"def {n}(" not in stub and f"class {n}(" not in stub]
+    assert not missing, f"_core.pyi lacks {missing}"

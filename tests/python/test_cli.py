@@ -1,0 +1,75 @@
+"""The `capplan` console script: estimate, list, show; bad input exits 2 with one line."""
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def test_estimate_default_table(run_cli):
+    code, out, err = run_cli("estimate")
+    assert code == 0, err
+    assert "built-in default scenario" in out
+    assert "Llama-3.1-70B" in out and "17.64 GB" in out  # 141.1 GB bf16 weights / tp 8
+
+
+def test_estimate_file_json_and_csv(run_cli, tmp_path):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"model": "Qwen2.5-7B", "system": {"accelerator": "L40S"}}))
+    code, out, _ = run_cli("estimate", str(f), "--format", "json")
+    assert code == 0
+    d = json.loads(out)
+    # Qwen2.5 model card: 7.61B parameters
+    assert d["model"]["parameters"] == pytest.approx(7.61e9, rel=0.02)
+    code, out, _ = run_cli("estimate", str(f), "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 1 and int(rows[0]["model.parameters"]) == d["model"]["parameters"]
+    code, out, _ = run_cli("estimate", "-", "--format", "json", stdin=f.read_text())
+    assert json.loads(out) == d
+
+
+@pytest.mark.parametrize("kind,name", [("models", "DeepSeek-V3"), ("accelerators", "MI300X"),
+                                       ("systems", "GB200-NVL72"), ("storage", "ObjectStore-S3"),
+                                       ("links", "PCIe-Gen5")])
+def test_list(run_cli, kind, name):
+    code, out, _ = run_cli("list", kind)
+    assert code == 0 and name in out
+    code, out, _ = run_cli("list", kind, "--format", "json")
+    assert name in json.loads(out)
+
+
+def test_show(run_cli):
+    code, out, _ = run_cli("show", "H100")
+    assert code == 0 and "H100-SXM" in out and "source" in out
+    code, out, _ = run_cli("show", "Mixtral-8x7B", "--format", "json")
+    assert json.loads(out)["config"]["num_local_experts"] == 8
+
+
+@pytest.mark.parametrize("args,stdin,needle", [
+    (["show", "H1000"], None, "unknown entry 'H1000'; did you mean"),
+    (["estimate", "no-such-file.json"], None, "scenario file not found"),
+    (["estimate", "-"], '{"model": "Llama-3.1-8B", "system": {"accelerator": "H100"}', "malformed JSON"),
+    (["estimate", "-"], '{"model": "Lama", "system": {"accelerator": "H100"}}', "/model: unknown model 'Lama'"),
+    (["estimate", "-"], '{"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": -1}}', "/system/count"),
+    (["estimate", "-"], '{"model": "Llama-3.1-8B", "system": {"accelerator": {"vendor": "generic", "memory": '
+                        '{"capacity": "80 GX", "bandwidth": null}, "peak_dense_flops": {"bf16": null}}}}', "'GX'"),
+    (["estimate", "-"], '{"model": "Llama-3.1-8B"}', "/system: required field is missing"),
+    (["estimate", "-"], '{"model": "Llama-3.1-8B", "system": {"accelerator": "H100"}, "x": 1}', "/x: unknown key"),
+    (["list", "gpus"], None, "invalid choice"),
+    (["frobnicate"], None, "invalid choice"),
+])
+def test_bad_input_exits_2_with_one_line(run_cli, args, stdin, needle):
+    code, out, err = run_cli(*args, stdin=stdin)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err and needle in lines[0]
+
+
+def test_python_dash_m():
+    p = subprocess.run([sys.executable, "-m", "capplan", "list", "systems", "--format", "json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "HGX-H200" in json.loads(p.stdout)
