@@ -49,6 +49,17 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
         r.reasons.push_back("weights alone need " + format(*r.memory.weights) + " per device, more than the " +
                             format(*r.memory.capacity) + " of one " + s.system.accelerator.name);
     }
+    const number_format& compute = s.precision.compute;
+    const peak_rate peak = s.system.accelerator.peak(compute.peak_key);
+    if (peak.status == peak_rate::state::unsupported) {
+        r.feasible = false;
+        r.reasons.push_back(s.system.accelerator.name + " has no " + compute.peak_key +
+                            " matrix units; compute in another format (e.g. precision.compute \"bf16\" with " +
+                            s.precision.weights.name + " weights dequantized on the fly)");
+    } else if (peak.status == peak_rate::state::unknown) {
+        r.notes.push_back("the catalog does not know " + s.system.accelerator.name + "'s " + compute.peak_key +
+                          " peak; speed estimates for it need a calibration or an inline value");
+    }
     if (m.heads % par.tp != 0) {
         r.feasible = false;
         r.reasons.push_back("tp = " + std::to_string(par.tp) + " does not divide the " + std::to_string(m.heads) +

@@ -35,6 +35,18 @@ TEST_CASE("weights that cannot fit make the plan infeasible, with a reason") {
     CHECK(r.reasons[0].find("weights alone need 811.7 GB per device") == 0);  // 405.85e9 x 2 B
 }
 
+TEST_CASE("a compute format the accelerator lacks is infeasible; weight-only fp8 is fine") {
+    // A100 has no FP8 tensor cores (NVIDIA A100 datasheet lists TF32/BF16/FP16/INT8/INT4 only).
+    const auto r = run(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "A100-80GB-SXM"},
+                          "precision": {"weights": "fp8"}})");
+    REQUIRE(r.feasible.has_value());
+    CHECK_FALSE(*r.feasible);
+    CHECK(r.reasons[0].find("A100-80GB-SXM has no fp8 matrix units") == 0);
+    const auto ok = run(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "A100-80GB-SXM"},
+                           "precision": {"weights": "fp8", "compute": "bf16"}})");
+    CHECK_FALSE(ok.feasible.has_value());
+}
+
 TEST_CASE("MoE experts shard over ep") {
     // Mixtral-8x7B bf16, tp=2 ep=2 on 2 GPUs: experts / (tp*ep) = /4, the rest / tp = /2.
     const auto r = run(R"({"model": "Mixtral-8x7B", "system": {"accelerator": "H100", "count": 2},

@@ -1,0 +1,26 @@
+"""The README's Python example runs as written, and its two commands are the scripts CI runs."""
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+
+
+def test_readme_python_example_runs(capsys):
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    assert blocks, "README must have a Python example"
+    example = blocks[0]
+    assert len(example.strip().splitlines()) <= 12
+    exec(compile(example, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    # Llama-3.1-70B: 70,553,706,496 parameters (HF safetensors total)
+    assert "70553706496" in out
+    # H100 SXM datasheet: 1,979 TFLOP/s BF16 with sparsity = 989.5 dense; 400 Gb/s = 50 GB/s
+    assert "989.5 TFLOP/s" in out and "50 GB/s" in out
+
+
+def test_readme_commands_and_ci_agree():
+    top = README.split("## Python")[0]
+    assert "bash scripts/demo.sh" in top and "bash scripts/test.sh" in top
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "bash scripts/test.sh" in ci
