@@ -32,6 +32,17 @@ TEST_CASE("GPT-2 small: 124,439,808 parameters (biases, LayerNorm, learned posit
     CHECK(count_parameters(m).total() == 124'439'808LL);
 }
 
+TEST_CASE("GPT-NeoX (Pythia-70M): 70,426,624 parameters, Pythia paper Table 1") {
+    // Biderman et al. 2023 (arXiv:2304.01373) Table 1: Pythia-70M has 70,426,624 parameters,
+    // 18,915,328 non-embedding; untied embed_in/embed_out of 50304 x 512.
+    const auto m = model_from_hf_config(R"({"model_type": "gpt_neox", "hidden_size": 512, "intermediate_size": 2048,
+        "num_hidden_layers": 6, "num_attention_heads": 8, "vocab_size": 50304, "max_position_embeddings": 2048,
+        "rotary_pct": 0.25, "use_parallel_residual": true, "tie_word_embeddings": false})");
+    const auto p = count_parameters(m);
+    CHECK(p.total() == 70'426'624LL);
+    CHECK(p.total() - p.embedding - p.lm_head == 18'915'328LL);
+}
+
 TEST_CASE("Mixtral-8x7B: total and active by hand") {
     const auto m = model_from_hf_config(R"({"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
         "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
