@@ -47,7 +47,7 @@ json read_json_file(const std::filesystem::path& file) {
     std::stringstream ss;
     ss << in.rdbuf();
     try {
-        return parse_json_text(ss.str(), file.filename().string());
+        return parse_json_text(ss.str(), "the file");
     } catch (const json_error& e) {
         throw json_error(file.string(), "", e.problem());
     }
@@ -61,9 +61,9 @@ header read_header(object_reader& r, bool inline_entry) {
     header h;
     h.name = inline_entry ? r.string("name").value_or("custom") : r.required_string("name");
     h.source = inline_entry ? r.string("source").value_or("inline object in the scenario") : r.required_string("source");
-    r.choice("confidence", {"datasheet", "config", "paper", "measured", "secondary", "derived"});
-    if (!inline_entry && !r.present("confidence"))
-        r.missing("confidence", "datasheet, config, paper, measured, secondary or derived");
+    const std::vector<std::string> levels{"datasheet", "config", "paper", "measured", "secondary", "derived"};
+    if (inline_entry) r.choice("confidence", levels);
+    else r.required_choice("confidence", levels);
     r.string("description");
     r.string("notes");
     if (const json* a = r.get("aliases"); a && !a->is_null()) {
@@ -112,7 +112,7 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
     accelerator_spec a;
     a.name = h.name;
     a.source = h.source;
-    a.vendor = *r.choice("vendor", {"NVIDIA", "AMD", "Intel", "Google", "AWS", "Huawei", "generic"});
+    a.vendor = r.required_choice("vendor", {"NVIDIA", "AMD", "Intel", "Google", "AWS", "Huawei", "generic"});
     skip_text(r, "form_factor");
     {
         object_reader mem = r.child("memory");
@@ -163,12 +163,9 @@ link_spec read_link(object_reader& r, const header& h) {
     link_spec l;
     l.name = h.name;
     l.source = h.source;
-    l.kind = *r.choice("kind", {"pcie", "nvlink", "infiniband", "ethernet", "infinity_fabric", "ici", "neuronlink", "hccs", "nvlink_c2c"});
-    if (!r.present("kind")) r.missing("kind", "pcie, nvlink, infiniband, ethernet, ...");
+    l.kind = r.required_choice("kind", {"pcie", "nvlink", "infiniband", "ethernet", "infinity_fabric", "ici", "neuronlink", "hccs", "nvlink_c2c"});
     r.get("generation");
-    const auto scope = r.choice("scope", {"x16_slot", "per_device", "per_port", "per_link"});
-    if (!scope) r.missing("scope", "x16_slot, per_device, per_port or per_link");
-    l.scope = *scope;
+    l.scope = r.required_choice("scope", {"x16_slot", "per_device", "per_port", "per_link"});
     sourced_count(r, "lanes");
     r.quantity<byte_rate>("signaling_rate_per_lane");
     skip_text(r, "encoding");
@@ -183,12 +180,8 @@ storage_spec read_storage(object_reader& r, const header& h) {
     storage_spec s;
     s.name = h.name;
     s.source = h.source;
-    const auto kind = r.choice("kind", {"local_nvme", "nfs", "parallel_fs", "object_store", "host_dram"});
-    if (!kind) r.missing("kind", "local_nvme, nfs, parallel_fs, object_store or host_dram");
-    s.kind = *kind;
-    const auto scope = r.choice("scope", {"per_drive", "per_node", "per_client", "per_connection", "per_socket", "aggregate"});
-    if (!scope) r.missing("scope", "per_drive, per_node, per_client, per_connection, per_socket or aggregate");
-    s.scope = *scope;
+    s.kind = r.required_choice("kind", {"local_nvme", "nfs", "parallel_fs", "object_store", "host_dram"});
+    s.scope = r.required_choice("scope", {"per_drive", "per_node", "per_client", "per_connection", "per_socket", "aggregate"});
     sourced_count(r, "devices");
     s.capacity = r.quantity<data_size>("capacity");
     if (!r.get("read_bandwidth")) r.missing("read_bandwidth", "a data rate or null");
@@ -211,7 +204,7 @@ system_entry read_system(object_reader& r, const header& h) {
     {
         object_reader up = r.child("scale_up");
         e.scale_up_link = up.required_string("link");
-        e.scale_up_topology = *up.choice("topology", {"nvswitch", "pcie_host", "pcie_switch", "full_mesh", "torus_2d", "torus_3d", "none"});
+        e.scale_up_topology = up.required_choice("topology", {"nvswitch", "pcie_host", "pcie_switch", "full_mesh", "torus_2d", "torus_3d", "none"});
         e.scale_up_domain = static_cast<int>(up.required_integer("domain_size", 1));
         up.get("torus_shape");
         up.boolean("in_network_reduction");
@@ -230,10 +223,10 @@ system_entry read_system(object_reader& r, const header& h) {
         skip_text(s, "cpu");
         sourced_count(s, "sockets");
         s.quantity<data_size>("memory");
-        s.string("memory_per_socket");
+        e.host_memory = s.string("memory_per_socket").value_or("");
         s.finish();
     }
-    r.string("host_link");
+    e.host_link = r.string("host_link").value_or("");
     e.storage = r.string("storage").value_or("");
     return e;
 }
@@ -320,6 +313,8 @@ catalog catalog::load(const std::filesystem::path& dir) {
             c.link(s.scale_up_link, "/scale_up/link");
             if (!s.scale_out_link.empty()) c.link(s.scale_out_link, "/scale_out/link");
             if (!s.storage.empty()) c.storage(s.storage, "/storage");
+            if (!s.host_link.empty()) c.link(s.host_link, "/host_link");
+            if (!s.host_memory.empty()) c.storage(s.host_memory, "/host/memory_per_socket");
             return 0;
         });
     }
@@ -423,18 +418,20 @@ std::string catalog::canonical_name(std::string_view name) const {
 namespace {
 std::mutex catalog_mutex;
 std::unique_ptr<catalog> the_catalog;
+std::filesystem::path catalog_path;  // empty: catalog::default_dir()
 }  // namespace
 
 const catalog& default_catalog() {
     std::lock_guard lock(catalog_mutex);
-    if (!the_catalog) the_catalog = std::make_unique<catalog>(catalog::load(catalog::default_dir()));
+    if (!the_catalog)
+        the_catalog = std::make_unique<catalog>(catalog::load(catalog_path.empty() ? catalog::default_dir() : catalog_path));
     return *the_catalog;
 }
 
 void set_catalog_dir(const std::filesystem::path& dir) {
-    auto loaded = std::make_unique<catalog>(catalog::load(dir));
     std::lock_guard lock(catalog_mutex);
-    the_catalog = std::move(loaded);
+    catalog_path = dir;
+    the_catalog.reset();
 }
 
 }  // namespace capplan

@@ -194,7 +194,7 @@ json parse_json_text(std::string_view text, const std::string& what) {
         // nlohmann reports "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
         std::string msg = e.what();
         const auto pos = msg.find("] ");
-        throw json_error("/", what, "malformed JSON: " + (pos == std::string::npos ? msg : msg.substr(pos + 2)));
+        throw json_error("/", "", "malformed JSON in " + what + ": " + (pos == std::string::npos ? msg : msg.substr(pos + 2)));
     }
 }
 

@@ -127,6 +127,12 @@ public:
         return s;
     }
 
+    std::string required_choice(std::string_view key, const std::vector<std::string>& choices) {
+        auto s = choice(key, choices);
+        if (!s) missing(key, join(choices));
+        return *s;
+    }
+
     // A quantity: a unit string, null (unknown), or {"value": <string|null>, "source": ..., ...}.
     template <class Q>
     std::optional<Q> quantity(std::string_view key, bool allow_negative = false) {
@@ -137,7 +143,8 @@ public:
         if (v->is_object()) {
             object_reader sourced(*v, where, strict_);
             text = sourced.get("value");
-            sourced.allow({"source", "confidence", "note"});
+            sourced.required_string("source");
+            sourced.allow({"confidence", "note"});
             sourced.finish();
             where = pointer_join(where, "value");
             if (!text || text->is_null()) return std::nullopt;

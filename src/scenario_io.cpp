@@ -18,6 +18,8 @@ model_spec read_model(const json& v, const catalog& cat, const std::filesystem::
     const std::string field = "/model";
     if (v.is_string()) {
         const std::string s = v.get<std::string>();
+        if (s.empty())
+            throw config_error(field, "''", "empty model name", "a catalog model name or a path to a Hugging Face config.json");
         try {
             return cat.model(s, field);
         } catch (const unknown_name_error&) {
@@ -68,10 +70,19 @@ Spec name_or_inline(const json& v, const std::string& field, Lookup lookup, Read
     return s;
 }
 
+// Scale-up topology assumed for an accelerator's own link when no system preset says otherwise.
+std::string default_topology(const link_spec& l) {
+    if (l.kind == "nvlink") return "nvswitch";
+    if (l.kind == "pcie") return "pcie_host";
+    if (l.kind == "ici") return "torus_2d";
+    return "full_mesh";  // Infinity Fabric, Gaudi RoCE, NeuronLink, HCCS: point-to-point links between peers
+}
+
 system_spec read_system(object_reader& sys, const catalog& cat) {
     system_spec s;
     const auto preset = sys.string("preset");
     if (preset) s = cat.system(*preset, sys.path("preset"));
+    const int preset_per_node = s.per_node;
 
     if (const json* a = sys.get("accelerator"); a && !a->is_null()) {
         s.accelerator = name_or_inline<accelerator_spec>(
@@ -81,46 +92,60 @@ system_spec read_system(object_reader& sys, const catalog& cat) {
     } else if (!preset) {
         sys.missing("accelerator", "an accelerator name (see `capplan list accelerators`) or a system preset");
     }
-    const auto per_node = sys.integer("per_node", 1);
     const auto count = sys.integer("count", 1);
+    const auto per_node = sys.integer("per_node", 1);
     if (count) s.count = static_cast<int>(*count);
-    if (per_node) s.per_node = static_cast<int>(*per_node);
-    else if (!preset) s.per_node = s.count;  // no preset: one node holds them all
-    if (!preset && !s.accelerator.scale_up_link.empty() && s.per_node > 1) {
-        s.scale_up = cat.link(s.accelerator.scale_up_link, sys.path("accelerator"));
-        s.scale_up_domain = s.per_node;
+    if (per_node) {
+        s.per_node = static_cast<int>(*per_node);
+        if (!count && !preset) s.count = s.per_node;  // one node of per_node
+    } else if (!preset || s.count < s.per_node) {
+        s.per_node = s.count;  // no preset: one node holds them all; a preset node partly used
     }
-    if (s.per_node > s.count && count)
+    if (s.per_node > s.count)
         throw config_error(sys.path("per_node"), std::to_string(s.per_node), "more accelerators per node than in total",
                            "at most count (" + std::to_string(s.count) + ")");
     if (s.count % s.per_node != 0)
         throw config_error(sys.path("count"), std::to_string(s.count),
                            "not a whole number of nodes of " + std::to_string(s.per_node),
                            "a multiple of per_node (" + std::to_string(s.per_node) + ")");
-    if (const json* out = sys.get("scale_out"); out && !out->is_null()) {
+    if (preset && s.scale_up_domain == preset_per_node) s.scale_up_domain = s.per_node;  // the node is the domain
+    if (!preset && !s.accelerator.scale_up_link.empty() && s.per_node > 1) {
+        s.scale_up = cat.link(s.accelerator.scale_up_link, sys.path("accelerator"));
+        s.scale_up_topology = default_topology(*s.scale_up);
+        s.scale_up_domain = s.per_node;
+    }
+    if (const json* out = sys.get("scale_out")) {
         const std::string f = sys.path("scale_out");
-        if (out->is_string()) {
-            s.scale_out = scale_out_spec{cat.link(out->get<std::string>(), f), s.scale_out ? s.scale_out->nics_per_node : s.per_node,
-                                         s.scale_out ? s.scale_out->topology : "fat_tree", 1.0};
+        if (out->is_null()) {
+            s.scale_out.reset();
+        } else if (out->is_string()) {
+            scale_out_spec so = s.scale_out.value_or(scale_out_spec{{}, s.per_node, "fat_tree", 1.0});
+            so.link = cat.link(out->get<std::string>(), f);
+            s.scale_out = so;
         } else {
+            // An object overrides the preset's fields it names and inherits the others.
             object_reader r(*out, f, true);
-            scale_out_spec so;
+            scale_out_spec so = s.scale_out.value_or(scale_out_spec{{}, s.per_node, "fat_tree", 1.0});
             const json* link = r.get("link");
-            if (!link) r.missing("link", "a link name such as IB-NDR or an inline link object");
-            so.link = name_or_inline<link_spec>(
-                *link, r.path("link"), [&](const std::string& n, const std::string& lf) { return cat.link(n, lf); },
-                detail::read_link);
-            so.nics_per_node = static_cast<int>(r.integer("nics_per_node", 1).value_or(s.per_node));
-            so.topology = r.choice("topology", {"rail_optimized_fat_tree", "fat_tree", "dcn"}).value_or("fat_tree");
-            so.oversubscription = r.number("oversubscription", 1.0).value_or(1.0);
+            if (link && !link->is_null())
+                so.link = name_or_inline<link_spec>(
+                    *link, r.path("link"), [&](const std::string& n, const std::string& lf) { return cat.link(n, lf); },
+                    detail::read_link);
+            else if (!s.scale_out)
+                r.missing("link", "a link name such as IB-NDR or an inline link object");
+            if (const auto n = r.integer("nics_per_node", 1)) so.nics_per_node = static_cast<int>(*n);
+            if (const auto t = r.choice("topology", {"rail_optimized_fat_tree", "fat_tree", "dcn"})) so.topology = *t;
+            if (const auto o = r.number("oversubscription", 1.0)) so.oversubscription = *o;
             r.finish();
             s.scale_out = so;
         }
     }
-    if (const json* st = sys.get("storage"); st && !st->is_null()) {
-        s.storage = name_or_inline<storage_spec>(
-            *st, sys.path("storage"), [&](const std::string& n, const std::string& f) { return cat.storage(n, f); },
-            detail::read_storage);
+    if (const json* st = sys.get("storage")) {
+        if (st->is_null()) s.storage.reset();
+        else
+            s.storage = name_or_inline<storage_spec>(
+                *st, sys.path("storage"), [&](const std::string& n, const std::string& f) { return cat.storage(n, f); },
+                detail::read_storage);
     }
     sys.finish();
     return s;
@@ -165,7 +190,7 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
                                "dp = count / (tp x pp x cp)");
     } else {
         if (mp > sys.count || sys.count % mp != 0)
-            throw config_error(r.path("tp"), std::to_string(p.tp),
+            throw config_error(r.path().empty() ? "/" : r.path(), "tp=" + std::to_string(p.tp) + " pp=" + std::to_string(p.pp) + " cp=" + std::to_string(p.cp),
                                "tp x pp x cp = " + std::to_string(mp) + " does not divide the system's " +
                                    std::to_string(sys.count) + " accelerators",
                                "degrees whose product divides system.count");
@@ -222,7 +247,8 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
     const json j = detail::parse_json_text(json_text, "scenario");
     object_reader root(j, "", true);
     scenario sc;
-    root.allow({"name", "description"});
+    root.string("name");
+    root.string("description");
     const json* model = root.get("model");
     if (!model) root.missing("model", "a catalog model name, a path to a config.json, or an object of HF config fields");
     sc.model = read_model(*model, cat, base_dir);

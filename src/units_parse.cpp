@@ -106,7 +106,8 @@ std::optional<parsed_quantity> resolve_unit(std::string_view unit) {
     }
     const unit_def* num = find_base(unit.substr(0, slash));
     const unit_def* den = find_base(unit.substr(slash + 1));
-    if (!num || !den) return std::nullopt;
+    // Only rates of data and of FLOP are quantities capplan reads ("TB/s", "TFLOP/s").
+    if (!num || !den || den->dim != time_dim || (num->dim != size_dim && num->dim != flop_dim)) return std::nullopt;
     const dimension d{num->dim.bytes - den->dim.bytes, num->dim.flops - den->dim.flops,
                       num->dim.seconds - den->dim.seconds, num->dim.watts - den->dim.watts};
     return parsed_quantity{num->si / den->si, d};
@@ -167,7 +168,7 @@ std::string allowed_units(dimension d) {
     for (const auto& u : base_units) {
         if (u.dim == d) add(u.symbol);
         const dimension per_s{u.dim.bytes, u.dim.flops, u.dim.seconds - 1, u.dim.watts};
-        if (per_s == d && u.dim != time_dim) add(std::string(u.symbol) + "/s");
+        if (per_s == d && (u.dim == size_dim || u.dim == flop_dim)) add(std::string(u.symbol) + "/s");
     }
     for (const auto& [alias, target] : rate_aliases) {
         const auto r = resolve_unit(alias);

@@ -37,6 +37,8 @@ struct system_entry {
     std::string scale_out_topology;
     double oversubscription = 1.0;
     std::string storage;  // empty: none
+    std::string host_link;
+    std::string host_memory;  // storage entry of kind host_dram, per socket
 };
 
 class catalog {
@@ -86,7 +88,9 @@ private:
     std::map<std::string, system_entry> systems_;
 };
 
-// The process-wide catalog from default_dir(), loaded on first use. set_catalog_dir() replaces it.
+// The process-wide catalog, loaded on first use from the folder given to set_catalog_dir(),
+// else from catalog::default_dir(). set_catalog_dir() only records the folder: errors in the
+// files surface on first use, where the caller reports them.
 const catalog& default_catalog();
 void set_catalog_dir(const std::filesystem::path& dir);
 

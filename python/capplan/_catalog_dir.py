@@ -15,12 +15,12 @@ def locate() -> Path:
     for candidate in (here / "models", here.parents[1] / "models"):
         if (candidate / "llm").is_dir():
             return candidate
-    raise _core.ConfigError(
-        f"/: capplan's catalog folder was not found next to the package ({here / 'models'}) or in the "
-        "source tree; set CAPPLAN_CATALOG to a models/ folder")
+    return here / "models"  # missing: the first lookup reports it as a ConfigError
 
 
 def load() -> Path:
+    """Points the core at the catalog; the files are read on first use, so a broken catalog is
+    reported by the call that needs it (the CLI turns that into one line and exit code 2)."""
     path = locate()
     _core.set_catalog_dir(str(path))
     return path

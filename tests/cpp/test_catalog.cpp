@@ -1,6 +1,8 @@
 // catalog.hpp: the shipped catalog loads, lookups by alias, suggestions, and strict validation.
 #include <doctest/doctest.h>
 
+#include "test_support.hpp"
+
 #include <filesystem>
 #include <fstream>
 
@@ -12,10 +14,7 @@ using namespace capplan::units;
 namespace fs = std::filesystem;
 
 namespace {
-const catalog& shipped() {
-    static const catalog c = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
-    return c;
-}
+const catalog& shipped() { return test::shipped_catalog(); }
 
 // A throw-away catalog folder holding one accelerator file with the given text.
 fs::path one_accelerator(const std::string& text) {

@@ -1,6 +1,8 @@
 // estimate.hpp + report/result.hpp: the fields this stage computes, and absent ones stay absent.
 #include <doctest/doctest.h>
 
+#include "test_support.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "capplan/estimate.hpp"
@@ -10,10 +12,7 @@ using namespace capplan;
 using namespace capplan::units;
 
 namespace {
-const catalog& cat() {
-    static const catalog c = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
-    return c;
-}
+const catalog& cat() { return test::shipped_catalog(); }
 estimate_result run(const std::string& text) { return estimate(read_scenario(text, cat()), cat()); }
 }  // namespace
 

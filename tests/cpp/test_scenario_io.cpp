@@ -1,6 +1,8 @@
 // spec/scenario_io.hpp: the scenario file, its defaults and its errors.
 #include <doctest/doctest.h>
 
+#include "test_support.hpp"
+
 #include <filesystem>
 #include <fstream>
 
@@ -11,10 +13,7 @@ using namespace capplan;
 using namespace capplan::units;
 
 namespace {
-const catalog& cat() {
-    static const catalog c = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
-    return c;
-}
+const catalog& cat() { return test::shipped_catalog(); }
 scenario read(const std::string& text) { return read_scenario(text, cat()); }
 
 std::string error_of(const std::string& text) {
@@ -79,7 +78,37 @@ TEST_CASE("inline accelerator in the catalog's own format") {
     CHECK_FALSE(s.system.scale_up);  // an inline accelerator names no link
 }
 
+TEST_CASE("preset overrides: partial nodes, removed links, inherited scale-out fields") {
+    const scenario half = read(R"({"model": "Llama-3.1-8B", "system": {"preset": "HGX-H200", "count": 4}})");
+    CHECK(half.system.per_node == 4);  // four GPUs of one 8-GPU node
+    CHECK(half.system.scale_up_domain == 4);
+    const scenario nvl = read(R"({"model": "Llama-3.1-8B", "system": {"preset": "GB200-NVL72"}})");
+    CHECK(nvl.system.scale_up_domain == 72);  // the domain spans trays, not one node
+    const scenario bare = read(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "scale_out": null,
+                                   "storage": null}})");
+    CHECK_FALSE(bare.system.scale_out);
+    CHECK_FALSE(bare.system.storage);
+    const scenario over = read(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16,
+                                   "scale_out": {"oversubscription": 2}}})");
+    REQUIRE(over.system.scale_out);
+    CHECK(over.system.scale_out->link.name == "IB-NDR");
+    CHECK(over.system.scale_out->nics_per_node == 8);
+    CHECK(over.system.scale_out->oversubscription == 2.0);
+    const scenario node = read(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "MI300X", "per_node": 8}})");
+    CHECK(node.system.count == 8);
+    CHECK(node.system.scale_up_topology == "full_mesh");
+}
+
 TEST_CASE("bad input: each error names its field") {
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": {"memory": {"capacity": "1 GB",
+        "bandwidth": null}, "peak_dense_flops": {"bf16": null}}}})").find("/system/accelerator/vendor: required field is missing") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "scale_out": {"link":
+        {"scope": "per_port", "bandwidth_per_direction": "400 Gb/s"}}}})").find("/system/scale_out/link/kind: required field is missing") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": {"vendor": "generic", "memory":
+        {"capacity": {"value": "1 GB"}, "bandwidth": null}, "peak_dense_flops": {"bf16": null}}}})")
+              .find("/system/accelerator/memory/capacity/source: required field is missing") == 0);
+    CHECK(error_of(R"({"model": "", "system": {"accelerator": "H100"}})").find("/model: empty model name") == 0);
+    CHECK(error_of(R"({"name": 3, "model": "Llama-3.1-8B", "system": {"accelerator": "H100"}})").find("/name: expected a string") == 0);
     CHECK(error_of(R"({"model": "Lama-3.1-8B", "system": {"accelerator": "H100"}})")
               .find("/model: unknown model 'Lama-3.1-8B'; did you mean Llama-3.1-8B") == 0);
     CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"}, "inferense": {}})")
@@ -92,7 +121,7 @@ TEST_CASE("bad input: each error names its field") {
     CHECK(error_of(R"({"system": {"accelerator": "H100"}})").find("/model: required field is missing") == 0);
     CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},)").find("/: malformed JSON") == 0);
     CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": 8},
-        "parallelism": {"tp": 3}})").find("/parallelism/tp: tp x pp x cp = 3 does not divide") == 0);
+        "parallelism": {"tp": 3}})").find("/parallelism: tp x pp x cp = 3 does not divide the system's 8 accelerators (got tp=3 pp=1 cp=1)") == 0);
     CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": 8},
         "parallelism": {"tp": 2, "dp": 2}})").find("/parallelism/dp") == 0);
     CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},

@@ -73,3 +73,15 @@ def test_python_dash_m():
     p = subprocess.run([sys.executable, "-m", "capplan", "list", "systems", "--format", "json"],
                        capture_output=True, text=True)
     assert p.returncode == 0 and "HGX-H200" in json.loads(p.stdout)
+
+
+def test_broken_catalog_is_one_line_exit_2(tmp_path):
+    import os
+    exe = os.path.join(os.path.dirname(sys.executable), "capplan")
+    (tmp_path / "accelerators").mkdir()
+    (tmp_path / "accelerators" / "x.json").write_text('{"name": "X", "oops": ')
+    for catalog, needle in ((tmp_path, "malformed JSON"), (tmp_path / "missing", "catalog folder not found")):
+        p = subprocess.run([exe, "list", "accelerators"], capture_output=True, text=True,
+                           env={**os.environ, "CAPPLAN_CATALOG": str(catalog)})
+        assert p.returncode == 2, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr
