@@ -407,12 +407,13 @@ entry_kind catalog::kind_of(std::string_view name) const {
 }
 
 std::string catalog::raw_json(std::string_view name) const {
-    return entries_[index_.at(detail::lower(canonical_name(name)))].text;
+    kind_of(name);  // throws unknown_name_error with suggestions
+    return entries_[index_.at(detail::lower(name))].text;
 }
 
 std::string catalog::canonical_name(std::string_view name) const {
-    const entry_kind k = kind_of(name);
-    return entries_[index_.at(detail::lower(name))].kind == k ? entries_[index_.at(detail::lower(name))].name : std::string(name);
+    kind_of(name);
+    return entries_[index_.at(detail::lower(name))].name;
 }
 
 namespace {

@@ -1,18 +1,9 @@
 #include "capplan/estimate.hpp"
 
-#include <cstdio>
-
 #include "capplan/units_parse.hpp"
 
 namespace capplan {
 
-namespace {
-std::string number_text(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.4g", v);
-    return buf;
-}
-}  // namespace
 
 estimate_result estimate(const scenario& s, const catalog& cat) {
     estimate_result r;
@@ -42,7 +33,7 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
     r.memory.weights = (total - experts) / mp + experts / (mp * par.ep);
     r.memory.capacity = s.system.accelerator.memory_capacity;
     r.notes.push_back("weights: block matrices in " + s.precision.weights.name + " (" +
-                      number_text(s.precision.weights.bytes_per_element()) +
+                      format_number(s.precision.weights.bytes_per_element()) +
                       " B/parameter incl. block scales); embeddings, LM head, norms and routers in 16-bit when quantized");
     if (r.memory.capacity && *r.memory.weights > *r.memory.capacity) {
         r.feasible = false;

@@ -5,8 +5,9 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <optional>
+
+#include <fmt/format.h>
 
 #include "capplan/detail/closest.hpp"
 #include "capplan/error.hpp"
@@ -233,12 +234,9 @@ double unit_si(std::string_view unit, dimension expected, std::string_view field
     return r->si;
 }
 
+std::string format_number(double v) { return fmt::format("{:.4g}", v); }
+
 namespace {
-std::string number_text(double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.4g", v);
-    return buf;
-}
 
 std::vector<scale> scales_for(dimension d, bool binary) {
     using namespace units;
@@ -262,7 +260,7 @@ std::vector<scale> scales_for(dimension d, bool binary) {
 
 std::string format_quantity(double si, dimension d, bool binary) {
     const auto sc = scales_for(d, binary);
-    if (sc.empty()) return number_text(si) + (d == dimension{} ? "" : " (SI " + dimension_name(d) + ")");
+    if (sc.empty()) return format_number(si) + (d == dimension{} ? "" : " (SI " + dimension_name(d) + ")");
     const double mag = std::fabs(si);
     const scale* pick = &sc.front();
     for (const auto& s : sc) {
@@ -270,12 +268,12 @@ std::string format_quantity(double si, dimension d, bool binary) {
         const double from = (d == time_dim && s.si >= units::minute.si()) ? 2.0 * s.si : s.si;
         if (mag >= from) pick = &s;
     }
-    return number_text(si / pick->si) + " " + std::string(pick->symbol);
+    return format_number(si / pick->si) + " " + std::string(pick->symbol);
 }
 
 std::string format_in(double si, dimension d, std::string_view unit) {
     const double u = unit_si(unit, d);
-    return number_text(si / u) + " " + std::string(trim(unit));
+    return format_number(si / u) + " " + std::string(trim(unit));
 }
 
 }  // namespace capplan

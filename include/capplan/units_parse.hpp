@@ -53,6 +53,9 @@ std::string format_quantity(double si, dimension d, bool binary = false);
 // Text in a given unit: format_in(80e9, size, "GiB") -> "74.51 GiB".
 std::string format_in(double si, dimension d, std::string_view unit);
 
+// A plain number with 4 significant digits ("2", "0.5195", "1.979e+04").
+std::string format_number(double v);
+
 template <class Q>
 std::string format(Q q, bool binary = false) {
     return format_quantity(q.si(), dimension_of<Q>::value, binary);

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Union
 
 from . import _core
-from .units import BYTE_RATE, FLOP_RATE, POWER, SIZE, Quantity
+from .units import BYTE_RATE, FLOP_RATE, POWER, SIZE, Quantity, format_count
 
 
 def list_models() -> List[str]:
@@ -82,8 +82,8 @@ class Model(_Record):
     def __repr__(self) -> str:
         d = self._data
         moe = d.get("moe")
-        active = f", {d['active_parameters'] / 1e9:.2f} B active" if moe else ""
-        return (f"Model({d['name']}: {d['model_type']}, {d['parameters'] / 1e9:.2f} B parameters{active}, "
+        active = f", {format_count(d['active_parameters'])} active" if moe else ""
+        return (f"Model({d['name']}: {d['model_type']}, {format_count(d['parameters'])} parameters{active}, "
                 f"{d['num_hidden_layers']} layers, hidden {d['hidden_size']}, {d['attention']} "
                 f"{d['num_attention_heads']}/{d['num_key_value_heads']} heads)")
 

@@ -13,7 +13,7 @@ from .api import default_scenario, estimate
 from .catalog import accelerator, entry, model, system
 from .errors import Error
 from .result import flatten
-from .units import Quantity
+from .units import Quantity, format_count
 
 KINDS = {"models": "models", "accelerators": "accelerators", "systems": "systems", "storage": "storage",
          "links": "links"}
@@ -51,7 +51,7 @@ def _list_rows(kind: str):
         rows = []
         for n in names:
             m = model(n)
-            rows.append([n, m.model_type, f"{m.parameters / 1e9:.2f} B", f"{m.active_parameters / 1e9:.2f} B",
+            rows.append([n, m.model_type, format_count(m.parameters), format_count(m.active_parameters),
                          m.num_hidden_layers, m.hidden_size, f"{m.num_attention_heads}/{m.num_key_value_heads}",
                          m.max_position_embeddings or "unknown"])
         return header, rows

@@ -5,7 +5,7 @@ import html
 import json
 from typing import Any, Dict, Iterator, List, Tuple
 
-from .units import BYTE_RATE, FLOP_RATE, SIZE, TIME, Quantity
+from .units import BYTE_RATE, FLOP_RATE, SIZE, TIME, Quantity, format_count
 
 # Key suffix -> dimension of the number stored under it (the result JSON is in SI units).
 _SUFFIX_DIMS = (("_bytes_per_s", BYTE_RATE), ("_flops_per_s", FLOP_RATE), ("_bytes", SIZE), ("_s", TIME))
@@ -72,8 +72,8 @@ class Result(Section):
         rows = []
         active = m["active_parameters"]
         rows.append(("model", f"{m['name']} ({m['model_type']})",
-                     f"{m['parameters'] / 1e9:.2f} B parameters" +
-                     (f", {active / 1e9:.2f} B active per token" if active != m["parameters"] else "")))
+                     f"{format_count(m['parameters'])} parameters" +
+                     (f", {format_count(active)} active per token" if active != m["parameters"] else "")))
         par = s["parallelism"]
         layout = " ".join(f"{k}={v}" for k, v in par.items() if v != 1) or "one replica per device"
         rows.append(("system", f"{s['count']}x {s['accelerator']}" + (f" ({s['preset']})" if s.get("preset") else ""),

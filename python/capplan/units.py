@@ -200,3 +200,11 @@ def quantity(value: Union[str, Quantity], expected: Optional[Dims] = None, field
             f"{field or '/'}: a {q.dimension} where a {_core.dimension_name(expected)} is expected (got '{value}'); "
             f"allowed: {_core.allowed_units(expected)}")
     return q
+
+
+def format_count(n: float) -> str:
+    """A plain count in words, so a parameter count never reads like a size: '70.55 billion'."""
+    for step, word in ((1_000_000_000_000, "trillion"), (1_000_000_000, "billion"), (1_000_000, "million")):
+        if abs(n) >= step:
+            return f"{n / step:.4g} {word}"
+    return f"{n:,.0f}"

@@ -66,6 +66,13 @@ TEST_CASE("formatting auto-scales with 4 significant digits") {
     CHECK_THROWS_AS(format_in(80e9, dimension_of<data_size>::value, "GB/s"), unit_error);
 }
 
+TEST_CASE("format_number: 4 significant digits, no trailing zeros") {
+    CHECK(format_number(2.0) == "2");
+    CHECK(format_number(0.51953125) == "0.5195");
+    CHECK(format_number(989.5) == "989.5");
+    CHECK(format_number(123456.0) == "1.235e+05");
+}
+
 TEST_CASE("unit_si checks the dimension") {
     CHECK(unit_si("GiB", dimension_of<data_size>::value) == 1073741824.0);
     CHECK(unit_si("Gb/s", dimension_of<byte_rate>::value) == 1.25e8);

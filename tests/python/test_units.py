@@ -55,3 +55,10 @@ def test_scenario_accepts_quantities_and_strings():
              "peak_dense_flops": {"bf16": Quantity(3, "PFLOP/s")}}
     r = capplan.estimate({"model": "Llama-3.2-1B", "system": {"accelerator": accel}})
     assert r.memory.capacity_bytes.in_("GiB") == pytest.approx(256.0)
+
+
+def test_format_count_never_reads_like_bytes():
+    from capplan.units import format_count
+    assert format_count(70_553_706_496) == "70.55 billion"
+    assert format_count(124_439_808) == "124.4 million"
+    assert format_count(512) == "512"
