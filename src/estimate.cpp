@@ -1,5 +1,7 @@
 #include "capplan/estimate.hpp"
 
+#include "capplan/analysis/sharding.hpp"
+
 #include "capplan/units_parse.hpp"
 
 namespace capplan {
@@ -21,20 +23,18 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
     r.system = {s.system.preset, s.system.accelerator.name, s.system.count, s.system.per_node, s.system.nodes(),
                 s.precision.weights.name, s.precision.kv_cache.name, par.tp, par.pp, par.dp, par.cp, par.ep};
 
-    // Weights per device, sharded evenly: every weight over tp x pp, routed experts also over ep.
-    // (Uneven pipeline stages and replicated dimensions are refined by the memory model.)
-    const parameter_breakdown& p = r.model.breakdown;
-    const data_size total = weight_bytes(p, s.precision.weights);
-    parameter_breakdown experts_only;
-    experts_only.routed_experts = p.routed_experts;
-    const data_size experts = weight_bytes(experts_only, s.precision.weights);
-    const double mp = static_cast<double>(par.tp) * par.pp;
-    r.memory.weights_total = total;
-    r.memory.weights = (total - experts) / mp + experts / (mp * par.ep);
+    // Weights per device: the largest pipeline stage's share on one tensor/expert-parallel rank.
+    const weight_sharding shards = shard_weights(m, par);
+    r.memory.weights_total = weight_bytes(r.model.breakdown, s.precision.weights);
+    r.memory.weights = device_weight_bytes(shards.per_device(), s.precision.weights);
     r.memory.capacity = s.system.accelerator.memory_capacity;
     r.notes.push_back("weights: block matrices in " + s.precision.weights.name + " (" +
                       format_number(s.precision.weights.bytes_per_element()) +
                       " B/parameter incl. block scales); embeddings, LM head, norms and routers in 16-bit when quantized");
+    for (const auto& problem : shards.problems) {
+        r.feasible = false;
+        r.reasons.push_back(problem);
+    }
     if (r.memory.capacity && *r.memory.weights > *r.memory.capacity) {
         r.feasible = false;
         r.reasons.push_back("weights alone need " + format(*r.memory.weights) + " per device, more than the " +
@@ -50,20 +50,6 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
     } else if (peak.status == peak_rate::state::unknown) {
         r.notes.push_back("the catalog does not know " + s.system.accelerator.name + "'s " + compute.peak_key +
                           " peak; speed estimates for it need a calibration or an inline value");
-    }
-    if (m.heads % par.tp != 0) {
-        r.feasible = false;
-        r.reasons.push_back("tp = " + std::to_string(par.tp) + " does not divide the " + std::to_string(m.heads) +
-                            " attention heads of " + m.name);
-    }
-    if (m.layers < par.pp) {
-        r.feasible = false;
-        r.reasons.push_back("pp = " + std::to_string(par.pp) + " exceeds the " + std::to_string(m.layers) + " layers");
-    }
-    if (m.is_moe() && m.moe.routed_experts % par.ep != 0) {
-        r.feasible = false;
-        r.reasons.push_back("ep = " + std::to_string(par.ep) + " does not divide the " +
-                            std::to_string(m.moe.routed_experts) + " routed experts");
     }
     return r;
 }

@@ -178,6 +178,8 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
     degree("cp", p.cp);
     degree("ep", p.ep);
     degree("vpp", p.vpp);
+    p.etp = p.ep > 1 ? 1 : p.tp;
+    degree("etp", p.etp);
     p.sequence_parallel = r.boolean("sequence_parallel").value_or(false);
     const auto dp = r.integer("dp", 1);
     const int mp = p.model_parallel();
@@ -196,9 +198,10 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
                                "degrees whose product divides system.count");
         p.dp = sys.count / mp;
     }
-    if (p.ep > p.tp * p.dp * p.cp)
-        throw config_error(r.path("ep"), std::to_string(p.ep), "expert parallelism larger than tp x dp x cp",
-                           "at most " + std::to_string(p.tp * p.dp * p.cp));
+    if (p.ep * p.etp > p.tp * p.dp * p.cp)
+        throw config_error(r.path("ep"), std::to_string(p.ep), "ep x etp = " + std::to_string(p.ep * p.etp) +
+                           " is larger than the tp x dp x cp = " + std::to_string(p.tp * p.dp * p.cp) + " ranks of a pipeline stage",
+                           "ep x etp <= tp x dp x cp");
     r.finish();
     return p;
 }
@@ -212,7 +215,12 @@ training_spec read_training(object_reader& r) {
     t.recompute = rc == "full" ? recompute_kind::full : rc == "selective" ? recompute_kind::selective : recompute_kind::none;
     t.zero = static_cast<int>(r.integer("zero", 0).value_or(0));
     if (t.zero > 3) throw config_error(r.path("zero"), std::to_string(t.zero), "no such ZeRO stage", "0, 1, 2, 3");
+    t.shard_group = static_cast<int>(r.integer("shard_group", 1).value_or(0));
+    t.distributed_optimizer = r.boolean("distributed_optimizer").value_or(false);
     t.optimizer = r.choice("optimizer", {"adamw", "adam", "sgd", "adafactor"}).value_or("adamw");
+    t.master_weights = r.boolean("master_weights").value_or(true);
+    t.optimizer_state_format = r.choice("optimizer_state_format", {"fp32", "bf16"}).value_or("fp32");
+    t.offload_optimizer = r.boolean("offload_optimizer").value_or(false);
     if (t.global_batch % t.micro_batch != 0)
         throw config_error(r.path("global_batch"), std::to_string(t.global_batch), "not a multiple of micro_batch",
                            "a multiple of " + std::to_string(t.micro_batch));
@@ -234,6 +242,14 @@ inference_spec read_inference(object_reader& r) {
         }
     }
     i.concurrency = r.integer("concurrency", 1);
+    if (const auto u = r.number("memory_utilization", 0.0)) {
+        if (*u <= 0.0 || *u > 1.0)
+            throw config_error(r.path("memory_utilization"), format_number(*u), "not a share of memory", "a number in (0, 1]");
+        i.memory_utilization = *u;
+    }
+    i.kv_block_tokens = r.integer("kv_block_tokens", 1).value_or(16);
+    i.prefill_chunk_tokens = r.integer("prefill_chunk_tokens", 1).value_or(0);
+    i.runtime_reserve = r.quantity<data_size>("runtime_reserve");
     if ((i.batch || i.batch_max) && i.concurrency)
         throw config_error(r.path("concurrency"), std::to_string(*i.concurrency), "give batch or concurrency, not both",
                            "batch (requests decoded together) or concurrency (users with a request in flight)");
@@ -274,6 +290,11 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
     if (const json* t = root.get("training"); t && !t->is_null()) {
         object_reader r(*t, "/training", true);
         sc.training = read_training(r);
+        const int dp = sc.parallelism.dp;
+        if (sc.training->shard_group == 0) sc.training->shard_group = dp;
+        if (sc.training->shard_group > dp || dp % sc.training->shard_group != 0)
+            throw config_error("/training/shard_group", std::to_string(sc.training->shard_group),
+                               "must divide the data-parallel degree " + std::to_string(dp), "a divisor of dp");
     }
     if (const json* i = root.get("inference"); i && !i->is_null()) {
         object_reader r(*i, "/inference", true);

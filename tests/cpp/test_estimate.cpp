@@ -18,10 +18,12 @@ estimate_result run(const std::string& text) { return estimate(read_scenario(tex
 
 TEST_CASE("Llama-3.1-70B in bf16 over tp=8 on H200: weights per device by hand") {
     const auto r = run(default_scenario_json());
-    // 70,553,706,496 parameters x 2 B = 141,107,412,992 B; / 8 = 17,638,426,624 B per device
+    // 70,553,706,496 parameters x 2 B = 141,107,412,992 B. Per device: everything / 8 except the
+    // replicated RMSNorms (80 x 2 x 8192 + 8192 = 1,318,912 parameters):
+    // (70,553,706,496 - 1,318,912) / 8 + 1,318,912 = 8,820,367,360 parameters x 2 B = 17,640,734,720 B
     CHECK(r.model.parameters == 70'553'706'496LL);
     CHECK(r.memory.weights_total->in(B) == 141'107'412'992.0);
-    CHECK(r.memory.weights->in(B) == 17'638'426'624.0);
+    CHECK(r.memory.weights->in(B) == 17'640'734'720.0);
     CHECK(r.memory.capacity->in(GB) == 141.0);
     CHECK_FALSE(r.feasible.has_value());  // nothing proves it infeasible; fits needs the full memory model
 }
@@ -46,19 +48,25 @@ TEST_CASE("a compute format the accelerator lacks is infeasible; weight-only fp8
     CHECK_FALSE(ok.feasible.has_value());
 }
 
-TEST_CASE("MoE experts shard over ep") {
-    // Mixtral-8x7B bf16, tp=2 ep=2 on 2 GPUs: experts / (tp*ep) = /4, the rest / tp = /2.
+TEST_CASE("MoE experts shard over ep (whole experts) and etp (split experts)") {
+    // Mixtral-8x7B bf16, tp=2 ep=2 (etp defaults to 1) on 2 GPUs. Per device and layer: attention
+    // 41,943,040 / 2, experts 1,409,286,144 / 2 (4 whole experts), router 32,768 and norms 8,192
+    // replicated = 725,655,552; x 32 layers + embeddings 2 x 131,072,000 / 2 + final norm 4,096
+    // = 23,352,053,760 parameters x 2 B = 46,704,107,520 B.
     const auto r = run(R"({"model": "Mixtral-8x7B", "system": {"accelerator": "H100", "count": 2},
                           "parallelism": {"tp": 2, "ep": 2}})");
-    const double experts = 32.0 * 8 * 3 * 4096 * 14336 * 2;  // bytes
-    const double rest = 46'702'792'704.0 * 2 - experts;
-    CHECK(r.memory.weights->in(B) == doctest::Approx(rest / 2 + experts / 4));
+    CHECK(r.memory.weights->in(B) == 46'704'107'520.0);
+    // tp=2, ep=2, etp=2 on 4 GPUs (Megatron expert tensor parallelism): experts / 4 per device,
+    // 1,409,286,144 / 4 = 352,321,536 per layer instead of 704,643,072: 32 x 352,321,536 x 2 B less.
+    const auto r4 = run(R"({"model": "Mixtral-8x7B", "system": {"accelerator": "H100", "count": 4},
+                           "parallelism": {"tp": 2, "ep": 2, "etp": 2}})");
+    CHECK(r4.memory.weights->in(B) == 46'704'107'520.0 - 32.0 * 352'321'536 * 2);
 }
 
 TEST_CASE("result JSON: computed fields present, the rest absent (never zero)") {
     const auto j = nlohmann::json::parse(to_json(run(default_scenario_json())));
     CHECK(j["model"]["parameters"] == 70'553'706'496LL);
-    CHECK(j["memory"]["weights_bytes"] == 17'638'426'624.0);
+    CHECK(j["memory"]["weights_bytes"] == 17'640'734'720.0);
     CHECK_FALSE(j["memory"].contains("kv_cache_bytes"));
     CHECK_FALSE(j.contains("inference"));
     CHECK_FALSE(j.contains("training"));

@@ -18,11 +18,11 @@ def test_estimate_default_scenario():
     r = capplan.estimate(capplan.default_scenario())
     assert r.model.name == "Llama-3.1-70B"
     assert r.model.parameters == 70_553_706_496  # HF safetensors total of meta-llama/Llama-3.1-70B
-    # 70,553,706,496 x 2 B (bf16) / tp 8 = 17,638,426,624 B per device
-    assert r.memory.weights_bytes.si == 17_638_426_624
+    # (70,553,706,496 - 1,318,912 replicated norm weights) / tp 8 + 1,318,912, x 2 B (bf16) = 17,640,734,720 B
+    assert r.memory.weights_bytes.si == 17_640_734_720
     assert str(r.memory.capacity_bytes) == "141 GB"
     d = r.to_dict()
-    assert d["memory"]["weights_bytes"] == 17_638_426_624
+    assert d["memory"]["weights_bytes"] == 17_640_734_720
     assert "inference" not in d and "kv_cache_bytes" not in d["memory"]  # not computed yet: absent
     assert "Llama-3.1-70B" in repr(r)
     assert "<table>" in r._repr_html_()

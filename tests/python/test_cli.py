@@ -12,7 +12,7 @@ def test_estimate_default_table(run_cli):
     code, out, err = run_cli("estimate")
     assert code == 0, err
     assert "built-in default scenario" in out
-    assert "Llama-3.1-70B" in out and "17.64 GB" in out  # 141.1 GB bf16 weights / tp 8
+    assert "Llama-3.1-70B" in out and "17.64 GB" in out  # 141.1 GB bf16 weights / tp 8, norms replicated
 
 
 def test_estimate_file_json_and_csv(run_cli, tmp_path):

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "capplan/units.hpp"
+
 #include "capplan/dtype.hpp"
 #include "capplan/spec/hardware_spec.hpp"
 #include "capplan/spec/model_spec.hpp"
@@ -24,7 +26,8 @@ struct parallelism_spec {
     int pp = 1;   // pipeline parallel
     int dp = 1;   // data parallel (inference: replicas)
     int cp = 1;   // context parallel
-    int ep = 1;   // expert parallel (within tp x dp)
+    int ep = 1;   // expert parallel: ranks the routed experts are spread over (whole experts per rank)
+    int etp = 1;  // expert tensor parallel: each expert split over etp ranks (default: tp when ep = 1, else 1)
     int vpp = 1;  // virtual pipeline stages per rank (interleaved schedule)
     bool sequence_parallel = false;
 
@@ -38,8 +41,13 @@ struct training_spec {
     std::int64_t global_batch = 0;  // sequences per optimizer step
     std::int64_t micro_batch = 1;
     recompute_kind recompute = recompute_kind::none;
-    int zero = 0;
-    std::string optimizer = "adamw";
+    int zero = 0;                   // ZeRO stage over the shard group: 1 optimizer, 2 + gradients, 3 + weights
+    int shard_group = 0;            // ranks ZeRO/FSDP shards over; 0 = all of dp (HSDP: a divisor of dp)
+    bool distributed_optimizer = false;  // Megatron-LM: optimizer states sharded over dp (= ZeRO-1)
+    std::string optimizer = "adamw";     // adamw, adam, sgd (momentum), adafactor
+    bool master_weights = true;          // fp32 master copy when weights are stored in < 32 bits
+    std::string optimizer_state_format = "fp32";  // Adam moments: fp32 or bf16
+    bool offload_optimizer = false;      // optimizer states (and master weights) in host memory
 };
 
 struct inference_spec {
@@ -48,6 +56,10 @@ struct inference_spec {
     std::optional<std::int64_t> batch;        // requests decoded together
     bool batch_max = false;                   // batch "max": the largest that fits
     std::optional<std::int64_t> concurrency;  // users with a request in flight
+    double memory_utilization = 0.9;          // share of device memory the engine may use (vLLM default 0.9)
+    std::int64_t kv_block_tokens = 16;        // paged KV-cache block size in tokens (vLLM default 16)
+    std::int64_t prefill_chunk_tokens = 0;    // chunked-prefill token budget; 0 = the whole prompt at once
+    std::optional<data_size> runtime_reserve; // overrides the per-device runtime reservation
 };
 
 struct scenario {

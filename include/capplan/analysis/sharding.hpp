@@ -1,0 +1,175 @@
+// Parameters held by one device under tensor, pipeline and expert parallelism.
+//
+// Tensor parallelism follows Megatron-LM (Shoeybi et al. 2019, arXiv:1909.08053 §3): attention
+// heads, the FFN width and the vocabulary are split over tp; norms, routers and the row-parallel
+// output biases are replicated. K/V heads split while kv_heads >= tp; with fewer K/V heads than
+// ranks each rank keeps one whole head (replication, as vLLM's QKVParallelLinear does).
+// MLA (DeepSeek-V2): the down-projections q_a and kv_a are replicated; q_b, kv_b and o split by head.
+// Routed experts are spread whole over ep ranks and each split over etp ranks.
+// Pipeline stages hold contiguous layers, as even as possible, extra layers to the middle stages
+// first; the embedding lives on the first stage, the final norm and LM head on the last.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "capplan/analysis/parameters.hpp"
+#include "capplan/spec/scenario.hpp"
+
+namespace capplan {
+
+// Parameters on one device; fractional when a dimension does not split evenly is impossible
+// here (checks report it), so these are exact per-rank counts.
+struct device_parameters {
+    double block_linear = 0.0;  // transformer-block matrices (what weight quantization applies to)
+    double other = 0.0;         // embeddings, LM head, norms, routers, replicated biases
+    double routed_experts = 0.0;
+
+    double total() const { return block_linear + other; }
+    device_parameters& operator+=(const device_parameters& o) {
+        block_linear += o.block_linear;
+        other += o.other;
+        routed_experts += o.routed_experts;
+        return *this;
+    }
+};
+
+struct pipeline_stage {
+    int first_layer = 0;
+    int layers = 0;
+    bool has_embedding = false;
+    bool has_lm_head = false;
+    device_parameters params;  // per device of this stage (one tp/ep rank)
+};
+
+struct weight_sharding {
+    std::vector<pipeline_stage> stages;
+    int largest_stage = 0;       // index of the stage whose devices hold the most parameters
+    std::vector<std::string> problems;  // layouts that cannot split the model (infeasible, not errors)
+
+    const device_parameters& per_device() const { return stages[static_cast<std::size_t>(largest_stage)].params; }
+};
+
+namespace detail {
+
+inline double kv_heads_per_rank(const model_spec& m, int tp) {
+    return m.kv_heads >= tp ? static_cast<double>(m.kv_heads) / tp : 1.0;
+}
+
+// One transformer layer's parameters on one rank.
+inline device_parameters layer_on_device(const model_spec& m, std::int64_t i, const parallelism_spec& p) {
+    device_parameters d;
+    const double h = static_cast<double>(m.hidden), tp = p.tp;
+    const double norm = m.norm == norm_kind::layer_norm ? 2 * h : h;
+    d.other += m.norms_per_layer * norm;
+    if (m.mla) {
+        const auto& a = m.mla_dims;
+        const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
+        const double heads = m.heads / tp;
+        if (a.q_lora_rank > 0) {
+            d.block_linear += h * a.q_lora_rank + a.q_lora_rank * heads * qk;
+            d.other += static_cast<double>(a.q_lora_rank);
+        } else {
+            d.block_linear += h * heads * qk;
+        }
+        d.block_linear += h * (a.kv_lora_rank + a.qk_rope_head_dim);
+        d.other += static_cast<double>(a.kv_lora_rank);
+        d.block_linear += a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim);
+        d.block_linear += heads * a.v_head_dim * h;
+    } else {
+        const double q = m.heads * static_cast<double>(m.head_dim) / tp;
+        const double kv = detail::kv_heads_per_rank(m, p.tp) * m.head_dim;
+        d.block_linear += h * q + 2 * h * kv + q * h;
+        if (m.qkv_bias) d.block_linear += q + 2 * kv;
+        if (m.o_bias) d.other += h;
+        if (m.qk_norm) d.other += 2.0 * m.head_dim;
+    }
+    const bool moe = m.is_moe() && static_cast<std::size_t>(i) < m.moe_layer.size() && m.moe_layer[static_cast<std::size_t>(i)];
+    if (!moe) {
+        const double mats = m.gated_mlp ? 3 : 2;
+        d.block_linear += mats * h * m.intermediate / tp;
+        if (m.mlp_bias) {
+            d.block_linear += (mats - 1) * m.intermediate / tp;  // column-parallel biases split
+            d.other += h;                                        // the row-parallel bias is replicated
+        }
+        return d;
+    }
+    const double expert = 3 * h * m.moe.expert_intermediate;
+    const double routed = m.moe.routed_experts * expert / (static_cast<double>(p.ep) * p.etp);
+    d.block_linear += routed + m.moe.shared_experts * expert / tp;
+    d.routed_experts += routed;
+    d.other += h * m.moe.routed_experts + (m.model_type == "deepseek_v3" ? m.moe.routed_experts : 0);
+    return d;
+}
+
+// Contiguous layer counts per stage, extra layers to the middle stages first, then the last, then the first.
+inline std::vector<int> stage_layers(std::int64_t layers, int pp) {
+    std::vector<int> n(static_cast<std::size_t>(pp), static_cast<int>(layers / pp));
+    int extra = static_cast<int>(layers % pp);
+    std::vector<int> order;
+    for (int s = 1; s + 1 < pp; ++s) order.push_back(s);
+    if (pp > 1) order.push_back(pp - 1);
+    order.push_back(0);
+    for (int s : order) {
+        if (extra == 0) break;
+        ++n[static_cast<std::size_t>(s)];
+        --extra;
+    }
+    return n;
+}
+
+}  // namespace detail
+
+inline weight_sharding shard_weights(const model_spec& m, const parallelism_spec& p) {
+    weight_sharding w;
+    if (m.heads % p.tp != 0)
+        w.problems.push_back("tp = " + std::to_string(p.tp) + " does not divide the " + std::to_string(m.heads) +
+                             " attention heads of " + m.name);
+    if (!m.mla && m.kv_heads >= p.tp && m.kv_heads % p.tp != 0)
+        w.problems.push_back("tp = " + std::to_string(p.tp) + " does not divide the " + std::to_string(m.kv_heads) +
+                             " key/value heads of " + m.name);
+    if (m.layers < p.pp)
+        w.problems.push_back("pp = " + std::to_string(p.pp) + " exceeds the " + std::to_string(m.layers) + " layers");
+    if (m.is_moe() && m.moe.routed_experts % p.ep != 0)
+        w.problems.push_back("ep = " + std::to_string(p.ep) + " does not divide the " +
+                             std::to_string(m.moe.routed_experts) + " routed experts");
+    const int pp = static_cast<int>(std::min<std::int64_t>(p.pp, m.layers));
+    const auto counts = detail::stage_layers(m.layers, pp);
+    const double h = static_cast<double>(m.hidden);
+    const double norm = m.norm == norm_kind::layer_norm ? 2 * h : h;
+    int first = 0;
+    for (int s = 0; s < pp; ++s) {
+        pipeline_stage st;
+        st.first_layer = first;
+        st.layers = counts[static_cast<std::size_t>(s)];
+        for (int i = first; i < first + st.layers; ++i) st.params += detail::layer_on_device(m, i, p);
+        st.has_embedding = s == 0;
+        st.has_lm_head = s == pp - 1;
+        if (st.has_embedding) {
+            st.params.other += static_cast<double>(m.vocab) * h / p.tp;  // vocab-parallel embedding
+            if (m.learned_positions) st.params.other += static_cast<double>(m.max_position) * h;
+        }
+        if (st.has_lm_head) {
+            st.params.other += norm;  // final norm
+            // A tied head shares the embedding matrix; on a separate last stage it is a second copy.
+            if (!m.tied_embeddings || pp > 1) st.params.other += static_cast<double>(m.vocab) * h / p.tp;
+        }
+        first += st.layers;
+        w.stages.push_back(st);
+    }
+    for (int s = 1; s < pp; ++s)
+        if (w.stages[static_cast<std::size_t>(s)].params.total() > w.stages[static_cast<std::size_t>(w.largest_stage)].params.total())
+            w.largest_stage = s;
+    return w;
+}
+
+// Bytes of a device's parameters: block matrices in `weights`, the rest in 16 bits when
+// `weights` is quantized (the same rule as weight_bytes()).
+inline data_size device_weight_bytes(const device_parameters& d, const number_format& weights) {
+    const double other_bpe = weights.quantized() ? 2.0 : weights.bytes_per_element();
+    return (d.block_linear * weights.bytes_per_element() + d.other * other_bpe) * units::B;
+}
+
+}  // namespace capplan
