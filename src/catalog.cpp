@@ -118,6 +118,7 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
         object_reader mem = r.child("memory");
         a.memory_capacity = mem.quantity<data_size>("capacity");
         a.memory_bandwidth = mem.quantity<byte_rate>("bandwidth");
+        a.memory_visible = mem.quantity<data_size>("visible");
         skip_text(mem, "type");
         mem.finish();
     }

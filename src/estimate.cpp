@@ -1,10 +1,188 @@
 #include "capplan/estimate.hpp"
 
+#include <algorithm>
+
+#include "capplan/analysis/flops.hpp"
+#include "capplan/analysis/inference_memory.hpp"
+#include "capplan/analysis/training_memory.hpp"
 #include "capplan/analysis/sharding.hpp"
 
 #include "capplan/units_parse.hpp"
 
 namespace capplan {
+
+namespace {
+
+std::string tokens_text(std::int64_t n) { return std::to_string(n) + (n == 1 ? " token" : " tokens"); }
+
+// Fills memory.* and inference.{batch, max_batch, max_context_tokens, smallest_tp}; when the plan
+// does not fit, says which component is largest, by how much it is over, and what would fit.
+void estimate_inference_memory(const scenario& s, estimate_result& r) {
+    const inference_spec& inf = *s.inference;
+    const model_spec& m = s.model;
+    if (!s.system.accelerator.usable_memory()) {
+        r.notes.push_back("memory: the catalog does not know " + s.system.accelerator.name +
+                          "'s memory capacity, so fits is not computed");
+        return;
+    }
+    const inference_setup setup = inference_setup::from(s);
+    const std::int64_t context = inf.input_tokens + inf.output_tokens;
+    if (m.max_position > 0 && context > m.max_position)
+        r.warnings.push_back("context " + tokens_text(context) + " (input + output) exceeds " + m.name +
+                             "'s max_position_embeddings of " + std::to_string(m.max_position) +
+                             "; quality beyond it is not guaranteed");
+    inference_result out;
+    out.context_tokens = context;
+    out.max_batch = max_concurrency(setup, context);
+    // The memory model's batch: every user with a request in flight holds a full-length cache.
+    const std::int64_t batch = inf.batch_max ? std::max<std::int64_t>(1, *out.max_batch)
+                                             : inf.batch.value_or(inf.concurrency.value_or(1));
+    // Replicas (dp) share the requests.
+    const std::int64_t per_replica = (batch + s.parallelism.dp - 1) / s.parallelism.dp;
+    out.batch = batch;
+    out.max_batch = *out.max_batch * s.parallelism.dp;
+    out.max_context_tokens = max_context(setup, per_replica);
+    std::vector<int> tps;
+    for (int tp = 1; tp <= s.system.per_node; tp *= 2) tps.push_back(tp);
+    if (const auto tp = smallest_fitting_tp(setup, per_replica, context, tps)) out.smallest_tp = *tp;
+
+    const inference_memory b = inference_budget(setup, per_replica, context);
+    r.memory.per_device = b.per_device;
+    r.memory.fits = b.fits;
+    r.memory.weights = b.weights;
+    r.memory.kv_cache = b.kv_cache;
+    r.memory.kv_cache_per_token = b.kv_cache_per_token;
+    r.memory.activations = b.activations;
+    r.memory.logits = b.logits;
+    r.memory.overhead = b.overhead;
+    r.memory.usable = b.usable;
+    if (s.parallelism.pp > 1) r.memory.stage = b.stage;
+    r.inference = out;
+    r.notes.push_back("memory: " + std::to_string(per_replica) + " resident requests per replica of " +
+                      tokens_text(context) + " each (input + output), KV cache in " + s.precision.kv_cache.name +
+                      ", paged in " + std::to_string(setup.block_tokens) + "-token blocks; usable = " +
+                      format_number(setup.memory_utilization) + " x capacity");
+    if (b.fits) return;
+
+    r.feasible = false;
+    const std::pair<const char*, data_size> parts[] = {
+        {"weights", b.weights}, {"KV cache", b.kv_cache}, {"activations", b.activations},
+        {"logits", b.logits},   {"runtime reservation", b.overhead}};
+    const auto largest = *std::max_element(std::begin(parts), std::end(parts),
+                                           [](const auto& a, const auto& c) { return a.second < c.second; });
+    std::string reason = std::to_string(per_replica) + " requests of " + tokens_text(context) + " need " +
+                         format(b.per_device) + " per device, " + format(b.per_device - b.usable) + " more than the " +
+                         format(b.usable) + " usable (" + format_number(setup.memory_utilization) + " x " +
+                         format(b.capacity) + "); the largest part is the " + largest.first + " (" +
+                         format(largest.second) + ")";
+    std::vector<std::string> fixes;
+    if (*out.max_batch > 0) fixes.push_back("at most " + std::to_string(*out.max_batch) + " requests of this length");
+    if (*out.max_context_tokens > 0)
+        fixes.push_back("at most " + tokens_text(*out.max_context_tokens) + " per request at this concurrency");
+    if (out.smallest_tp && *out.smallest_tp > s.parallelism.tp) fixes.push_back("tp = " + std::to_string(*out.smallest_tp));
+    if (s.precision.kv_cache.bytes_per_element() > 1.0) {
+        inference_setup fp8 = setup;
+        fp8.precision.kv_cache = find_format("fp8");
+        if (inference_budget(fp8, per_replica, context).fits) fixes.push_back("an fp8 KV cache");
+    }
+    if (!fixes.empty()) {
+        reason += "; it would fit with ";
+        for (std::size_t i = 0; i < fixes.size(); ++i) reason += (i ? (i + 1 == fixes.size() ? " or " : ", ") : "") + fixes[i];
+    }
+    r.reasons.push_back(reason);
+}
+
+// Fills memory.* for a training step; when it does not fit, says what is largest and which of
+// the usual levers (ZeRO-3, full recompute, optimizer offload, more tp) would make it fit.
+void estimate_training_memory_result(const scenario& s, const weight_sharding& shards, estimate_result& r) {
+    const training_spec& t = *s.training;
+    const auto usable = s.system.accelerator.usable_memory();
+    if (!usable) {
+        r.notes.push_back("memory: the catalog does not know " + s.system.accelerator.name +
+                          "'s memory capacity, so fits is not computed");
+        return;
+    }
+    const data_size reserve = default_runtime_reserve(s.parallelism.tp * s.parallelism.pp * s.parallelism.dp).total();
+    auto run = [&](const training_spec& spec, const parallelism_spec& par) {
+        const weight_sharding w = par.tp == s.parallelism.tp ? shards : shard_weights(s.model, par);
+        return estimate_training_memory(s.model, w, s.precision, par, spec);
+    };
+    const training_memory tm = run(t, s.parallelism);
+    const data_size total = tm.total() + reserve;
+    r.memory.weights = tm.weights;
+    r.memory.gradients = tm.gradients;
+    r.memory.optimizer = tm.optimizer_states;
+    r.memory.master_weights = tm.master_weights;
+    r.memory.activations = tm.activations + tm.buffers;
+    r.memory.logits = tm.logits;
+    r.memory.overhead = reserve;
+    r.memory.per_device = total;
+    r.memory.usable = *usable;
+    r.memory.fits = total <= *usable;
+    if (tm.host_offload.si() > 0) r.memory.host_offload = tm.host_offload;
+    if (s.parallelism.pp > 1) r.memory.stage = tm.stage;
+    for (const auto& n : tm.notes) r.notes.push_back("training memory: " + n);
+    if (*r.memory.fits) return;
+
+    r.feasible = false;
+    const std::pair<const char*, data_size> parts[] = {
+        {"weights", tm.weights}, {"gradients", tm.gradients}, {"optimizer states", tm.optimizer_states},
+        {"master weights", tm.master_weights}, {"activations", tm.activations + tm.buffers}, {"logits", tm.logits}};
+    const auto largest = *std::max_element(std::begin(parts), std::end(parts),
+                                           [](const auto& a, const auto& c) { return a.second < c.second; });
+    std::string reason = "a training step needs " + format(total) + " per device, " + format(total - *usable) +
+                         " more than the " + format(*usable) + " of one " + s.system.accelerator.name +
+                         "; the largest part is the " + largest.first + " (" + format(largest.second) + ")";
+    std::vector<std::string> fixes;
+    auto fits_with = [&](const training_spec& spec, const parallelism_spec& par) {
+        return run(spec, par).total() + reserve <= *usable;
+    };
+    if (t.zero < 3) {
+        training_spec z = t;
+        z.zero = 3;
+        if (fits_with(z, s.parallelism)) fixes.push_back("ZeRO-3 / FSDP over the data-parallel group");
+    }
+    if (s.parallelism.tp > 1 && !s.parallelism.sequence_parallel) {
+        parallelism_spec sp = s.parallelism;
+        sp.sequence_parallel = true;
+        if (fits_with(t, sp)) fixes.push_back("sequence parallelism (parallelism.sequence_parallel)");
+    }
+    if (t.recompute != recompute_kind::full) {
+        training_spec f = t;
+        f.recompute = recompute_kind::full;
+        if (fits_with(f, s.parallelism)) fixes.push_back("full activation recomputation");
+    }
+    if (!t.offload_optimizer) {
+        training_spec o = t;
+        o.offload_optimizer = true;
+        if (fits_with(o, s.parallelism)) fixes.push_back("optimizer states offloaded to host memory");
+    }
+    if (!fixes.empty()) {
+        reason += "; it would fit with ";
+        for (std::size_t i = 0; i < fixes.size(); ++i) reason += (i ? (i + 1 == fixes.size() ? " or " : ", ") : "") + fixes[i];
+    }
+    r.reasons.push_back(reason);
+}
+
+// Forward/step FLOPs for the workload (model FLOPs for MFU, hardware FLOPs for HFU kept apart).
+void estimate_flops(const scenario& s, estimate_result& r) {
+    flops_result f;
+    if (s.inference) {
+        const auto& inf = *s.inference;
+        f.prefill = chunk_forward_flops(s.model, 0, inf.input_tokens, logits_for::last_position).total();
+        // A generated token in the middle of the answer: context = input + half the output.
+        f.decode_token = token_forward_flops(s.model, inf.input_tokens + inf.output_tokens / 2).total();
+    }
+    if (s.training) {
+        const auto& t = *s.training;
+        const training_flops tf = training_step_flops(s.model, t.seq_len, t.recompute);
+        f.model_step = tf.model * static_cast<double>(t.global_batch);
+        f.hardware_step = tf.hardware * static_cast<double>(t.global_batch);
+    }
+    r.flops = f;
+}
+
+}  // namespace
 
 
 estimate_result estimate(const scenario& s, const catalog& cat) {
@@ -51,6 +229,9 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
         r.notes.push_back("the catalog does not know " + s.system.accelerator.name + "'s " + compute.peak_key +
                           " peak; speed estimates for it need a calibration or an inline value");
     }
+    if (s.inference) estimate_inference_memory(s, r);
+    if (s.training) estimate_training_memory_result(s, shards, r);
+    if (s.inference || s.training) estimate_flops(s, r);
     return r;
 }
 

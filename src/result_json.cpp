@@ -37,6 +37,7 @@ json accelerator_json(const accelerator_spec& a) {
                  : p.status == peak_rate::state::unsupported ? json("unsupported") : json(nullptr);
     return {{"name", a.name}, {"vendor", a.vendor},
             {"memory_bytes", si_or_null(a.memory_capacity)},
+            {"memory_visible_bytes", si_or_null(a.memory_visible)},
             {"memory_bandwidth_bytes_per_s", si_or_null(a.memory_bandwidth)},
             {"peak_dense_flops_per_s", peaks}, {"tdp_w", si_or_null(a.tdp)},
             {"scale_up_link", a.scale_up_link},
@@ -118,11 +119,41 @@ std::string to_json(const estimate_result& r, int indent) {
     put(mem, "kv_cache_bytes", r.memory.kv_cache);
     put(mem, "kv_cache_bytes_per_token", r.memory.kv_cache_per_token);
     put(mem, "activations_bytes", r.memory.activations);
+    put(mem, "logits_bytes", r.memory.logits);
     put(mem, "gradients_bytes", r.memory.gradients);
     put(mem, "optimizer_bytes", r.memory.optimizer);
+    put(mem, "master_weights_bytes", r.memory.master_weights);
+    put(mem, "host_offload_bytes", r.memory.host_offload);
     put(mem, "overhead_bytes", r.memory.overhead);
+    put(mem, "usable_bytes", r.memory.usable);
+    if (r.memory.stage) mem["pipeline_stage"] = *r.memory.stage;
     j["memory"] = mem;
+    if (r.inference) {
+        const auto& i = *r.inference;
+        json inf = json::object();
+        auto num = [&](const char* k, const auto& v) {
+            if (v) inf[k] = *v;
+        };
+        num("ttft_s", i.ttft_s);
+        num("tpot_s", i.tpot_s);
+        num("e2e_latency_s", i.e2e_latency_s);
+        num("throughput_tokens_per_s", i.throughput_tokens_per_s);
+        num("batch", i.batch);
+        num("context_tokens", i.context_tokens);
+        num("max_batch", i.max_batch);
+        num("max_context_tokens", i.max_context_tokens);
+        num("smallest_tp", i.smallest_tp);
+        j["inference"] = inf;
+    }
 
+    if (r.flops) {
+        json f = json::object();
+        put(f, "prefill_flops", r.flops->prefill);
+        put(f, "decode_token_flops", r.flops->decode_token);
+        put(f, "model_step_flops", r.flops->model_step);
+        put(f, "hardware_step_flops", r.flops->hardware_step);
+        j["flops"] = f;
+    }
     if (!r.chain.empty()) {
         json chain = json::array();
         for (const auto& c : r.chain)
@@ -132,6 +163,7 @@ std::string to_json(const estimate_result& r, int indent) {
     if (r.bottleneck) j["bottleneck"] = *r.bottleneck;
     if (r.feasible) j["feasible"] = *r.feasible;
     if (!r.reasons.empty()) j["reasons"] = r.reasons;
+    if (!r.warnings.empty()) j["warnings"] = r.warnings;
     j["notes"] = r.notes;
     j["catalog_version"] = r.catalog_version;
     return j.dump(indent);

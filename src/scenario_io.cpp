@@ -249,6 +249,7 @@ inference_spec read_inference(object_reader& r) {
     }
     i.kv_block_tokens = r.integer("kv_block_tokens", 1).value_or(16);
     i.prefill_chunk_tokens = r.integer("prefill_chunk_tokens", 1).value_or(0);
+    i.max_num_seqs = r.integer("max_num_seqs", 1).value_or(0);
     i.runtime_reserve = r.quantity<data_size>("runtime_reserve");
     if ((i.batch || i.batch_max) && i.concurrency)
         throw config_error(r.path("concurrency"), std::to_string(*i.concurrency), "give batch or concurrency, not both",
@@ -300,6 +301,9 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
         object_reader r(*i, "/inference", true);
         sc.inference = read_inference(r);
     }
+    if (sc.training && sc.inference)
+        throw config_error("/inference", "", "a scenario describes training or inference, not both",
+                           "either a training or an inference object");
     root.finish();
     return sc;
 }

@@ -5,10 +5,11 @@ import html
 import json
 from typing import Any, Dict, Iterator, List, Tuple
 
-from .units import BYTE_RATE, FLOP_RATE, SIZE, TIME, Quantity, format_count
+from .units import BYTE_RATE, FLOP_RATE, FLOPS, SIZE, TIME, Quantity, format_count
 
 # Key suffix -> dimension of the number stored under it (the result JSON is in SI units).
-_SUFFIX_DIMS = (("_bytes_per_s", BYTE_RATE), ("_flops_per_s", FLOP_RATE), ("_bytes", SIZE), ("_s", TIME))
+_SUFFIX_DIMS = (("_bytes_per_s", BYTE_RATE), ("_flops_per_s", FLOP_RATE), ("_bytes_per_token", SIZE), ("_bytes", SIZE),
+                ("_flops", FLOPS), ("_s", TIME))
 
 
 def _as_quantity(key: str, value: Any) -> Any:
@@ -78,19 +79,48 @@ class Result(Section):
         layout = " ".join(f"{k}={v}" for k, v in par.items() if v != 1) or "one replica per device"
         rows.append(("system", f"{s['count']}x {s['accelerator']}" + (f" ({s['preset']})" if s.get("preset") else ""),
                      f"{s['nodes']} node(s) of {s['per_node']}; {layout}"))
+        q = lambda key: str(Quantity.from_si(mem[key], SIZE))  # noqa: E731
         if "weights_bytes" in mem:
-            w = Quantity.from_si(mem["weights_bytes"], SIZE)
-            detail = f"{s['weights_format']}; {Quantity.from_si(mem['weights_total_bytes'], SIZE)} for the whole model"
-            if mem.get("capacity_bytes"):
-                detail += f"; {100 * mem['weights_bytes'] / mem['capacity_bytes']:.0f}% of one device's memory"
-            rows.append(("weights per device", str(w), detail))
+            detail = f"{s['weights_format']}; {q('weights_total_bytes')} for the whole model"
+            rows.append(("weights per device", q("weights_bytes"), detail))
+        for key, label in (("gradients_bytes", "gradients"), ("optimizer_bytes", "optimizer states"),
+                           ("master_weights_bytes", "master weights"), ("kv_cache_bytes", "KV cache"),
+                           ("activations_bytes", "activations"), ("logits_bytes", "logits / sampler"),
+                           ("overhead_bytes", "runtime reservation")):
+            if mem.get(key):
+                extra = ""
+                if key == "kv_cache_bytes":
+                    extra = f"{q('kv_cache_bytes_per_token')} per token of context"
+                rows.append((label, q(key), extra))
+        if "host_offload_bytes" in mem:
+            rows.append(("host memory", q("host_offload_bytes"), "offloaded optimizer states per device"))
+        if "per_device_bytes" in mem:
+            limit = mem.get("usable_bytes", mem.get("capacity_bytes"))
+            share = f"{100 * mem['per_device_bytes'] / limit:.0f}% of " if limit else ""
+            rows.append(("total per device", q("per_device_bytes"),
+                         (share + f"{Quantity.from_si(limit, SIZE)} usable") if limit else ""))
         if mem.get("capacity_bytes"):
-            rows.append(("memory per device", str(Quantity.from_si(mem["capacity_bytes"], SIZE)), s["accelerator"]))
-        for key, label in (("kv_cache_bytes", "KV cache per device"), ("per_device_bytes", "total per device")):
-            if key in mem:
-                rows.append((label, str(Quantity.from_si(mem[key], SIZE)), ""))
+            rows.append(("device memory", q("capacity_bytes"), s["accelerator"] + " (as marketed)"))
+        if "fits" in mem:
+            rows.append(("fits", "yes" if mem["fits"] else "no", ""))
+        inf = d.get("inference", {})
+        if "batch" in inf:
+            rows.append(("requests at once", str(inf["batch"]), f"{inf['context_tokens']} tokens each (input + output)"))
+        if "max_batch" in inf:
+            rows.append(("max requests", str(inf["max_batch"]), f"of {inf['context_tokens']} tokens that fit"))
+        if "max_context_tokens" in inf:
+            rows.append(("max context", f"{inf['max_context_tokens']} tokens", "per request at this concurrency"))
+        if "smallest_tp" in inf:
+            rows.append(("smallest tp", str(inf["smallest_tp"]), "within a node, that fits this load"))
+        flops = d.get("flops", {})
+        for key, label in (("prefill_flops", "prefill FLOPs"), ("decode_token_flops", "FLOPs per output token"),
+                           ("model_step_flops", "model FLOPs / step"), ("hardware_step_flops", "hardware FLOPs / step")):
+            if key in flops:
+                rows.append((label, str(Quantity.from_si(flops[key], FLOPS)), ""))
         if "feasible" in d:
             rows.append(("feasible", "yes" if d["feasible"] else "NO", "; ".join(d.get("reasons", []))))
+        for w in d.get("warnings", []):
+            rows.append(("warning", "", w))
         return rows
 
     def __repr__(self) -> str:

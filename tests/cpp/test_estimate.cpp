@@ -64,12 +64,17 @@ TEST_CASE("MoE experts shard over ep (whole experts) and etp (split experts)") {
 }
 
 TEST_CASE("result JSON: computed fields present, the rest absent (never zero)") {
-    const auto j = nlohmann::json::parse(to_json(run(default_scenario_json())));
+    const auto j = nlohmann::json::parse(to_json(run(R"({"model": "Llama-3.1-70B", "system": {"preset": "HGX-H200"},
+                                                         "parallelism": {"tp": 8}})")));
     CHECK(j["model"]["parameters"] == 70'553'706'496LL);
     CHECK(j["memory"]["weights_bytes"] == 17'640'734'720.0);
-    CHECK_FALSE(j["memory"].contains("kv_cache_bytes"));
+    CHECK_FALSE(j["memory"].contains("kv_cache_bytes"));  // no workload: no cache
     CHECK_FALSE(j.contains("inference"));
     CHECK_FALSE(j.contains("training"));
     CHECK_FALSE(j.contains("feasible"));
     CHECK(j["system"]["parallelism"]["tp"] == 8);
+    const auto d = nlohmann::json::parse(to_json(run(default_scenario_json())));
+    CHECK(d["memory"].contains("kv_cache_bytes"));
+    CHECK(d["inference"]["batch"] == 50);
+    CHECK_FALSE(d["inference"].contains("ttft_s"));  // speed comes with the performance model
 }

@@ -68,7 +68,7 @@ inline parameter_breakdown count_parameters(const model_spec& m) {
     // DeepSeek-V3 routers carry a per-expert score-correction bias (aux-loss-free balancing, §2.1.2).
     const std::int64_t router = h * m.moe.routed_experts + (m.model_type == "deepseek_v3" ? m.moe.routed_experts : 0);
     for (std::int64_t i = 0; i < m.layers; ++i) {
-        const bool moe = m.is_moe() && static_cast<std::size_t>(i) < m.moe_layer.size() && m.moe_layer[static_cast<std::size_t>(i)];
+        const bool moe = m.is_moe_layer(i);
         if (!moe) {
             p.dense_mlp += dense_layer;
             continue;

@@ -86,7 +86,7 @@ inline device_parameters layer_on_device(const model_spec& m, std::int64_t i, co
         if (m.o_bias) d.other += h;
         if (m.qk_norm) d.other += 2.0 * m.head_dim;
     }
-    const bool moe = m.is_moe() && static_cast<std::size_t>(i) < m.moe_layer.size() && m.moe_layer[static_cast<std::size_t>(i)];
+    const bool moe = m.is_moe_layer(i);
     if (!moe) {
         const double mats = m.gated_mlp ? 3 : 2;
         d.block_linear += mats * h * m.intermediate / tp;

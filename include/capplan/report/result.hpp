@@ -32,9 +32,30 @@ struct memory_result {
     std::optional<data_size> kv_cache;
     std::optional<data_size> kv_cache_per_token;
     std::optional<data_size> activations;
+    std::optional<data_size> logits;
     std::optional<data_size> gradients;
     std::optional<data_size> optimizer;
-    std::optional<data_size> overhead;
+    std::optional<data_size> master_weights;
+    std::optional<data_size> host_offload;  // host memory per device (optimizer offload)
+    std::optional<data_size> overhead;      // runtime reservation (context, workspaces, buffers)
+    std::optional<data_size> usable;        // capacity x memory utilization
+    std::optional<int> stage;               // the pipeline stage these per-device figures are for
+};
+
+struct inference_result {
+    std::optional<double> ttft_s, tpot_s, e2e_latency_s, throughput_tokens_per_s;
+    std::optional<std::int64_t> batch;               // requests resident at once (the memory model's batch)
+    std::optional<std::int64_t> context_tokens;      // per request: input + output
+    std::optional<std::int64_t> max_batch;           // most requests of context_tokens that fit
+    std::optional<std::int64_t> max_context_tokens;  // longest context at `batch` requests
+    std::optional<int> smallest_tp;                  // smallest tp (within a node) that fits
+};
+
+struct flops_result {
+    std::optional<flop_count> prefill;        // forward of one prompt (LM head on its last token)
+    std::optional<flop_count> decode_token;   // forward of one generated token mid-answer
+    std::optional<flop_count> model_step;     // training step, global batch: forward + backward (MFU numerator)
+    std::optional<flop_count> hardware_step;  // ... plus recomputation (HFU numerator)
 };
 
 struct chain_stage {
@@ -58,11 +79,14 @@ struct estimate_result {
     model_result model;
     system_summary system;
     memory_result memory;
+    std::optional<inference_result> inference;
+    std::optional<flops_result> flops;
     std::vector<chain_stage> chain;
     std::optional<std::string> bottleneck;
     std::optional<bool> feasible;
     std::vector<std::string> reasons;
-    std::vector<std::string> notes;  // assumptions the numbers rest on
+    std::vector<std::string> warnings;  // input that is allowed but suspicious (context beyond the model's)
+    std::vector<std::string> notes;     // assumptions the numbers rest on
     std::string catalog_version;
 };
 

@@ -21,7 +21,8 @@ struct accelerator_spec {
     std::string name;
     std::string vendor;
     std::string source;
-    std::optional<data_size> memory_capacity;
+    std::optional<data_size> memory_capacity;  // as marketed (datasheet)
+    std::optional<data_size> memory_visible;   // as the driver reports it (what allocations can use)
     std::optional<byte_rate> memory_bandwidth;
     std::map<std::string, peak_rate> peak_dense_flops;  // key: fp64, fp32, tf32, bf16, fp16, fp8, fp4, int8, int4
     std::optional<data_size> l2_cache;
@@ -31,6 +32,9 @@ struct accelerator_spec {
     std::string host_link;
 
     // Peak for a format key; status unknown when the catalog has no entry.
+    // The memory a workload can allocate from: the driver-visible total when known.
+    std::optional<data_size> usable_memory() const { return memory_visible ? memory_visible : memory_capacity; }
+
     peak_rate peak(const std::string& key) const {
         const auto it = peak_dense_flops.find(key);
         return it == peak_dense_flops.end() ? peak_rate{} : it->second;

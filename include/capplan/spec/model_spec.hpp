@@ -59,6 +59,14 @@ struct model_spec {
     std::vector<bool> sliding_layer;
 
     bool is_moe() const { return moe.routed_experts > 0; }
+    // Layer i is a mixture of experts / keeps only the sliding window.
+    bool is_moe_layer(std::int64_t i) const {
+        return is_moe() && i >= 0 && static_cast<std::size_t>(i) < moe_layer.size() && moe_layer[static_cast<std::size_t>(i)];
+    }
+    bool is_sliding_layer(std::int64_t i) const {
+        return sliding_window > 0 && i >= 0 && static_cast<std::size_t>(i) < sliding_layer.size() &&
+               sliding_layer[static_cast<std::size_t>(i)];
+    }
     std::int64_t moe_layer_count() const;
     std::int64_t sliding_layer_count() const;
 };

@@ -58,7 +58,8 @@ struct inference_spec {
     std::optional<std::int64_t> concurrency;  // users with a request in flight
     double memory_utilization = 0.9;          // share of device memory the engine may use (vLLM default 0.9)
     std::int64_t kv_block_tokens = 16;        // paged KV-cache block size in tokens (vLLM default 16)
-    std::int64_t prefill_chunk_tokens = 0;    // chunked-prefill token budget; 0 = the whole prompt at once
+    std::int64_t prefill_chunk_tokens = 0;    // tokens in one forward step (chunked-prefill budget); 0 = engine default
+    std::int64_t max_num_seqs = 0;            // sequences the engine schedules at most; 0 = engine default
     std::optional<data_size> runtime_reserve; // overrides the per-device runtime reservation
 };
 

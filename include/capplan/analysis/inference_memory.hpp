@@ -1,0 +1,184 @@
+// Inference memory budget per device, and the solvers built on it.
+//
+//   used = weights + KV cache + peak activations of one forward step + logits + runtime reservation
+//   fits when used <= capacity x memory_utilization
+//
+// This mirrors how vLLM sizes its cache (docs: gpu_memory_utilization is "the fraction of GPU memory
+// to be used for the model executor"; the KV cache gets what remains after weights, the profiled
+// activation peak and non-torch memory). Each pipeline stage is checked; the fullest one decides.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capplan/analysis/kv_cache.hpp"
+#include "capplan/analysis/sharding.hpp"
+#include "capplan/spec/scenario.hpp"
+
+namespace capplan {
+
+// Per-device memory that is neither weights, KV cache nor activations. Defaults are cited in
+// default_runtime_reserve(); a scenario may override the total (inference.runtime_reserve).
+struct runtime_reserve {
+    data_size cuda_context;   // driver context and loaded kernels
+    data_size workspaces;     // cuBLAS/cuBLASLt and attention-kernel workspaces
+    data_size communication;  // NCCL buffers when tp x pp > 1
+    data_size graphs;         // captured CUDA graphs
+    data_size total() const { return cuda_context + workspaces + communication + graphs; }
+};
+
+runtime_reserve default_runtime_reserve(int model_parallel_ranks);
+
+// What the budget needs from a scenario; the weight sharding is computed once and reused by the solvers.
+struct inference_setup {
+    const model_spec* model = nullptr;
+    parallelism_spec parallelism;
+    precision_spec precision;
+    data_size capacity;                   // one device
+    double memory_utilization = 0.9;
+    std::int64_t block_tokens = 16;
+    std::int64_t step_tokens = 8192;      // tokens in one forward step (the chunked-prefill budget)
+    std::int64_t max_num_seqs = 256;      // sequences sampled at once (the engine profiles its sampler at this)
+    data_size reserve;                    // runtime reservation total
+    weight_sharding weights;
+
+    static inference_setup from(const scenario& s);
+};
+
+// Engine defaults the budget assumes when the scenario does not set them: vLLM V1's OpenAI-server
+// defaults (vllm/engine/arg_utils.py @99d7eb5: 8192 batched tokens and 1024 sequences on GPUs with
+// >= 70 GiB that are not A100; 2048 and 256 otherwise).
+struct engine_defaults {
+    std::int64_t step_tokens;
+    std::int64_t max_num_seqs;
+};
+engine_defaults default_engine_limits(const accelerator_spec& a);
+
+// fp32 rows of [sequences x vocab] the sampler keeps at its peak: the logits, top-k/top-p sorting
+// (values and int64 indices), probabilities, cumulative sums, the scattered-back result.
+// Measured: fitted to one vLLM V1 profile (llm-d, Llama-3.1-8B on H100: 4.76 GiB activation peak at
+// 8192 tokens and 1024 sequences), checked on other models in tests/python/test_memory_measured.py.
+inline constexpr double sampler_fp32_rows = 8.0;
+
+struct inference_memory {
+    data_size capacity, usable;           // usable = capacity x memory_utilization
+    data_size weights, kv_cache, kv_cache_per_token, activations, logits, overhead;
+    data_size per_device;                 // the fullest stage's total
+    int stage = 0;                        // which pipeline stage that is
+    bool fits = false;
+};
+
+namespace detail {
+
+// Peak live activation bytes of one forward step of `tokens` tokens on one device: the residual
+// stream and its normed copy, plus the larger of the attention block (q, k, v and the attention
+// output) and the FFN block (gate and up outputs and the activation; for MoE the top-k dispatched
+// copies). FlashAttention keeps no score matrix (Dao et al. 2022, arXiv:2205.14135).
+inline data_size step_activation_bytes(const model_spec& m, const parallelism_spec& p, const number_format& act,
+                                       std::int64_t tokens) {
+    const double h = static_cast<double>(m.hidden), tp = p.tp;
+    double attention;
+    if (m.mla) {
+        const auto& a = m.mla_dims;
+        attention = m.heads / tp * (2.0 * (a.qk_nope_head_dim + a.qk_rope_head_dim) + 2.0 * a.v_head_dim) +
+                    (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim);
+    } else {
+        attention = (m.heads / tp * 2.0 + 2.0 * detail::kv_heads_per_rank(m, p.tp)) * m.head_dim;
+    }
+    const double mats = m.gated_mlp ? 3.0 : 2.0;  // gate + up outputs and the activation, or up + activation
+    double ffn = mats * m.intermediate / tp;
+    if (m.is_moe()) {
+        const double k = static_cast<double>(m.moe.experts_per_token);
+        ffn = std::max(ffn, k * (3.0 * m.moe.expert_intermediate / p.etp + h) + m.moe.routed_experts);
+    }
+    return static_cast<double>(tokens) * (2.0 * h + std::max(attention, ffn)) * act.bytes_per_element() * units::B;
+}
+
+inline layer_range stage_range(const pipeline_stage& s) { return {s.first_layer, s.layers}; }
+
+}  // namespace detail
+
+// The budget for `batch` requests of `context` tokens each.
+inline inference_memory inference_budget(const inference_setup& s, std::int64_t batch, std::int64_t context) {
+    const model_spec& m = *s.model;
+    inference_memory out;
+    out.capacity = s.capacity;
+    out.usable = s.capacity * s.memory_utilization;
+    out.overhead = s.reserve;
+    // An engine reserves for its largest step, whatever the load: a full token budget and its
+    // sampler at max_num_seqs (vLLM profiles exactly these before sizing the cache).
+    out.activations = detail::step_activation_bytes(m, s.parallelism, s.precision.activations, s.step_tokens);
+    const double rows = static_cast<double>(std::max(batch, s.max_num_seqs));
+    const data_size logits = rows * static_cast<double>(m.vocab) * 4.0 * sampler_fp32_rows * units::B;
+    bool first = true;
+    for (std::size_t i = 0; i < s.weights.stages.size(); ++i) {
+        const pipeline_stage& st = s.weights.stages[i];
+        const layer_range r = detail::stage_range(st);
+        const data_size w = device_weight_bytes(st.params, s.precision.weights);
+        const data_size kv = static_cast<double>(batch) *
+                             kv_bytes_per_request(m, s.parallelism.tp, s.precision.kv_cache, r, context, s.block_tokens);
+        const data_size lg = st.has_lm_head ? logits : data_size{};
+        const data_size total = w + kv + out.activations + lg + out.overhead;
+        if (first || total > out.per_device) {
+            first = false;
+            out.per_device = total;
+            out.stage = static_cast<int>(i);
+            out.weights = w;
+            out.kv_cache = kv;
+            out.logits = lg;
+            out.kv_cache_per_token = kv_bytes_per_token(m, s.parallelism.tp, s.precision.kv_cache, r);
+        }
+    }
+    out.fits = out.per_device <= out.usable;
+    return out;
+}
+
+// The most requests of `context` tokens that fit at once (0 if not even one).
+inline std::int64_t max_concurrency(const inference_setup& s, std::int64_t context) {
+    if (!inference_budget(s, 1, context).fits) return 0;
+    std::int64_t lo = 1, hi = 2;
+    while (inference_budget(s, hi, context).fits) {
+        lo = hi;
+        if (hi > (std::int64_t{1} << 40)) return hi;  // the cache is not what limits (e.g. no KV at all)
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        (inference_budget(s, mid, context).fits ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+// The longest context (tokens per request) at which `batch` requests fit (0 if none).
+inline std::int64_t max_context(const inference_setup& s, std::int64_t batch) {
+    if (!inference_budget(s, batch, 1).fits) return 0;
+    std::int64_t lo = 1, hi = 2;
+    while (inference_budget(s, batch, hi).fits) {
+        lo = hi;
+        if (hi > (std::int64_t{1} << 40)) return hi;  // sliding windows everywhere: the cache stops growing
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        (inference_budget(s, batch, mid).fits ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+// The smallest tensor-parallel degree in `candidates` (ascending) whose layout splits the model and
+// fits `batch` requests of `context` tokens; empty if none does.
+inline std::optional<int> smallest_fitting_tp(inference_setup s, std::int64_t batch, std::int64_t context,
+                                              const std::vector<int>& candidates) {
+    for (const int tp : candidates) {
+        s.parallelism.tp = tp;
+        if (s.parallelism.ep == 1) s.parallelism.etp = tp;
+        s.weights = shard_weights(*s.model, s.parallelism);
+        if (s.weights.problems.empty() && inference_budget(s, batch, context).fits) return tp;
+    }
+    return std::nullopt;
+}
+
+}  // namespace capplan

@@ -1,0 +1,71 @@
+// KV-cache bytes per token and per request, per architecture, on one device.
+//
+//   MHA/GQA/MQA   2 (K and V) x kv_heads x head_dim x bytes, per layer    (Ainslie et al. 2023, arXiv:2305.13245)
+//                 under tp a rank keeps kv_heads / tp heads, or one whole head when kv_heads < tp
+//                 (heads are replicated, not split: vLLM QKVParallelLinear)
+//   MLA           (kv_lora_rank + qk_rope_head_dim) x bytes, per layer: the compressed latent and the
+//                 decoupled RoPE key (DeepSeek-V2, arXiv:2405.04434 §2.1.2-2.1.3, Table 1); every tp rank
+//                 keeps the whole latent (it is not split by head)
+//   sliding window  a windowed layer keeps at most `window` tokens (Mistral 7B, arXiv:2310.06825 §2 "rolling
+//                 buffer cache"; Gemma 2 alternates windowed and global layers, arXiv:2408.00118 §2)
+//   paging        a request's cache is allocated in blocks of `block_tokens` tokens (Kwon et al. 2023,
+//                 PagedAttention, arXiv:2309.06180 §4.2), so each layer's token count rounds up to a block.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "capplan/analysis/sharding.hpp"
+#include "capplan/dtype.hpp"
+#include "capplan/spec/model_spec.hpp"
+#include "capplan/units.hpp"
+
+namespace capplan {
+
+// Bytes of one token's K and V in one layer on one device.
+inline data_size kv_bytes_per_token_per_layer(const model_spec& m, int tp, const number_format& kv) {
+    const double elements = m.mla ? static_cast<double>(m.mla_dims.kv_lora_rank + m.mla_dims.qk_rope_head_dim)
+                                  : 2.0 * detail::kv_heads_per_rank(m, tp) * static_cast<double>(m.head_dim);
+    return elements * kv.bytes_per_element() * units::B;
+}
+
+// The layers whose cache lives on one device: a pipeline stage's [first, first + count).
+struct layer_range {
+    std::int64_t first = 0;
+    std::int64_t count = 0;
+};
+
+inline layer_range all_layers(const model_spec& m) { return {0, m.layers}; }
+
+// Bytes per token of context while the context is shorter than every sliding window
+// (the figure usually quoted as "KV cache per token").
+inline data_size kv_bytes_per_token(const model_spec& m, int tp, const number_format& kv, layer_range r) {
+    return static_cast<double>(r.count) * kv_bytes_per_token_per_layer(m, tp, kv);
+}
+
+inline std::int64_t round_up(std::int64_t n, std::int64_t block) { return block <= 1 ? n : (n + block - 1) / block * block; }
+
+// Cache bytes of one request holding `context` tokens, on the layers of `r`.
+inline data_size kv_bytes_per_request(const model_spec& m, int tp, const number_format& kv, layer_range r,
+                                      std::int64_t context, std::int64_t block_tokens) {
+    const data_size per_layer_token = kv_bytes_per_token_per_layer(m, tp, kv);
+    std::int64_t full_layers = 0, windowed_layers = 0;
+    for (std::int64_t i = r.first; i < r.first + r.count; ++i) {
+        (m.is_sliding_layer(i) ? windowed_layers : full_layers) += 1;
+    }
+    const std::int64_t full_tokens = round_up(context, block_tokens);
+    const std::int64_t window_tokens = round_up(std::min(context, m.sliding_window), block_tokens);
+    return (static_cast<double>(full_layers * full_tokens) + static_cast<double>(windowed_layers * window_tokens)) *
+           per_layer_token;
+}
+
+// A batch of requests with their own context lengths.
+inline data_size kv_bytes_for_batch(const model_spec& m, int tp, const number_format& kv, layer_range r,
+                                    const std::vector<std::int64_t>& contexts, std::int64_t block_tokens) {
+    data_size total;
+    for (const std::int64_t c : contexts) total += kv_bytes_per_request(m, tp, kv, r, c, block_tokens);
+    return total;
+}
+
+}  // namespace capplan

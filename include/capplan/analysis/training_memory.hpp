@@ -1,0 +1,369 @@
+// Training memory per device: model states (weights, gradients, optimizer states, master weights)
+// and activations, on every pipeline stage; the fullest stage is reported.
+//
+// Model states, bytes per parameter (Rajbhandari et al. 2020, ZeRO, arXiv:1910.02054 §3.1, §5, Figure 1):
+//   mixed-precision Adam   2 (16-bit weights) + 2 (16-bit gradients) + K = 12 (fp32 master + momentum + variance)
+//   ZeRO-1 shards K over the shard group, ZeRO-2 also the gradients, ZeRO-3 also the weights.
+//   FSDP FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2 (Zhao et al. 2023, arXiv:2304.11277); HSDP shards over
+//   shard_group and replicates across dp / shard_group.
+//   Megatron distributed optimizer: fp32 main gradients kept whole, optimizer states + master weights sharded
+//   over data parallelism: 6 + 12/d bytes per parameter (Megatron Core user guide, "Distributed Optimizer").
+// Activations per layer: Korthikanti et al. 2022, arXiv:2205.05198 §4.1 (Eq. 1) and Table 2, generalised per
+// tensor (see layer_activation_bytes); pipeline in-flight micro-batches from Narayanan et al. 2021,
+// arXiv:2104.04473 §2.2.1 (1F1B) and §2.2.2 / Korthikanti §4.2.3 (interleaved).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capplan/analysis/sharding.hpp"
+#include "capplan/dtype.hpp"
+#include "capplan/error.hpp"
+#include "capplan/spec/model_spec.hpp"
+#include "capplan/spec/scenario.hpp"
+#include "capplan/units.hpp"
+#include "capplan/units_parse.hpp"
+
+namespace capplan {
+
+struct training_memory {           // per device, on the fullest pipeline stage
+    data_size weights, gradients, optimizer_states, master_weights, activations, logits;
+    data_size buffers;             // ZeRO-3 / FSDP all-gather buffers of one unsharded layer (+ the prefetched next)
+    data_size host_offload;        // optimizer states (+ master weights) moved to host memory
+    int in_flight_microbatches = 1;
+    double layer_sets_in_flight = 1.0;  // micro-batches' worth of this stage's layer activations held (fractional
+                                        // with the interleaved schedule)
+    int stage = 0;                      // the pipeline stage reported
+    data_size activations_per_layer;    // one micro-batch, the stage's largest layer, this device
+    std::vector<std::string> notes;     // assumptions, with citations
+    data_size total() const {           // what the device holds (host_offload excluded)
+        return weights + gradients + optimizer_states + master_weights + activations + logits + buffers;
+    }
+};
+
+// Knobs of the activation model that the scenario does not carry.
+struct activation_options {
+    bool flash_attention = true;   // no s x s score matrix kept; fp32 log-sum-exp per query row and head instead
+    bool dropout = false;          // Korthikanti assume dropout (1-byte masks); modern LLM pre-training uses 0
+    double gemm_input_bytes = 0;   // bytes of saved GEMM inputs (FP8 under Transformer Engine); 0 = activation format
+    double moe_capacity_factor = 1.0;  // routed token copies per top-k slot (1 = dropless, balanced)
+};
+
+struct training_memory_options {
+    bool flash_attention = true;
+    bool dropout = false;
+    double moe_capacity_factor = 1.0;
+    std::optional<number_format> gradients;  // override the gradient format (default: see bytes_per_parameter)
+};
+
+// Bytes per parameter of each model state before any sharding.
+struct state_bytes {
+    double weights = 0, gradients = 0, optimizer = 0, master = 0;
+    double total() const { return weights + gradients + optimizer + master; }
+};
+
+namespace detail {
+
+// Training keeps 16-bit (or wider) model weights: a quantized `weights` format (fp8, int4, ...) is not what the
+// optimizer updates. FP8 training casts higher-precision weights for the GEMMs (Micikevicius et al. 2022,
+// arXiv:2209.05433; DeepSeek-V3, arXiv:2412.19437 §3.3: master weights, gradients, optimizer states kept high).
+inline double training_weight_bytes(const precision_spec& prec) {
+    return prec.weights.element_bits >= 16.0 ? prec.weights.bytes_per_element() : 2.0;
+}
+
+inline bool low_precision_compute(const precision_spec& prec) { return prec.compute.element_bits < 16.0; }
+
+}  // namespace detail
+
+// Bytes per parameter of weights, gradients, optimizer states and master weights.
+//   Adam/AdamW: momentum + variance in optimizer_state_format (Kingma & Ba 2015, arXiv:1412.6980 Algorithm 1);
+//   SGD with momentum: one buffer; Adafactor: factored second moment, (rows + cols) values per matrix
+//   (Shazeer & Stern 2018, arXiv:1804.04235 §3; beta1 = 0, no first moment), counted as 0 per parameter.
+//   Master weights: fp32 copy when master_weights and weights narrower than 32 bits (Micikevicius et al.
+//   2018, arXiv:1710.03740 §3.1).
+//   Gradients: in the weights' format (ZeRO §3.1 counts 2 bytes), except under Megatron's distributed
+//   optimizer, which accumulates and reduces fp32 main gradients (Megatron Core "Distributed Optimizer":
+//   bf16 param + fp32 grads = 18 bytes, 6 + 12/d distributed).
+inline state_bytes bytes_per_parameter(const precision_spec& prec, const training_spec& t,
+                                       const training_memory_options& o = {}) {
+    state_bytes b;
+    b.weights = detail::training_weight_bytes(prec);
+    b.gradients = o.gradients ? o.gradients->bytes_per_element() : t.distributed_optimizer ? 4.0 : b.weights;
+    const double state = find_format(t.optimizer_state_format, "/training/optimizer_state_format").bytes_per_element();
+    if (t.optimizer == "adamw" || t.optimizer == "adam") b.optimizer = 2.0 * state;
+    else if (t.optimizer == "sgd") b.optimizer = state;
+    else if (t.optimizer == "adafactor") b.optimizer = 0.0;
+    else throw config_error("/training/optimizer", "'" + t.optimizer + "'", "unknown optimizer", "adamw, adam, sgd, adafactor");
+    b.master = t.master_weights && b.weights < 4.0 ? 4.0 : 0.0;
+    return b;
+}
+
+// Activation bytes of one transformer layer for one micro-batch on one device. Per token, with e the activation
+// bytes, g the bytes of a saved GEMM input, t = tp, and "replicated" terms divided by t only under sequence
+// parallelism (Korthikanti §4.2.2):
+//   replicated  n_norms·e·h (norm inputs) + g·h (QKV input) + g·h (MLP input) [+ h + h dropout masks]
+//               MLA: + (e+g)·(r_q + r_kv) (latent norm input and up-projection input)
+//               MoE: the MLP input at e (the router reads it), + 8·E (fp32 router logits and probabilities)
+//   split       e·(H/t·d_qk + K_r·d_qk + K_r·d_v) (Q, K, V; K_r KV heads per rank) + o-proj input H/t·d_v
+//               + scores H/t·s·(e [softmax out] [+ 1 mask + e dropout out]) without FlashAttention,
+//                 or 4·H/t (fp32 log-sum-exp, Dao 2023 arXiv:2307.08691 §3.1) with it
+//               + MLP: e·I/t (GeLU input) or e·2I/t (SwiGLU gate and up) + g·I/t (down-projection input)
+//   routed      N = tokens·k·cf·etp/tp copies, each g·h (permuted input) + e·h (expert output, for the combine)
+//               + (2e + g)·I_e/etp (gate/up outputs and the down input)
+// With e = g = 2, dropout, MHA, a 4h GeLU MLP and no FlashAttention this is Korthikanti's sbh(10 + 24/t + 5as/(ht))
+// (Table 2), sbh(34 + 5as/h) at t = 1 (Eq. 1). Selective recompute drops the score terms (§5); full recompute
+// keeps the layer input e·h (Table 2: 2sbh, /t with sequence parallelism). Context parallelism splits the tokens
+// (each rank keeps s/cp queries against all s keys).
+inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer, std::int64_t seq_len,
+                                        std::int64_t micro_batch, const parallelism_spec& p, recompute_kind r,
+                                        const number_format& act, const activation_options& o) {
+    const double e = act.bytes_per_element();
+    const double g = o.gemm_input_bytes > 0 ? std::min(o.gemm_input_bytes, e) : e;
+    const double tp = p.tp, h = static_cast<double>(m.hidden), s = static_cast<double>(seq_len);
+    const double tokens = s * static_cast<double>(micro_batch) / p.cp;
+    const double rep = p.sequence_parallel && p.tp > 1 ? tp : 1.0;
+    if (r == recompute_kind::full) return tokens * e * h / rep * units::B;
+
+    const bool keep_core = r == recompute_kind::none;  // selective recompute redoes core attention (§5)
+    double replicated = m.norms_per_layer * e * h + g * h;
+    double split = 0.0;
+    const double heads = m.heads / tp;
+    double o_width;
+    if (m.mla) {
+        const auto& a = m.mla_dims;
+        const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
+        replicated += (e + g) * static_cast<double>(a.q_lora_rank + a.kv_lora_rank);
+        split += e * heads * (2.0 * qk + static_cast<double>(a.v_head_dim));
+        o_width = heads * static_cast<double>(a.v_head_dim);
+    } else {
+        const double d = static_cast<double>(m.head_dim);
+        split += e * (heads * d + 2.0 * detail::kv_heads_per_rank(m, p.tp) * d);
+        o_width = heads * d;
+    }
+    if (keep_core) split += o.flash_attention ? heads * 4.0 : heads * s * (e + (o.dropout ? 1.0 + e : 0.0));
+    // The o-projection input: FlashAttention keeps its output O for its backward; an FP8 GEMM saves its own copy.
+    split += o_width * (o.flash_attention && keep_core && g < e ? e + g : g);
+    if (o.dropout) replicated += 2.0 * h;  // 1-byte masks after attention and after the MLP
+
+    double routed = 0.0;
+    if (!m.is_moe_layer(layer)) {
+        replicated += g * h;
+        const double I = static_cast<double>(m.intermediate) / tp;
+        split += e * (m.gated_mlp ? 2.0 : 1.0) * I + g * I;
+    } else {
+        const double E = static_cast<double>(m.moe.routed_experts);
+        replicated += e * h + 8.0 * E;
+        const double shared = static_cast<double>(m.moe.shared_experts * m.moe.expert_intermediate) / tp;
+        split += 2.0 * e * shared + g * shared;
+        const double copies = tokens * static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
+                              static_cast<double>(p.etp) / tp;
+        const double Ie = static_cast<double>(m.moe.expert_intermediate) / p.etp;
+        routed = copies * ((g + e) * h + (2.0 * e + g) * Ie);
+    }
+    return (tokens * (replicated / rep + split) + routed) * units::B;
+}
+
+// The brief's form: 16-bit GEMM inputs, no dropout.
+inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer, std::int64_t seq_len,
+                                        std::int64_t micro_batch, const parallelism_spec& p, recompute_kind r,
+                                        bool flash_attention, const number_format& act) {
+    activation_options o;
+    o.flash_attention = flash_attention;
+    return layer_activation_bytes(m, layer, seq_len, micro_batch, p, r, act, o);
+}
+
+// Micro-batches' worth of a stage's layer activations held at the peak, on stage `stage` of `pp`.
+//   1F1B (PipeDream-Flush, Narayanan et al. 2021 §2.2.1): stage i keeps min(pp - i, micro-batches).
+//   Interleaved with v chunks per rank (Narayanan §2.2.2): rank i runs (pp - i - 1)·2 + (v - 1)·pp warm-up
+//   chunk-forwards plus one (Megatron-LM schedules.py, forward_backward_pipelining_with_interleaving), each
+//   chunk 1/v of the stage's layers: pp + (pp - 1)/v on the first stage = pp·(1 + (pp - 1)/(pp·v)), the
+//   factor of Korthikanti §4.2.3.
+inline double pipeline_layer_sets(int pp, int vpp, int stage, std::int64_t microbatches) {
+    if (pp <= 1) return 1.0;
+    const double n = static_cast<double>(std::max<std::int64_t>(1, microbatches));
+    if (vpp <= 1) return std::min(static_cast<double>(pp - stage), n);
+    const double chunks = 2.0 * (pp - stage - 1) + static_cast<double>(vpp - 1) * pp + 1.0;
+    return std::min(chunks, n * vpp) / vpp;
+}
+
+namespace detail {
+
+inline std::int64_t microbatches_per_step(const parallelism_spec& p, const training_spec& t) {
+    if (t.global_batch <= 0) return std::int64_t{1} << 30;  // not given: assume the pipeline is full
+    return std::max<std::int64_t>(1, t.global_batch / (std::max<std::int64_t>(1, t.micro_batch) * p.dp));
+}
+
+}  // namespace detail
+
+// One pipeline stage's devices.
+inline training_memory estimate_training_memory_stage(const model_spec& m, const weight_sharding& w,
+                                                      const precision_spec& prec, const parallelism_spec& p,
+                                                      const training_spec& t, int stage,
+                                                      const training_memory_options& o = {}) {
+    training_memory out;
+    out.stage = stage;
+    const pipeline_stage& st = w.stages.at(static_cast<std::size_t>(stage));
+    const int pp = static_cast<int>(w.stages.size());
+    const state_bytes b = bytes_per_parameter(prec, t, o);
+
+    // Sharding divisors. Weights are replicated over cp as over dp, so ZeRO/FSDP and the distributed
+    // optimizer shard over dp x cp (Megatron's data-parallel group "with context parallel"; TorchTitan
+    // flattens dp_shard and cp into the FSDP mesh). Routed experts are replicated over the expert-data-parallel
+    // ranks, tp x dp x cp / (ep x etp) (Megatron Core MoE README: parallel folding, EP x ETP x EDP).
+    const double group = static_cast<double>(t.shard_group > 0 ? t.shard_group : p.dp) * p.cp;
+    const double expert_scale = static_cast<double>(p.tp) / (static_cast<double>(p.ep) * p.etp);
+    const double expert_group = std::max(1.0, group * expert_scale);
+    const double dist_group = static_cast<double>(p.dp) * p.cp;
+    const double dist_expert = std::max(1.0, dist_group * expert_scale);
+    const int zero = std::clamp(t.zero, 0, 3);
+    auto divisor = [&](bool sharded, double g) { return sharded ? g : 1.0; };
+    const double experts = st.params.routed_experts, dense = st.params.total() - experts;
+    auto per_device = [&](double bytes, double d_dense, double d_expert) {
+        return (dense / d_dense + experts / d_expert) * bytes * units::B;
+    };
+    out.weights = per_device(b.weights, divisor(zero >= 3, group), divisor(zero >= 3, expert_group));
+    out.gradients = per_device(b.gradients, divisor(zero >= 2, group), divisor(zero >= 2, expert_group));
+    const double od = std::max(divisor(zero >= 1, group), t.distributed_optimizer ? dist_group : 1.0);
+    const double oe = std::max(divisor(zero >= 1, expert_group), t.distributed_optimizer ? dist_expert : 1.0);
+    out.optimizer_states = per_device(b.optimizer, od, oe);
+    out.master_weights = per_device(b.master, od, oe);
+
+    out.notes.push_back("model states: ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054 §3.1, §5): " +
+                        format_number(b.total()) + " B/parameter before sharding (weights " +
+                        format_number(b.weights) + ", gradients " + format_number(b.gradients) +
+                        ", optimizer " + format_number(b.optimizer) + ", master " +
+                        format_number(b.master) + ")");
+    if (t.distributed_optimizer)
+        out.notes.push_back("distributed optimizer: fp32 main gradients kept whole, optimizer states and master "
+                            "weights sharded over dp x cp (Megatron Core user guide, Distributed Optimizer: 6 + 12/d B)");
+    else if (!o.gradients)
+        out.notes.push_back("gradients kept in the weights' format, as ZeRO counts them (arXiv:1910.02054 §3.1); "
+                            "Megatron without the distributed optimizer keeps fp32 main gradients (18 B/parameter)");
+    if (t.optimizer == "adafactor")
+        out.notes.push_back("Adafactor: factored second moment of (rows + columns) values per matrix and no first "
+                            "moment (Shazeer & Stern 2018, arXiv:1804.04235 §3, beta1 = 0): counted as 0 B/parameter");
+    if (t.optimizer == "sgd") out.notes.push_back("SGD: one momentum buffer per parameter");
+    if (zero > 0 && group > 1)
+        out.notes.push_back("ZeRO-" + std::to_string(zero) + " over " + format_number(group) +
+                            " ranks" + (t.shard_group > 0 && t.shard_group < p.dp ? " (HSDP: replicated across dp / shard_group)" : ""));
+
+    // FP8 (or FP4) GEMMs: Transformer Engine caches the low-precision weight and its transpose between
+    // micro-batches (TE user guide, "Performance Optimizations: FP8 weight caching"; "Handling transposes").
+    if (detail::low_precision_compute(prec) && zero < 3) {
+        out.weights += 2.0 * st.params.block_linear * prec.compute.bytes_per_element() * units::B;
+        out.notes.push_back("low-precision compute: 16-bit weights + fp32 master kept; cached " + prec.compute.name +
+                            " weight copies (row- and column-wise) add 2 x " +
+                            format_number(prec.compute.bytes_per_element()) +
+                            " B per block parameter; GEMM inputs saved for backward in " + prec.compute.name +
+                            " (Micikevicius et al. 2022, arXiv:2209.05433; DeepSeek-V3, arXiv:2412.19437 §3.3.3)");
+    }
+
+    // ZeRO-3 / FSDP: one layer (unit) is gathered whole while the next is prefetched.
+    if (zero >= 3 && group > 1) {
+        double largest = 0.0;
+        for (int i = st.first_layer; i < st.first_layer + st.layers; ++i)
+            largest = std::max(largest, detail::layer_on_device(m, i, p).total());
+        if (st.has_embedding || st.has_lm_head) largest = std::max(largest, static_cast<double>(m.vocab * m.hidden) / p.tp);
+        out.buffers = 2.0 * largest * b.weights * units::B;
+        out.notes.push_back("ZeRO-3/FSDP: the largest unit (layer or vocabulary matrix) gathered unsharded, twice "
+                            "(current + prefetched; PyTorch FSDP, Zhao et al. 2023, arXiv:2304.11277)");
+    }
+
+    if (t.offload_optimizer) {
+        out.host_offload = out.optimizer_states + out.master_weights;
+        out.optimizer_states = data_size{};
+        out.master_weights = data_size{};
+        out.notes.push_back("optimizer states and master weights offloaded to host memory (ZeRO-Offload, Ren et al. "
+                            "2021, arXiv:2101.06840); gradients conservatively kept on the device");
+    }
+
+    // Activations.
+    activation_options ao;
+    ao.flash_attention = o.flash_attention;
+    ao.dropout = o.dropout;
+    ao.moe_capacity_factor = o.moe_capacity_factor;
+    if (detail::low_precision_compute(prec)) ao.gemm_input_bytes = prec.compute.bytes_per_element();
+    const number_format& act = prec.activations;
+    const double e = act.bytes_per_element();
+    const std::int64_t n_mb = detail::microbatches_per_step(p, t);
+    out.layer_sets_in_flight = pipeline_layer_sets(pp, p.vpp, stage, n_mb);
+    out.in_flight_microbatches = static_cast<int>(std::ceil(out.layer_sets_in_flight - 1e-9));
+    data_size per_set, largest_layer, largest_full;
+    for (int i = st.first_layer; i < st.first_layer + st.layers; ++i) {
+        const data_size l = layer_activation_bytes(m, i, t.seq_len, t.micro_batch, p, t.recompute, act, ao);
+        per_set += l;
+        largest_layer = std::max(largest_layer, l);
+        if (t.recompute == recompute_kind::full)
+            largest_full = std::max(largest_full, layer_activation_bytes(m, i, t.seq_len, t.micro_batch, p,
+                                                                         recompute_kind::none, act, ao));
+    }
+    out.activations_per_layer = largest_layer;
+    out.activations = per_set * out.layer_sets_in_flight;
+    // Full recompute: the layer being back-propagated holds its recomputed activations (Chen et al. 2016,
+    // arXiv:1604.06174: checkpoints plus one recomputed segment).
+    out.activations += largest_full;
+
+    const double tokens = static_cast<double>(t.seq_len) * static_cast<double>(t.micro_batch) / p.cp;
+    const double rep = p.sequence_parallel && p.tp > 1 ? static_cast<double>(p.tp) : 1.0;
+    const double h = static_cast<double>(m.hidden);
+    if (st.has_embedding) {
+        // Token ids (int64) for the embedding backward (Megatron theoretical_memory_usage.py) and the embedding
+        // dropout mask (Korthikanti §4.3: sbhp/t), per in-flight micro-batch.
+        const double emb = tokens * (8.0 + (o.dropout ? h / rep : 0.0));
+        out.activations += emb * out.layer_sets_in_flight * units::B;
+    }
+    if (st.has_lm_head) {
+        // Final-norm input and LM-head input (Korthikanti §4.3: 2sbh/t each with SP), one micro-batch; the logits
+        // in fp32 for the cross-entropy (§4.3: 4sbv/t) and their fp32 gradient at the start of the backward.
+        out.activations += tokens * 2.0 * e * h / rep * units::B;
+        out.logits = 2.0 * 4.0 * tokens * static_cast<double>(m.vocab) / p.tp * units::B;
+        out.notes.push_back("logits: fp32 s·b·V/tp for the loss and its fp32 gradient (Korthikanti et al. 2022 §4.3, "
+                            "4sbv/t, + gradient); a fused in-place cross-entropy needs half");
+    }
+
+    out.notes.push_back(std::string("activations: Korthikanti et al. 2022 (arXiv:2205.05198) §4, Table 2, per tensor; ") +
+                        (o.dropout ? "with 1-byte dropout masks" : "dropout 0 (no masks), as modern LLM pre-training") +
+                        (o.flash_attention ? "; FlashAttention: no s² scores, fp32 log-sum-exp kept (Dao 2023, arXiv:2307.08691 §3.1)"
+                                           : "; attention scores materialised (s² per head)"));
+    if (t.recompute == recompute_kind::selective)
+        out.notes.push_back("selective recompute: core attention recomputed (Korthikanti §5)");
+    if (t.recompute == recompute_kind::full)
+        out.notes.push_back("full recompute: layer inputs kept (Korthikanti Table 2: 2sbh, /t with SP) + one layer recomputed");
+    if (pp > 1)
+        out.notes.push_back((p.vpp > 1 ? "interleaved 1F1B, v = " + std::to_string(p.vpp) +
+                                             ": first stage holds pp·(1 + (pp-1)/(pp·v)) micro-batches' layers (Korthikanti §4.2.3)"
+                                       : std::string("1F1B: stage i holds min(pp - i, micro-batches) in flight (Narayanan et al. 2021, arXiv:2104.04473 §2.2.1)")));
+    if (m.is_moe())
+        out.notes.push_back("MoE: dropless routing, capacity factor " + format_number(o.moe_capacity_factor) +
+                            ", balanced load; each rank processes tokens·k·etp/tp expert copies; fp32 router logits and "
+                            "probabilities (Fedus et al. 2022, arXiv:2101.03961 §2.4 selective precision)");
+    if (!o.flash_attention && m.sliding_window > 0)
+        out.notes.push_back("sliding-window layers without FlashAttention: the full s x s score matrix is counted (eager masking)");
+    return out;
+}
+
+// The fullest pipeline stage (largest device total).
+inline training_memory estimate_training_memory(const model_spec& m, const weight_sharding& w,
+                                                const precision_spec& prec, const parallelism_spec& p,
+                                                const training_spec& t, const training_memory_options& o) {
+    training_memory best;
+    for (std::size_t s = 0; s < w.stages.size(); ++s) {
+        training_memory cur = estimate_training_memory_stage(m, w, prec, p, t, static_cast<int>(s), o);
+        if (s == 0 || cur.total() > best.total()) best = std::move(cur);
+    }
+    return best;
+}
+
+inline training_memory estimate_training_memory(const model_spec& m, const weight_sharding& w,
+                                                const precision_spec& prec, const parallelism_spec& p,
+                                                const training_spec& t, bool flash_attention = true) {
+    training_memory_options o;
+    o.flash_attention = flash_attention;
+    return estimate_training_memory(m, w, prec, p, t, o);
+}
+
+}  // namespace capplan

@@ -1,0 +1,47 @@
+#include "capplan/analysis/inference_memory.hpp"
+
+namespace capplan {
+
+runtime_reserve default_runtime_reserve(int model_parallel_ranks) {
+    using namespace units;
+    runtime_reserve r;
+    // CUDA context with lazy module loading (the default since CUDA 12.2 on Linux): 287,047,680 B
+    // measured in pytorch/pytorch PR #86509 (274 MiB).
+    r.cuda_context = 287'047'680.0 * B;
+    // cuBLAS/cuBLASLt workspace: 32 MiB recommended on Hopper, 4 MiB elsewhere (cuBLAS docs,
+    // cublasSetWorkspace, as quoted in pytorch/pytorch PR #120925); the larger is assumed.
+    r.workspaces = 32.0 * MiB;
+    // NCCL communicators and custom all-reduce buffers with tp x pp > 1: 0.40 GiB measured as the
+    // growth of vLLM's non-torch memory from TP=1 (0.14 GiB) to TP=2 (0.54 GiB), Qwen3-32B on H100
+    // (llm-d/llm-d-benchmark config_explorer/empirical-vllm-memory-results.md @4f4d449).
+    if (model_parallel_ranks > 1) r.communication = 0.40 * GiB;
+    // CUDA graphs are captured after the cache is allocated, inside the (1 - utilization) headroom
+    // (vllm/v1/worker/gpu_worker.py @35d5cda), so they take nothing from this budget.
+    return r;
+}
+
+engine_defaults default_engine_limits(const accelerator_spec& a) {
+    using namespace units;
+    const auto mem = a.usable_memory();
+    const bool large = mem && *mem >= 70.0 * GiB && a.name.rfind("A100", 0) != 0;
+    return large ? engine_defaults{8192, 1024} : engine_defaults{2048, 256};
+}
+
+inference_setup inference_setup::from(const scenario& s) {
+    inference_setup out;
+    out.model = &s.model;
+    out.parallelism = s.parallelism;
+    out.precision = s.precision;
+    out.capacity = s.system.accelerator.usable_memory().value_or(data_size{});
+    const inference_spec& inf = *s.inference;
+    out.memory_utilization = inf.memory_utilization;
+    out.block_tokens = inf.kv_block_tokens;
+    const engine_defaults d = default_engine_limits(s.system.accelerator);
+    out.step_tokens = inf.prefill_chunk_tokens > 0 ? inf.prefill_chunk_tokens : d.step_tokens;
+    out.max_num_seqs = inf.max_num_seqs > 0 ? inf.max_num_seqs : d.max_num_seqs;
+    out.reserve = inf.runtime_reserve.value_or(default_runtime_reserve(s.parallelism.tp * s.parallelism.pp).total());
+    out.weights = shard_weights(s.model, s.parallelism);
+    return out;
+}
+
+}  // namespace capplan
