@@ -127,3 +127,46 @@ def test_stub_file_lists_every_core_function():
     public = [n for n in dir(capplan._core) if not n.startswith("_")]
     missing = [n for n in public if f"def {n}(" not in stub and f"class {n}(" not in stub]
     assert not missing, f"_core.pyi lacks {missing}"
+
+
+def test_memory_bad_input_and_warnings():
+    base = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100"}}
+    # a context beyond the model's maximum is a warning in the result, not an error
+    r = capplan.estimate({**base, "inference": {"input_tokens": 200_000, "output_tokens": 1000, "batch": 1}})
+    assert "exceeds Llama-3.1-8B's max_position_embeddings of 131072" in r.warnings[0]
+    # tp that does not divide the heads: infeasible, with the reason
+    r = capplan.estimate({**base, "system": {"accelerator": "H100", "count": 3}, "parallelism": {"tp": 3}})
+    assert r.feasible is False and "does not divide the 32 attention heads" in r.reasons[0]
+    for bad, field in (({"input_tokens": 0, "output_tokens": 1, "batch": 1}, "/inference/input_tokens"),
+                       ({"input_tokens": 5, "output_tokens": 1, "batch": -4}, "/inference/batch"),
+                       ({"input_tokens": 5, "output_tokens": 1, "memory_utilization": 1.5}, "/inference/memory_utilization"),
+                       ({"input_tokens": 5, "output_tokens": 1, "runtime_reserve": "-1 GiB"}, "/inference/runtime_reserve")):
+        with pytest.raises(ConfigError) as e:
+            capplan.estimate({**base, "inference": bad})
+        assert e.value.field == field, str(e.value)
+    with pytest.raises(ConfigError) as e:
+        capplan.estimate({**base, "precision": {"kv_cache": "fp7"}})
+    assert e.value.field == "/precision/kv_cache" and "fp8" in str(e.value)
+
+
+def test_inference_memory_result_and_reasons():
+    r = capplan.estimate({"model": "Llama-3.1-70B", "system": {"accelerator": "H100", "count": 4},
+                          "parallelism": {"tp": 4}, "inference": {"input_tokens": 30000, "output_tokens": 2000,
+                                                                  "concurrency": 40}})
+    assert r.memory.fits is False and r.feasible is False
+    reason = r.reasons[-1]
+    assert "the largest part is the KV cache" in reason
+    assert f"at most {r.inference.max_batch} requests of this length" in reason
+    assert "an fp8 KV cache" not in reason or r.inference.max_batch * 2 >= 40
+    ok = capplan.estimate({"model": "Llama-3.1-70B", "system": {"accelerator": "H100", "count": 4},
+                           "parallelism": {"tp": 4}, "inference": {"input_tokens": 30000, "output_tokens": 2000,
+                                                                   "batch": r.inference.max_batch}})
+    assert ok.memory.fits is True
+
+
+def test_training_and_inference_together_is_an_error():
+    with pytest.raises(ConfigError) as e:
+        capplan.estimate({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
+                          "training": {"seq_len": 8, "global_batch": 1},
+                          "inference": {"input_tokens": 8, "output_tokens": 1}})
+    assert e.value.field == "/inference"
