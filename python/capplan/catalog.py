@@ -63,6 +63,23 @@ class _Record:
 class Model(_Record):
     """A model architecture with its parameter counts (exact, from the config)."""
 
+    def __init__(self, data: Dict[str, Any], config_text: str = None):
+        super().__init__(data)
+        self._config_text = config_text  # None: a catalog model, looked up by name
+
+    def _ref(self):
+        return (self._config_text, True) if self._config_text else (self._data["name"], False)
+
+    def weights_bytes(self, fmt: str = "bf16") -> Quantity:
+        """All weights in a number format (block matrices in ``fmt``; embeddings/norms 16-bit when quantized)."""
+        return Quantity.from_si(_core.model_weight_bytes(*self._ref(), fmt), SIZE)
+
+    def kv_cache_bytes(self, contexts, tp: int = 1, kv_cache: str = "bf16", block_tokens: int = 1) -> Quantity:
+        """KV-cache bytes on one tensor-parallel rank for requests with the given context lengths
+        (an int or a list); sliding windows cap, MLA stores its latent, blocks round up."""
+        contexts = [contexts] if isinstance(contexts, int) else list(contexts)
+        return Quantity.from_si(_core.model_kv_cache_bytes(*self._ref(), contexts, tp, kv_cache, block_tokens), SIZE)
+
     @classmethod
     def from_hf_config(cls, config: Union[str, Path, Dict[str, Any]], name: str = None) -> "Model":
         """From a Hugging Face config.json: a path (file or folder holding config.json) or a dict."""
@@ -77,7 +94,7 @@ class Model(_Record):
                 raise _core.ConfigError(f"/model: config.json file not found (got '{config}')")
             text = path.read_text()
             name = name or path.resolve().parent.name
-        return cls(json.loads(_core.model_from_hf_config_json(text, str(name))))
+        return cls(json.loads(_core.model_from_hf_config_json(text, str(name))), config_text=text)
 
     def __repr__(self) -> str:
         d = self._data

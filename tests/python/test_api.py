@@ -170,3 +170,18 @@ def test_training_and_inference_together_is_an_error():
                           "training": {"seq_len": 8, "global_batch": 1},
                           "inference": {"input_tokens": 8, "output_tokens": 1}})
     assert e.value.field == "/inference"
+
+
+def test_model_kv_and_weight_helpers():
+    # Llama-3.1-405B KV per token in bf16: 2 x 126 x 8 x 128 x 2 B = 516,096 B (DeepSeek ISCA'25 Table 1: 516.096 KB)
+    assert capplan.model("Llama-3.1-405B").kv_cache_bytes(1).si == 516_096
+    # a batch of contexts; Mistral's 4,096-token window caps the second request
+    m = capplan.model("Mistral-7B")
+    assert m.kv_cache_bytes([100, 10_000]).si == (100 + 4096) * 131_072
+    assert m.kv_cache_bytes(1000, block_tokens=16).si == 1008 * 131_072
+    assert capplan.model("Llama-3.1-70B").kv_cache_bytes(1, tp=16).si == 2 * 80 * 1 * 128 * 2  # one head per rank
+    assert capplan.model("Llama-3.1-8B").weights_bytes("bf16").si == 2 * 8_030_261_248
+    custom = capplan.Model.from_hf_config(LLAMA_1B_CONFIG)
+    assert custom.kv_cache_bytes(10).si == 10 * 2 * 16 * 8 * 64 * 2
+    with pytest.raises(ConfigError):
+        m.kv_cache_bytes(10, kv_cache="fp9")
