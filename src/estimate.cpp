@@ -33,14 +33,15 @@ void estimate_inference_memory(const scenario& s, estimate_result& r) {
                              "; quality beyond it is not guaranteed");
     inference_result out;
     out.context_tokens = context;
-    out.max_batch = max_concurrency(setup, context);
+    // Replicas (dp) share the requests; each replica must hold its share at full length.
+    const std::int64_t dp = s.parallelism.dp;
+    const std::int64_t max_per_replica = max_concurrency(setup, context);
+    out.max_batch = max_per_replica * dp;
     // The memory model's batch: every user with a request in flight holds a full-length cache.
-    const std::int64_t batch = inf.batch_max ? std::max<std::int64_t>(1, *out.max_batch)
+    const std::int64_t batch = inf.batch_max ? std::max<std::int64_t>(1, max_per_replica) * dp
                                              : inf.batch.value_or(inf.concurrency.value_or(1));
-    // Replicas (dp) share the requests.
-    const std::int64_t per_replica = (batch + s.parallelism.dp - 1) / s.parallelism.dp;
+    const std::int64_t per_replica = (batch + dp - 1) / dp;
     out.batch = batch;
-    out.max_batch = *out.max_batch * s.parallelism.dp;
     out.max_context_tokens = max_context(setup, per_replica);
     std::vector<int> tps;
     for (int tp = 1; tp <= s.system.per_node; tp *= 2) tps.push_back(tp);
@@ -70,7 +71,8 @@ void estimate_inference_memory(const scenario& s, estimate_result& r) {
         {"logits", b.logits},   {"runtime reservation", b.overhead}};
     const auto largest = *std::max_element(std::begin(parts), std::end(parts),
                                            [](const auto& a, const auto& c) { return a.second < c.second; });
-    std::string reason = std::to_string(per_replica) + " requests of " + tokens_text(context) + " need " +
+    std::string reason = std::to_string(per_replica) + (per_replica == 1 ? " request of " : " requests of ") +
+                         tokens_text(context) + " need " +
                          format(b.per_device) + " per device, " + format(b.per_device - b.usable) + " more than the " +
                          format(b.usable) + " usable (" + format_number(setup.memory_utilization) + " x " +
                          format(b.capacity) + "); the largest part is the " + largest.first + " (" +

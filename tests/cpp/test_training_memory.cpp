@@ -193,7 +193,7 @@ TEST_CASE("pipeline schedules: 1F1B and interleaved in-flight micro-batches") {
     // Korthikanti §4.2.3: interleaving multiplies the first stage by 1 + (p - 1)/(p·m): p = 8, m = 3 -> 8 + 7/3.
     CHECK(pipeline_layer_sets(8, 3, 0, 64) == doctest::Approx(8.0 * (1.0 + 7.0 / 24)));
 
-    // GPT-3 175B as in Korthikanti Table 3: t 8, p 8, m 3, SP + selective recompute. First stage: 12 layers
+    // GPT-3 175B as in Korthikanti Table 3 (t 8, p 8) with m = 3 from §6, SP + selective recompute. First stage: 12 layers
     // x 34sbh/t x (8 + 7/3) = 96 x 106,954,752 x 31/24 = 13,262,389,248 B of layer activations, plus token ids
     // 8sb and the embedding dropout mask sbh/t per in-flight micro-batch (Korthikanti §4.3).
     const auto& m = test::shipped_catalog().model("GPT-3-175B");

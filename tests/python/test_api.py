@@ -185,3 +185,12 @@ def test_model_kv_and_weight_helpers():
     assert custom.kv_cache_bytes(10).si == 10 * 2 * 16 * 8 * 64 * 2
     with pytest.raises(ConfigError):
         m.kv_cache_bytes(10, kv_cache="fp9")
+
+
+def test_batch_max_with_replicas():
+    # 8 devices, tp 2 -> 4 replicas; batch "max" plans the most that fit on every replica.
+    r = capplan.estimate({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": 8},
+                          "parallelism": {"tp": 2}, "inference": {"input_tokens": 4000, "output_tokens": 96,
+                                                                  "batch": "max"}})
+    assert r.inference.batch == r.inference.max_batch and r.inference.max_batch % 4 == 0
+    assert r.memory.fits is True

@@ -1,5 +1,5 @@
 // FLOPs of a transformer forward pass, a training step (model and hardware FLOPs) and the
-// PaLM-style model FLOPs per token used for published MFU figures. docs/formulas_flops.md has the
+// PaLM-style model FLOPs per token used for published MFU figures. docs/formulas.md §10 has the
 // derivations and sources; notation as in docs/formulas.md.
 //
 // Counting conventions:
@@ -167,7 +167,7 @@ inline flop_count sequence_forward_flops(const model_spec& m, std::int64_t seq_l
 //   hardware = model + recomputation:
 //     none       + 0
 //     selective  + the attention core (Q·K^T, P·V) forward              (Korthikanti et al. 2022,
-//                                         arXiv:2205.05198, "Selective Activation Recomputation")
+//                                         arXiv:2205.05198 §5, "Selective Activation Recomputation")
 //     full       + the forward of every transformer layer, not the LM head (Narayanan et al. 2021,
 //                                         arXiv:2104.04473 §5.1 eq. 3: layers 4 passes, logits 3)
 // FlashAttention's own recomputation of the scores inside its backward kernel is not counted.

@@ -116,7 +116,7 @@ inline state_bytes bytes_per_parameter(const precision_spec& prec, const trainin
 //               + (2e + g)·I_e/etp (gate/up outputs and the down input)
 // With e = g = 2, dropout, MHA, a 4h GeLU MLP and no FlashAttention this is Korthikanti's sbh(10 + 24/t + 5as/(ht))
 // (Table 2), sbh(34 + 5as/h) at t = 1 (Eq. 1). Selective recompute drops the score terms (§5); full recompute
-// keeps the layer input e·h (Table 2: 2sbh, /t with sequence parallelism). Context parallelism splits the tokens
+// keeps the layer input e·h (Table 2: 2sbh; /t with sequence parallelism per §5). Context parallelism splits the tokens
 // (each rank keeps s/cp queries against all s keys).
 inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer, std::int64_t seq_len,
                                         std::int64_t micro_batch, const parallelism_spec& p, recompute_kind r,
@@ -332,7 +332,7 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     if (t.recompute == recompute_kind::selective)
         out.notes.push_back("selective recompute: core attention recomputed (Korthikanti §5)");
     if (t.recompute == recompute_kind::full)
-        out.notes.push_back("full recompute: layer inputs kept (Korthikanti Table 2: 2sbh, /t with SP) + one layer recomputed");
+        out.notes.push_back("full recompute: layer inputs kept (Korthikanti Table 2: 2sbh; /t with SP per §5) + one layer recomputed");
     if (pp > 1)
         out.notes.push_back((p.vpp > 1 ? "interleaved 1F1B, v = " + std::to_string(p.vpp) +
                                              ": first stage holds pp·(1 + (pp-1)/(pp·v)) micro-batches' layers (Korthikanti §4.2.3)"
