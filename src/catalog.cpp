@@ -207,8 +207,9 @@ system_entry read_system(object_reader& r, const header& h) {
         e.scale_up_link = up.required_string("link");
         e.scale_up_topology = up.required_choice("topology", {"nvswitch", "pcie_host", "pcie_switch", "full_mesh", "torus_2d", "torus_3d", "none"});
         e.scale_up_domain = static_cast<int>(up.required_integer("domain_size", 1));
-        up.get("torus_shape");
-        up.boolean("in_network_reduction");
+        if (const json* shape = up.get("torus_shape"); shape && shape->is_array())
+            for (const auto& d : *shape) e.torus_shape.push_back(d.get<int>());
+        e.scale_up_reduction = up.boolean("in_network_reduction").value_or(false);
         up.finish();
     }
     if (const json* out = r.get("scale_out"); out && !out->is_null()) {
@@ -217,6 +218,7 @@ system_entry read_system(object_reader& r, const header& h) {
         e.nics_per_node = static_cast<int>(s.required_integer("nics_per_node", 1));
         e.scale_out_topology = s.choice("topology", {"rail_optimized_fat_tree", "fat_tree", "dcn"}).value_or("");
         e.oversubscription = s.number("oversubscription", 1.0).value_or(1.0);
+        e.scale_out_reduction = s.boolean("in_network_reduction").value_or(false);
         s.finish();
     }
     if (const json* host = r.get("host"); host && !host->is_null()) {
@@ -385,8 +387,11 @@ system_spec catalog::system(std::string_view name, const std::string& field) con
     s.scale_up = link(e.scale_up_link);
     s.scale_up_topology = e.scale_up_topology;
     s.scale_up_domain = e.scale_up_domain;
+    s.scale_up_reduction = e.scale_up_reduction;
+    s.torus_shape = e.torus_shape;
     if (!e.scale_out_link.empty())
-        s.scale_out = scale_out_spec{link(e.scale_out_link), e.nics_per_node, e.scale_out_topology, e.oversubscription};
+        s.scale_out = scale_out_spec{link(e.scale_out_link), e.nics_per_node, e.scale_out_topology, e.oversubscription,
+                                     e.scale_out_reduction};
     if (!e.storage.empty()) s.storage = storage(e.storage);
     return s;
 }

@@ -136,6 +136,7 @@ system_spec read_system(object_reader& sys, const catalog& cat) {
             if (const auto n = r.integer("nics_per_node", 1)) so.nics_per_node = static_cast<int>(*n);
             if (const auto t = r.choice("topology", {"rail_optimized_fat_tree", "fat_tree", "dcn"})) so.topology = *t;
             if (const auto o = r.number("oversubscription", 1.0)) so.oversubscription = *o;
+            if (const auto red = r.boolean("in_network_reduction")) so.in_network_reduction = *red;
             r.finish();
             s.scale_out = so;
         }
@@ -306,6 +307,13 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
                            "either a training or an inference object");
     root.finish();
     return sc;
+}
+
+system_spec read_system(std::string_view json_text, const catalog& cat, const std::string& field) {
+    const json j = detail::parse_json_text(json_text, "the system");
+    if (j.is_string()) return cat.system(j.get<std::string>(), field);
+    object_reader r(j, field, true);
+    return read_system(r, cat);
 }
 
 std::string default_scenario_json() {

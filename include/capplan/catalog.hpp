@@ -32,10 +32,13 @@ struct system_entry {
     std::string scale_up_link;
     std::string scale_up_topology;
     int scale_up_domain = 1;
+    bool scale_up_reduction = false;
+    std::vector<int> torus_shape;
     std::string scale_out_link;  // empty: none
     int nics_per_node = 0;
     std::string scale_out_topology;
     double oversubscription = 1.0;
+    bool scale_out_reduction = false;
     std::string storage;  // empty: none
     std::string host_link;
     std::string host_memory;  // storage entry of kind host_dram, per socket

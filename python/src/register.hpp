@@ -8,5 +8,6 @@ void register_errors(pybind11::module_& m);
 void register_units(pybind11::module_& m);
 void register_catalog(pybind11::module_& m);
 void register_estimate(pybind11::module_& m);
+void register_collectives(pybind11::module_& m);
 
 }  // namespace capplan::python

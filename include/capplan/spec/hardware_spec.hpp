@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "capplan/units.hpp"
 
@@ -69,6 +70,7 @@ struct scale_out_spec {
     int nics_per_node = 0;
     std::string topology;
     double oversubscription = 1.0;
+    bool in_network_reduction = false;  // switches reduce in flight (InfiniBand SHARP / NCCL CollNet)
 };
 
 struct system_spec {
@@ -79,6 +81,8 @@ struct system_spec {
     std::optional<link_spec> scale_up;
     std::string scale_up_topology;  // nvswitch, pcie_host, full_mesh, torus_2d, ...
     int scale_up_domain = 1;
+    std::vector<int> torus_shape;          // torus topologies: chips per dimension
+    bool scale_up_reduction = false;       // NVSwitch in-network reduction (NVLink SHARP, NCCL "NVLS")
     std::optional<scale_out_spec> scale_out;
     std::optional<storage_spec> storage;
 

@@ -15,6 +15,10 @@ namespace capplan {
 // config.json is read relative to `base_dir`. Throws config_error (or a subclass) naming the field.
 scenario read_scenario(std::string_view json_text, const catalog& cat, const std::filesystem::path& base_dir = {});
 
+// A system alone, as the scenario's "system" value: a preset name (JSON string) or an object
+// {preset, accelerator, count, per_node, scale_out, storage}. Errors name `field`.
+system_spec read_system(std::string_view json_text, const catalog& cat, const std::string& field = "/system");
+
 // The built-in default: an internal AI assistant for ~50 colleagues on one 8-GPU server.
 std::string default_scenario_json();
 

@@ -1,0 +1,152 @@
+"""Collective communication cost: capplan.collective() and capplan.collective_sweep().
+
+Times and bandwidths follow nccl-tests' definitions (algbw = size / time; busbw = algbw x 2(n-1)/n
+for all_reduce, (n-1)/n for all_gather / reduce_scatter / all_to_all, 1 otherwise), so results
+compare directly with an nccl-tests table.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+from . import _core
+from .units import BYTE_RATE, SIZE, TIME, Quantity, quantity
+
+SystemArg = Union[str, Dict[str, Any]]
+_US = _core.unit_si("us", TIME)            # nccl-tests prints times in microseconds
+_GBPS = _core.unit_si("GB/s", BYTE_RATE)   # and bandwidths in GB/s (decimal)
+
+
+class CollectiveResult:
+    """One collective's cost. ``time_s``, ``algbw_bytes_per_s`` and ``busbw_bytes_per_s`` are SI
+    numbers; ``time``, ``algbw`` and ``busbw`` the same as Quantities."""
+
+    def __init__(self, data: Dict[str, Any]):
+        self._data = data
+
+    def __getattr__(self, key):
+        try:
+            return self._data[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    @property
+    def time(self) -> Quantity:
+        return Quantity.from_si(self._data["time_s"], TIME)
+
+    @property
+    def algbw(self) -> Quantity:
+        return Quantity.from_si(self._data["algbw_bytes_per_s"], BYTE_RATE)
+
+    @property
+    def busbw(self) -> Quantity:
+        return Quantity.from_si(self._data["busbw_bytes_per_s"], BYTE_RATE)
+
+    @property
+    def size(self) -> Quantity:
+        return Quantity.from_si(self._data["size_bytes"], SIZE)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json.loads(json.dumps(self._data))
+
+    def __repr__(self) -> str:
+        d = self._data
+        tiers = "; ".join(f"{t['tier']} {t['link']} {Quantity.from_si(t['bus_bandwidth_bytes_per_s'], BYTE_RATE)}"
+                          for t in d["tiers"])
+        return (f"CollectiveResult({d['op']} of {self.size} on {d['gpus']} GPUs ({d['nodes']} node(s)): "
+                f"{self.time}, algbw {self.algbw}, busbw {self.busbw}, {d['algorithm']}/{d['protocol']}"
+                + (", calibrated" if d["calibrated"] else "") + (f"; {tiers}" if tiers else "") + ")")
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in (
+            ("operation", self._data["op"]), ("size", self.size), ("GPUs", self._data["gpus"]),
+            ("time", self.time), ("algbw", self.algbw), ("busbw", self.busbw),
+            ("algorithm", f"{self._data['algorithm']} / {self._data['protocol']}")))
+        return f"<table>{rows}</table>"
+
+
+def _system_json(system: SystemArg) -> str:
+    if isinstance(system, str):
+        return json.dumps(system)
+    if isinstance(system, dict):
+        from .api import _jsonable
+        return json.dumps(_jsonable(system))
+    raise TypeError(f"system must be a catalog name or a dict, got {type(system).__name__}")
+
+
+def _calibration(calibration, op: str, gpus: int):
+    if calibration is None:
+        return 0.0, 0.0
+    data = calibration if isinstance(calibration, dict) else json.loads(Path(calibration).read_text())
+    if data.get("op") != op or data.get("ranks") != gpus:
+        raise _core.ConfigError(
+            f"/calibration: the calibration is for {data.get('op')} on {data.get('ranks')} ranks, not {op} on "
+            f"{gpus}; allowed: a calibration fitted for this operation and group size")
+    lat = quantity(data["latency"], TIME, "/calibration/latency").si
+    bw = quantity(data["bus_bandwidth"], BYTE_RATE, "/calibration/bus_bandwidth").si
+    return lat, bw
+
+
+def _system_count(system: SystemArg) -> int:
+    return json.loads(_core.system_object_json(_system_json(system)))["count"]
+
+
+def _run(op: str, sizes: List[float], system: SystemArg, gpus: Optional[int], per_node: Optional[int],
+         algorithm: Optional[str], nvls: bool, imbalance: float, calibration) -> List[Dict[str, Any]]:
+    op = _core.collective_op_name(op)  # canonical name; an unknown operation is a ConfigError here
+    if gpus is None:
+        gpus = _system_count(system)
+    lat, bw = _calibration(calibration, op, gpus)
+    return json.loads(_core.collective_json(op, sizes, _system_json(system), int(gpus), int(per_node or 0),
+                                            algorithm or "", bool(nvls), float(imbalance), lat, bw))
+
+
+def collective(op: str, size, system: SystemArg = "DGX-H100", gpus: Optional[int] = None,
+               per_node: Optional[int] = None, algorithm: Optional[str] = None, nvls: bool = True,
+               imbalance: float = 1.0, calibration=None) -> CollectiveResult:
+    """Cost of one collective: ``capplan.collective("all_reduce", "1 GiB", system="DGX-H100", gpus=8)``.
+
+    ``system`` is a catalog system name or an object like a scenario's ``system``
+    ({"preset": "DGX-H100", "count": 64}); ``gpus`` defaults to the whole system and ``per_node`` to as
+    many as fit a node. ``algorithm`` forces one (ring, tree, nvls, nvls_tree, collnet, direct);
+    ``nvls=False`` is NCCL_NVLS_ENABLE=0; ``imbalance`` scales the busiest rank of an all-to-all;
+    ``calibration`` is a file or dict from ``capplan calibrate-collectives``.
+    """
+    size_si = quantity(size, SIZE, "/size").si
+    return CollectiveResult(_run(op, [size_si], system, gpus, per_node, algorithm, nvls, imbalance, calibration)[0])
+
+
+def parse_size_range(text: str) -> List[float]:
+    """'8B:8GiB' -> sizes doubling from 8 B to 8 GiB (nccl-tests -b 8 -e 8G -f 2)."""
+    try:
+        lo_text, hi_text = text.split(":")
+    except ValueError:
+        raise _core.ConfigError(f"/sweep: not a size range (got '{text}'); allowed: FROM:TO such as 8B:8GiB") from None
+    lo = quantity(lo_text, SIZE, "/sweep").si
+    hi = quantity(hi_text, SIZE, "/sweep").si
+    if lo <= 0 or hi < lo:
+        raise _core.ConfigError(f"/sweep: the range must start above 0 and end at or above its start (got '{text}')")
+    sizes = []
+    s = lo
+    while s <= hi * (1 + 1e-12):
+        sizes.append(s)
+        s *= 2
+    return sizes
+
+
+def collective_sweep(op: str, sizes: Union[str, List[Any]] = "8B:8GiB", system: SystemArg = "DGX-H100",
+                     gpus: Optional[int] = None, per_node: Optional[int] = None, algorithm: Optional[str] = None,
+                     nvls: bool = True, imbalance: float = 1.0, calibration=None):
+    """The collective over many sizes (a 'FROM:TO' range doubling, or a list): a pandas DataFrame with
+    the nccl-tests columns when pandas is installed, else a list of dicts."""
+    si = parse_size_range(sizes) if isinstance(sizes, str) else [quantity(x, SIZE, "/sizes").si for x in sizes]
+    rows = _run(op, si, system, gpus, per_node, algorithm, nvls, imbalance, calibration)
+    table = [{"size_bytes": r["size_bytes"], "time_us": r["time_s"] / _US,
+              "algbw_GBps": r["algbw_bytes_per_s"] / _GBPS, "busbw_GBps": r["busbw_bytes_per_s"] / _GBPS,
+              "algorithm": r["algorithm"], "protocol": r["protocol"]} for r in rows]
+    try:
+        import pandas
+    except ImportError:
+        return table
+    return pandas.DataFrame(table)

@@ -1,0 +1,63 @@
+#include <nlohmann/json.hpp>
+#include <pybind11/stl.h>
+
+#include "capplan/analysis/collectives.hpp"
+#include "capplan/catalog.hpp"
+#include "capplan/report/result.hpp"
+#include "capplan/spec/scenario_io.hpp"
+#include "register.hpp"
+
+namespace py = pybind11;
+
+namespace capplan::python {
+
+namespace {
+nlohmann::ordered_json result_json(const collective_result& r) {
+    nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
+    for (const auto& t : r.tiers)
+        tiers.push_back({{"tier", t.tier}, {"link", t.link}, {"bus_bandwidth_bytes_per_s", t.bus_bandwidth.si()},
+                         {"time_s", t.time.si()}});
+    return {{"op", op_name(r.op)},          {"size_bytes", r.size.si()},
+            {"gpus", r.gpus},               {"per_node", r.per_node},
+            {"nodes", r.nodes},             {"time_s", r.time.si()},
+            {"latency_s", r.latency.si()},  {"algbw_bytes_per_s", r.algbw.si()},
+            {"busbw_bytes_per_s", r.busbw.si()}, {"algorithm", algorithm_name(r.algorithm)},
+            {"protocol", protocol_name(r.protocol)}, {"calibrated", r.calibrated},
+            {"tiers", tiers}};
+}
+}  // namespace
+
+void register_collectives(py::module_& m) {
+    m.def("collective_op_name", [](const std::string& op) { return op_name(parse_collective_op(op, "/op")); }, py::arg("op"));
+    m.def("system_object_json", [](const std::string& text) { return to_json(read_system(text, default_catalog(), "/system")); },
+          py::arg("system"), "A system given as a scenario's system value (JSON text), resolved.");
+    m.def("collective_json",
+          [](const std::string& op, const std::vector<double>& sizes, const std::string& system_json, int gpus, int per_node,
+             const std::string& algorithm, bool allow_nvls, double imbalance, double calibrated_latency_s,
+             double calibrated_busbw) {
+              std::string out;
+              {
+                  py::gil_scoped_release release;
+                  const collective_op o = parse_collective_op(op, "/op");
+                  const system_spec sys = read_system(system_json, default_catalog(), "/system");
+                  collective_options opt;
+                  if (!algorithm.empty()) opt.algorithm = parse_algorithm(algorithm, "/algorithm");
+                  opt.allow_nvls = allow_nvls;
+                  opt.imbalance = imbalance;
+                  if (calibrated_busbw > 0) {
+                      opt.calibrated_latency = calibrated_latency_s * units::s;
+                      opt.calibrated_bus_bandwidth = calibrated_busbw * units::B / units::s;
+                  }
+                  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+                  for (double size : sizes) rows.push_back(result_json(collective_time(o, size * units::B, sys, {gpus, per_node}, opt)));
+                  out = rows.dump();
+              }
+              return out;
+          },
+          py::arg("op"), py::arg("sizes"), py::arg("system"), py::arg("gpus"), py::arg("per_node") = 0,
+          py::arg("algorithm") = "", py::arg("allow_nvls") = true, py::arg("imbalance") = 1.0,
+          py::arg("calibrated_latency_s") = 0.0, py::arg("calibrated_busbw") = 0.0,
+          "Collective cost for each size (bytes); system is JSON text (a preset name string or an object).");
+}
+
+}  // namespace capplan::python

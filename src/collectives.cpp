@@ -1,0 +1,192 @@
+#include "capplan/analysis/collectives.hpp"
+
+#include "capplan/detail/closest.hpp"
+#include "capplan/error.hpp"
+#include "capplan/units_parse.hpp"
+
+namespace capplan {
+
+coll_algorithm parse_algorithm(std::string_view name, const std::string& field) {
+    const std::string key = detail::lower(name);
+    std::vector<std::string> names;
+    for (auto a : {coll_algorithm::ring, coll_algorithm::tree, coll_algorithm::nvls, coll_algorithm::nvls_tree,
+                   coll_algorithm::collnet, coll_algorithm::direct, coll_algorithm::torus}) {
+        if (algorithm_name(a) == key) return a;
+        names.push_back(algorithm_name(a));
+    }
+    std::string allowed;
+    for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
+    throw config_error(field, "'" + std::string(name) + "'", "unknown algorithm", allowed);
+}
+
+namespace {
+
+struct candidate {
+    coll_algorithm algorithm;
+    coll_protocol protocol;
+    duration latency;
+    byte_rate bus_bandwidth;
+    byte_rate up_tier, out_tier;  // what each tier allows this algorithm (zero: tier not crossed)
+};
+
+double protocol_efficiency(coll_protocol p, collective_op op) {
+    switch (p) {
+        case coll_protocol::simple: return 1.0;
+        case coll_protocol::ll128: return collective_efficiency::ll128;
+        case coll_protocol::ll:
+            return op == collective_op::all_reduce || op == collective_op::reduce ? 0.25 : 1.0 / 3.0;
+    }
+    return 1.0;
+}
+
+}  // namespace
+
+collective_result collective_time(collective_op op, data_size size, const system_spec& system, collective_group group,
+                                  const collective_options& options) {
+    using namespace units;
+    const int n = group.gpus;
+    if (n < 1) throw config_error("/gpus", std::to_string(n), "a collective needs at least one GPU", "an integer >= 1");
+    if (n > system.count)
+        throw config_error("/gpus", std::to_string(n),
+                           "larger than the system's " + std::to_string(system.count) + " accelerators",
+                           "at most " + std::to_string(system.count) + " (raise system.count)");
+    const int g = group.per_node > 0 ? group.per_node : std::min(n, system.per_node);
+    if (g > system.per_node)
+        throw config_error("/per_node", std::to_string(g),
+                           "more GPUs per node than the system's nodes hold (" + std::to_string(system.per_node) + ")",
+                           "at most " + std::to_string(system.per_node));
+    if (g > n || n % g != 0)
+        throw config_error("/per_node", std::to_string(g), "the group does not fill whole nodes",
+                           "a divisor of gpus (" + std::to_string(n) + ")");
+    if (size.si() < 0) throw config_error("/size", format(size), "must not be negative", "a size >= 0");
+    if (options.imbalance < 1.0)
+        throw config_error("/imbalance", format_number(options.imbalance), "the busiest rank cannot carry less than the average",
+                           "a number >= 1");
+    if (op == collective_op::send_recv && n < 2)
+        throw config_error("/gpus", "1", "send/recv needs a peer", "an integer >= 2");
+
+    collective_result r;
+    r.op = op;
+    r.size = size;
+    r.gpus = n;
+    r.per_node = g;
+    r.nodes = n / g;
+    // GPUs of the group inside one scale-up domain: a node, or several when NVLink spans trays (NVL72).
+    const int domain = system.scale_up_domain > system.per_node ? std::min(n, system.scale_up_domain) : g;
+    const int parts = n / domain;  // scale-out crossings exist when parts > 1
+    const detail::topology_view v = detail::view(system, domain);
+    if (parts > 1 && !v.nic_per_gpu)
+        throw config_error("/system/scale_out", "", "the group spans " + std::to_string(parts) +
+                                                        " nodes but the system has no scale-out network",
+                           "a scale_out link (e.g. IB-NDR) or a group within one node");
+    if (n > 1 && v.up.si() <= 0 && domain > 1)
+        throw config_error("/system/scale_up", "", "the group spans several GPUs of a node without a scale-up link",
+                           "a system whose accelerator has a scale-up link, or per_node = 1");
+
+    const double f = bus_factor(op, n);
+    const byte_rate up = v.up * v.up_efficiency;
+    const byte_rate out = v.nic_per_gpu ? *v.nic_per_gpu * static_cast<double>(domain) * collective_efficiency::network
+                                        : byte_rate{};
+    const duration overhead = launch_overhead(system.accelerator);
+
+    std::vector<candidate> cands;
+    byte_rate tier_up = up, tier_out = parts > 1 ? out : byte_rate{};  // set per algorithm before add()
+    auto add = [&](coll_algorithm a, coll_protocol p, double lat_us, byte_rate bw) {
+        if (options.algorithm && *options.algorithm != a) return;
+        cands.push_back({a, p, lat_us * us + overhead, bw * protocol_efficiency(p, op), tier_up, tier_out});
+    };
+    const auto protocols = {coll_protocol::ll, coll_protocol::ll128, coll_protocol::simple};
+    const int log_parts = detail::log2_ceil(parts);
+    auto hop = [&](const double* table, coll_protocol p) { return table[static_cast<int>(p)]; };
+
+    if (op == collective_op::all_to_all) {
+        // Point-to-point to every peer: intra-domain bytes over the scale-up link, the rest over this GPU's NICs.
+        const double intra = static_cast<double>(domain - 1) / n, inter = static_cast<double>(n - domain) / n;
+        duration t_intra = intra > 0 ? (size * intra) / up : duration{};
+        duration t_inter = inter > 0 ? (size * inter) / (*v.nic_per_gpu * collective_efficiency::network) : duration{};
+        const duration t_bw = std::max(t_intra, t_inter) * options.imbalance;
+        const auto& L = detail::latency_table(coll_algorithm::ring);
+        const double lat = L.base[2] + (v.nvlink ? L.nvlink[2] : L.pci[2]) + (parts > 1 ? L.net[2] : 0.0);
+        const byte_rate bw = t_bw.si() > 0 ? (size * f) / t_bw : up;
+        if (!options.algorithm || *options.algorithm == coll_algorithm::direct)
+            cands.push_back({coll_algorithm::direct, coll_protocol::simple, lat * us + overhead, bw, up,
+                             parts > 1 ? *v.nic_per_gpu * collective_efficiency::network : byte_rate{}});
+    } else if (op == collective_op::send_recv) {
+        // Each rank sends to the next: a pair link inside a domain, this GPU's NIC share across.
+        const byte_rate pair = v.pair * v.up_efficiency;
+        tier_up = pair;
+        if (parts > 1) tier_out = *v.nic_per_gpu * collective_efficiency::network;
+        const byte_rate bw = parts > 1 ? std::min(pair, tier_out) : pair;
+        const auto& L = detail::latency_table(coll_algorithm::ring);
+        for (auto p : protocols) {
+            const double hw = parts > 1 ? hop(L.net, p) : hop(v.nvlink ? L.nvlink : L.pci, p);
+            add(coll_algorithm::ring, p, hop(L.base, p) + hw, bw);
+        }
+    } else {
+        // Ring (every operation): the slower of the scale-up ring and the node's NICs.
+        const byte_rate ring_bw = parts > 1 ? std::min(up, out) : up;
+        const bool ar = op == collective_op::all_reduce;
+        const int steps = ar ? 2 * (n - 1) : n - 1;
+        const int inter = parts > 1 ? (ar ? 2 * (parts - 1) : parts - 1) : 0;
+        const auto& R = detail::latency_table(coll_algorithm::ring);
+        for (auto p : protocols) {
+            double intra_hw = hop(v.nvlink ? R.nvlink : R.pci, p);
+            // Multi-node rings pay the network proxy's overhead on every step (tuning.cc: 1 us, x3 Simple).
+            if (parts > 1) intra_hw = std::max(intra_hw, p == coll_protocol::simple ? 3.0 : 1.0);
+            add(coll_algorithm::ring, p, hop(R.base, p) + (steps - inter) * intra_hw + inter * hop(R.net, p), ring_bw);
+        }
+        if (ar && parts > 1) {
+            // Double binary tree across nodes: each byte crosses the network once per direction.
+            const byte_rate tree_bw = std::min(up, out * f);
+            tier_out = out * f;
+            const auto& T = detail::latency_table(coll_algorithm::tree);
+            for (auto p : protocols)
+                add(coll_algorithm::tree, p,
+                    hop(T.base, p) + 2.0 * ((domain - 1) * hop(v.nvlink ? T.nvlink : T.pci, p) + log_parts * hop(T.net, p)),
+                    tree_bw);
+            if (v.collnet) {  // in-network reduction (SHARP): one pass through the switches, no log-depth tree
+                const auto& C = detail::latency_table(coll_algorithm::collnet);
+                add(coll_algorithm::collnet, coll_protocol::simple, C.nvlink[2] + C.net[2], tree_bw);
+            }
+        }
+        if (ar && v.nvls && options.allow_nvls && domain > 4) {
+            // NVLink SHARP: the NVSwitch reduces; NCCL enables it from 5 GPUs on a switch (8x H200: 4 GPUs ring, 5+ NVLS).
+            const byte_rate nvls_bw = v.up * collective_efficiency::nvls;
+            tier_up = nvls_bw;
+            const auto& N = detail::latency_table(coll_algorithm::nvls);
+            if (parts == 1) add(coll_algorithm::nvls, coll_protocol::simple, N.nvlink[2], nvls_bw);
+            else add(coll_algorithm::nvls_tree, coll_protocol::simple, N.nvlink[2] + 2.0 * log_parts * N.net[2],
+                     std::min(nvls_bw, out * f));
+        }
+    }
+    if (cands.empty())
+        throw config_error("/algorithm", algorithm_name(*options.algorithm),
+                           "not available for " + op_name(op) + " on this system and group",
+                           "ring; tree/collnet/nvls_tree for multi-node all_reduce; nvls on NVSwitch systems with "
+                           "in-network reduction; direct for all_to_all");
+
+    const candidate* best = nullptr;
+    duration best_time;
+    for (const auto& c : cands) {
+        const duration t = c.latency + (c.bus_bandwidth.si() > 0 ? (size * f) / c.bus_bandwidth : duration{});
+        if (!best || t < best_time) best = &c, best_time = t;
+    }
+    r.algorithm = best->algorithm;
+    r.protocol = best->protocol;
+    r.latency = best->latency;
+    r.time = best_time;
+    if (options.calibrated_latency && options.calibrated_bus_bandwidth) {
+        r.calibrated = true;
+        r.latency = *options.calibrated_latency;
+        r.time = r.latency + (size * f) / *options.calibrated_bus_bandwidth;
+    }
+    const double load = op == collective_op::send_recv ? 1.0 : f;
+    if (n > 1 && domain > 1 && best->up_tier.si() > 0)
+        r.tiers.push_back({"scale-up", v.up_link, best->up_tier, (size * load) / best->up_tier});
+    if (best->out_tier.si() > 0) r.tiers.push_back({"scale-out", v.out_link, best->out_tier, (size * load) / best->out_tier});
+    r.algbw = r.time.si() > 0 ? size / r.time : byte_rate{};
+    r.busbw = r.algbw * f;
+    return r;
+}
+
+}  // namespace capplan
