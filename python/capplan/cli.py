@@ -133,6 +133,53 @@ def _cmd_estimate(args) -> str:
     return head + repr(result)
 
 
+def _cmd_collective(args) -> str:
+    from .collectives import collective, collective_sweep
+    system: Any = args.system
+    if args.nodes_of is not None:  # a preset scaled out to more accelerators
+        system = {"preset": args.system, "count": args.nodes_of}
+    common = dict(system=system, gpus=args.gpus, per_node=args.per_node, algorithm=args.algorithm,
+                  nvls=not args.no_nvls, imbalance=args.imbalance, calibration=args.calibration)
+    if args.sweep:
+        rows = collective_sweep(args.op, args.sweep, **common)
+        rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+        if args.format == "json":
+            return json.dumps(rows, indent=2)
+        header = ["size", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "algorithm", "protocol"]
+        body = [[f"{r['size_bytes']:.0f}", f"{r['time_us']:.2f}", f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}",
+                 r["algorithm"], r["protocol"]] for r in rows]
+        if args.format == "csv":
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerows([header] + body)
+            return buf.getvalue().rstrip("\n")
+        return _table(header, body)
+    if args.size is None:
+        raise _UsageError("capplan collective: give --size (e.g. 1GiB) or --sweep FROM:TO (e.g. 8B:8GiB)")
+    r = collective(args.op, args.size, **common)
+    if args.format == "json":
+        return json.dumps(r.to_dict(), indent=2)
+    if args.format == "csv":
+        flat = flatten({k: v for k, v in r.to_dict().items() if k != "tiers"})
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(flat.keys())
+        writer.writerow(flat.values())
+        return buf.getvalue().rstrip("\n")
+    return repr(r)
+
+
+def _cmd_calibrate_collectives(args) -> str:
+    from .calibration import calibrate_collectives
+    entry = calibrate_collectives(args.file, system=args.system, op=args.op, ranks=args.ranks,
+                                  in_place=args.in_place)
+    text = json.dumps(entry, indent=2)
+    if args.output:
+        with open(args.output, "w") as fh:
+            fh.write(text + "\n")
+        return f"wrote {args.output}: latency {entry['latency']}, bus bandwidth {entry['bus_bandwidth']}"
+    return text
+
+
 def _cmd_default(args) -> str:
     return _core.default_scenario_json()
 
@@ -156,6 +203,31 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("name")
     sh.add_argument("--format", choices=["table", "json"], default="table")
     sh.set_defaults(run=_cmd_show)
+
+    c = sub.add_parser("collective", help="cost of a collective (all_reduce, all_gather, ...) on a system")
+    c.add_argument("op", help="all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send_recv")
+    c.add_argument("--system", default="DGX-H100", help="a catalog system preset (default DGX-H100)")
+    c.add_argument("--nodes-of", type=int, default=None, metavar="COUNT",
+                   help="scale the preset to COUNT accelerators (several nodes)")
+    c.add_argument("--gpus", type=int, default=None, help="ranks in the group (default: the whole system)")
+    c.add_argument("--per-node", type=int, default=None, help="ranks of the group on each node")
+    c.add_argument("--size", default=None, help="message size, e.g. 1GiB")
+    c.add_argument("--sweep", default=None, help="sizes FROM:TO doubling, e.g. 8B:8GiB (an nccl-tests-like table)")
+    c.add_argument("--algorithm", default=None, help="force ring, tree, nvls, nvls_tree, collnet or direct")
+    c.add_argument("--no-nvls", action="store_true", help="as NCCL_NVLS_ENABLE=0")
+    c.add_argument("--imbalance", type=float, default=1.0, help="all_to_all: busiest rank / average (>= 1)")
+    c.add_argument("--calibration", default=None, help="a calibration file from calibrate-collectives")
+    c.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    c.set_defaults(run=_cmd_collective)
+
+    k = sub.add_parser("calibrate-collectives", help="fit latency and bus bandwidth from an nccl-tests output")
+    k.add_argument("file", help="nccl-tests output: its text table, or its -J JSON")
+    k.add_argument("--system", required=True, help="the catalog system it was measured on")
+    k.add_argument("--op", default=None, help="the operation (default: read from the output)")
+    k.add_argument("--ranks", type=int, default=None, help="ranks (default: counted from the output)")
+    k.add_argument("--in-place", action="store_true", help="fit the in-place columns")
+    k.add_argument("-o", "--output", default=None, help="write the calibration entry here")
+    k.set_defaults(run=_cmd_calibrate_collectives)
 
     d = sub.add_parser("default-scenario", help="print the built-in default scenario (a starting point to edit)")
     d.set_defaults(run=_cmd_default)

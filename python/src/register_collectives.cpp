@@ -2,6 +2,8 @@
 #include <pybind11/stl.h>
 
 #include "capplan/analysis/collectives.hpp"
+#include "capplan/calibration/nccl_tests.hpp"
+#include "capplan/error.hpp"
 #include "capplan/catalog.hpp"
 #include "capplan/report/result.hpp"
 #include "capplan/spec/scenario_io.hpp"
@@ -28,6 +30,21 @@ nlohmann::ordered_json result_json(const collective_result& r) {
 }  // namespace
 
 void register_collectives(py::module_& m) {
+    m.def("calibrate_collectives",
+          [](const std::string& file, const std::string& system, const std::string& op, int ranks, bool in_place) {
+              const nccl_tests_run run = read_nccl_tests_file(file);
+              default_catalog().system_preset(system, "/system");  // must be a catalog system
+              if (op.empty() && !run.op)
+                  throw config_error("/op", "", "the output does not say which operation it measured",
+                                     "all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send_recv");
+              const collective_op o = op.empty() ? *run.op : parse_collective_op(op, "/op");
+              const int n = ranks > 0 ? ranks : run.ranks;
+              if (n < 1)
+                  throw config_error("/ranks", "", "the output does not list its ranks", "give --ranks N");
+              return calibration_json(fit_collective(run, o, n, in_place), default_catalog().canonical_name(system), run);
+          },
+          py::arg("file"), py::arg("system"), py::arg("op") = "", py::arg("ranks") = 0, py::arg("in_place") = false,
+          "Fit latency and bus bandwidth from an nccl-tests output file; returns a calibration entry (JSON text).");
     m.def("collective_op_name", [](const std::string& op) { return op_name(parse_collective_op(op, "/op")); }, py::arg("op"));
     m.def("system_object_json", [](const std::string& text) { return to_json(read_system(text, default_catalog(), "/system")); },
           py::arg("system"), "A system given as a scenario's system value (JSON text), resolved.");
