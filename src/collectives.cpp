@@ -113,7 +113,10 @@ collective_result collective_time(collective_op op, data_size size, const system
                              parts > 1 ? *v.nic_per_gpu * collective_efficiency::network : byte_rate{}});
     } else if (op == collective_op::send_recv) {
         // Each rank sends to the next: a pair link inside a domain, this GPU's NIC share across.
-        const byte_rate pair = v.pair * v.up_efficiency;
+        // NCCL's point-to-point path opens fewer channels than its rings: its own measured efficiency on
+        // switched NVLink; on meshes and PCIe the ring efficiency of the link.
+        const double eff = system.scale_up_topology == "nvswitch" ? collective_efficiency::p2p_nvswitch : v.up_efficiency;
+        const byte_rate pair = v.pair * eff;
         tier_up = pair;
         if (parts > 1) tier_out = *v.nic_per_gpu * collective_efficiency::network;
         const byte_rate bw = parts > 1 ? std::min(pair, tier_out) : pair;
