@@ -89,7 +89,8 @@ std::string token_after(std::string_view line, std::string_view key, bool digit 
     if (!rest.empty() && rest.front() == ':') rest = trim(rest.substr(1));
     const auto toks = split_ws(rest);
     if (toks.empty()) return {};
-    if (digit && !(toks[0].front() >= '0' && toks[0].front() <= '9')) return {};
+    const char c = toks[0].front();
+    if (digit ? !(c >= '0' && c <= '9') : !std::isalnum(static_cast<unsigned char>(c))) return {};
     return std::string(toks[0]);
 }
 
@@ -235,6 +236,13 @@ nccl_tests_run parse_nccl_tests_text(std::string_view text, const std::string& s
             continue;
         }
 
+        // A "# source: ..." line is a citation added to a saved output, not nccl-tests output: only a
+        // command line quoted in it ("... all_reduce_perf -b 8 ...") is used.
+        if (line.starts_with('#') && trim(line.substr(1)).starts_with("source:")) {
+            if (run.citation.empty()) run.citation = std::string(trim(trim(line.substr(1)).substr(7)));
+            collect_perf_ops(line, named);
+            continue;
+        }
         // Versions, wherever they are printed (NCCL_DEBUG=INFO lines are not comments).
         if (run.nccl_version.empty()) {
             if (auto v = token_after(line, "NCCL version"); !v.empty()) run.nccl_version = "NCCL " + v;
@@ -251,10 +259,6 @@ nccl_tests_run parse_nccl_tests_text(std::string_view text, const std::string& s
 
         if (line.front() == '#') {
             const std::string_view body = trim(line.substr(1));
-            if (body.starts_with("source:")) {
-                if (run.citation.empty()) run.citation = std::string(trim(body.substr(7)));
-                continue;
-            }
             if (body.starts_with("Collective test starting:")) {
                 const auto name = token_after(body, "Collective test starting:", false);
                 std::optional<collective_op> op;

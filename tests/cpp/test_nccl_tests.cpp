@@ -347,7 +347,7 @@ TEST_CASE("nccl-tests calibration file") {
     CHECK(j["nccl_version"].is_null());
     CHECK(j["confidence"] == "measured");
     CHECK(j["created_by"] == "capplan calibrate-collectives");
-    CHECK(j.size() == 12);
+    CHECK(j.size() == 11);
 
     const auto json_run = parse_nccl_tests_json(json_sample, "ag.json");
     const auto ag = nlohmann::json::parse(

@@ -1,0 +1,98 @@
+// analysis/collectives.hpp: times by hand from the NCCL constants and the measured efficiencies.
+#include <doctest/doctest.h>
+
+#include "capplan/analysis/collectives.hpp"
+#include "capplan/error.hpp"
+#include "test_support.hpp"
+
+using namespace capplan;
+using namespace capplan::units;
+
+namespace {
+system_spec sys(const char* name) { return test::shipped_catalog().system(name); }
+}  // namespace
+
+TEST_CASE("nccl-tests bus factors") {
+    CHECK(bus_factor(collective_op::all_reduce, 8) == 1.75);
+    CHECK(bus_factor(collective_op::all_gather, 8) == 0.875);
+    CHECK(bus_factor(collective_op::all_to_all, 4) == 0.75);
+    CHECK(bus_factor(collective_op::broadcast, 8) == 1.0);
+    CHECK(parse_collective_op("all_reduce_perf") == collective_op::all_reduce);
+    CHECK(parse_collective_op("AllGather") == collective_op::all_gather);
+    CHECK(parse_collective_op("alltoall") == collective_op::all_to_all);
+    CHECK_THROWS_WITH_AS(parse_collective_op("allreduse"), doctest::Contains("did you mean all_reduce"), config_error);
+}
+
+TEST_CASE("8x A100 ring all-reduce of 1 GiB, by hand") {
+    const auto r = collective_time(collective_op::all_reduce, 1 * GiB, sys("DGX-A100"), {8, 0});
+    CHECK(r.algorithm == coll_algorithm::ring);
+    CHECK(r.protocol == coll_protocol::simple);
+    // latency: baseLat 8.4 + 14 steps x NVLink Simple 3.4 us + 13 us launch = 69.0 us
+    CHECK(r.latency.in(us) == doctest::Approx(8.4 + 14 * 3.4 + 13.0));
+    // bandwidth: 1 GiB x 1.75 / (300 GB/s x 0.80)
+    CHECK(r.time.in(s) == doctest::Approx(69.0e-6 + 1073741824.0 * 1.75 / 240e9));
+    CHECK(r.busbw.in(GB / s) == doctest::Approx(r.algbw.in(GB / s) * 1.75));
+}
+
+TEST_CASE("8x H100 picks NVLS for large messages and LL rings for tiny ones") {
+    const auto big = collective_time(collective_op::all_reduce, 1 * GiB, sys("DGX-H100"), {8, 0});
+    CHECK(big.algorithm == coll_algorithm::nvls);
+    // 23 us NVLS hop + 13 us launch; 1 GiB x 1.75 / 450 GB/s
+    CHECK(big.time.in(s) == doctest::Approx(36e-6 + 1073741824.0 * 1.75 / 450e9));
+    const auto tiny = collective_time(collective_op::all_reduce, 8 * B, sys("DGX-H100"), {8, 0});
+    CHECK(tiny.protocol == coll_protocol::ll);
+    CHECK(tiny.latency.in(us) == doctest::Approx(6.6 + 14 * 0.6 + 13.0));  // 28.0 us
+    collective_options no_nvls;
+    no_nvls.allow_nvls = false;
+    CHECK(collective_time(collective_op::all_reduce, 1 * GiB, sys("DGX-H100"), {8, 0}, no_nvls).algorithm ==
+          coll_algorithm::ring);
+}
+
+TEST_CASE("across nodes the node's NICs bound the ring; the tree halves the network share") {
+    auto h = sys("DGX-H100");
+    h.count = 32;
+    collective_options ring;
+    ring.algorithm = coll_algorithm::ring;
+    const auto r = collective_time(collective_op::all_reduce, 4 * GiB, h, {32, 8}, ring);
+    REQUIRE(r.tiers.size() == 2);
+    // 8 NICs x 400 Gb/s = 400 GB/s per node x 0.94 = 376 GB/s; NVLink ring 450 x 0.80 = 360 GB/s
+    CHECK(r.tiers[0].bus_bandwidth.in(GB / s) == doctest::Approx(360.0));
+    CHECK(r.tiers[1].bus_bandwidth.in(GB / s) == doctest::Approx(376.0));
+    collective_options tree;
+    tree.algorithm = coll_algorithm::tree;
+    const auto t = collective_time(collective_op::all_reduce, 4 * GiB, h, {32, 8}, tree);
+    CHECK(t.tiers[1].bus_bandwidth.in(GB / s) == doctest::Approx(376.0 * 2 * 31 / 32));
+}
+
+TEST_CASE("a full mesh drives one link per peer") {
+    const auto two = collective_time(collective_op::all_reduce, 1 * GiB, sys("MI300X-Platform"), {2, 0});
+    const auto eight = collective_time(collective_op::all_reduce, 1 * GiB, sys("MI300X-Platform"), {8, 0});
+    REQUIRE(two.tiers.size() == 1);
+    CHECK(two.tiers[0].bus_bandwidth.in(GB / s) == doctest::Approx(64.0 * 0.70));      // one xGMI link
+    CHECK(eight.tiers[0].bus_bandwidth.in(GB / s) == doctest::Approx(7 * 64.0 * 0.70));  // seven
+}
+
+TEST_CASE("all-to-all: intra-node share over NVLink, the rest over this GPU's NIC") {
+    auto h = sys("DGX-H100");
+    h.count = 16;
+    const auto r = collective_time(collective_op::all_to_all, 1 * GiB, h, {16, 8});
+    // 7/16 of 1 GiB at 360 GB/s = 1.305 ms; 8/16 at 50 x 0.94 GB/s = 11.42 ms -> the NIC decides
+    const double expected_bw_s = 1073741824.0 * 8 / 16 / 47e9;
+    CHECK(r.time.in(s) == doctest::Approx(expected_bw_s + r.latency.in(s)));
+}
+
+TEST_CASE("bad groups are errors naming the field") {
+    const auto h = sys("DGX-H100");
+    CHECK_THROWS_WITH_AS(collective_time(collective_op::all_reduce, 1 * GiB, h, {9, 0}),
+                         doctest::Contains("/gpus: larger than the system's 8 accelerators"), config_error);
+    CHECK_THROWS_WITH_AS(collective_time(collective_op::all_reduce, 1 * GiB, h, {0, 0}), doctest::Contains("/gpus"),
+                         config_error);
+    CHECK_THROWS_WITH_AS(collective_time(collective_op::all_reduce, 1 * GiB, h, {8, 3}), doctest::Contains("/per_node"),
+                         config_error);
+    CHECK_THROWS_AS(collective_time(collective_op::all_reduce, -1 * GiB, h, {8, 0}), config_error);
+    auto single = h;
+    single.count = 16;
+    single.scale_out.reset();
+    CHECK_THROWS_WITH_AS(collective_time(collective_op::all_reduce, 1 * GiB, single, {16, 8}),
+                         doctest::Contains("/system/scale_out"), config_error);
+}
