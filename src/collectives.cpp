@@ -162,6 +162,34 @@ collective_result collective_time(collective_op op, data_size size, const system
                      std::min(nvls_bw, out * f));
         }
     }
+    const bool torus = (system.scale_up_topology == "torus_2d" || system.scale_up_topology == "torus_3d") &&
+                       !system.torus_shape.empty() && parts == 1 &&
+                       (op == collective_op::all_reduce || op == collective_op::all_gather ||
+                        op == collective_op::reduce_scatter);
+    if (torus) {
+        // Dimension by dimension, a bidirectional ring over the two ports of each dimension
+        // (Google TPU docs: 2D/3D torus ICI; reduce-scatter down the dimensions, all-gather back),
+        // with the data split into one part per dimension that walks the dimensions in a rotated
+        // order, so every port is busy:
+        //   t = passes x sum_d (k_d - 1)/k_d x S_d / (2 x port bandwidth x dims),  S_d = S / prod_{e<d} k_e.
+        // Bandwidth then matches a ring over all ports; latency needs sum_d (k_d - 1) hops, not n - 1.
+        // The group is taken as the whole slice (its torus_shape). Efficiency: the NVSwitch ring factor,
+        // an assumption (no TPU collective measurement in the tests).
+        const double dims = static_cast<double>(system.torus_shape.size());
+        const byte_rate port = v.up / (2.0 * dims);
+        const double passes = op == collective_op::all_reduce ? 2.0 : 1.0;
+        double shard = 1.0, seconds_per_byte = 0.0;
+        for (int k : system.torus_shape) {
+            seconds_per_byte += (k - 1.0) / k * shard / (2.0 * dims * port * collective_efficiency::ring_nvswitch).si();
+            shard /= k;
+        }
+        const byte_rate bw = f / (passes * seconds_per_byte) * units::B / units::s;
+        tier_up = bw;
+        const auto& R = detail::latency_table(coll_algorithm::ring);
+        int hops = 0;
+        for (int k : system.torus_shape) hops += k - 1;
+        for (auto p : protocols) add(coll_algorithm::torus, p, hop(R.base, p) + passes * hops * hop(R.nvlink, p), bw);
+    }
     if (cands.empty())
         throw config_error("/algorithm", algorithm_name(*options.algorithm),
                            "not available for " + op_name(op) + " on this system and group",

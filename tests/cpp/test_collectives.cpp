@@ -96,3 +96,15 @@ TEST_CASE("bad groups are errors naming the field") {
     CHECK_THROWS_WITH_AS(collective_time(collective_op::all_reduce, 1 * GiB, single, {16, 8}),
                          doctest::Contains("/system/scale_out"), config_error);
 }
+
+TEST_CASE("TPU v5p 4x4x4 torus: dimension-wise rings over all ports") {
+    const auto r = collective_time(collective_op::all_reduce, 1 * GiB, sys("TPU-v5p-Slice"), {64, 0});
+    CHECK(r.algorithm == coll_algorithm::torus);
+    // ICI 600 GB/s per chip and direction over 6 ports = 100 GB/s each; per byte
+    // 2 passes x (3/4)(1 + 1/4 + 1/16) / (2 x 3 x 100 GB/s x 0.80) -> busbw = 2(63/64) / that = 480 GB/s
+    REQUIRE(r.tiers.size() == 1);
+    CHECK(r.tiers[0].bus_bandwidth.in(GB / s) == doctest::Approx(480.0));
+    const auto tiny = collective_time(collective_op::all_reduce, 8 * B, sys("TPU-v5p-Slice"), {64, 0});
+    // LL: 6.6 + 2 passes x (3 + 3 + 3) hops x 0.6 + 13 launch; a ring would take 2 x 63 hops
+    CHECK(tiny.latency.in(us) == doctest::Approx(6.6 + 2 * 9 * 0.6 + 13.0));
+}
