@@ -150,3 +150,23 @@ def test_calibration_round_trip(tmp_path, run_cli):
     assert r.calibrated and r.busbw_bytes_per_s / 1e9 == pytest.approx(338.82, rel=0.05)
     with pytest.raises(ConfigError):
         capplan.collective("all_gather", "8 GiB", system={"preset": "DGX-H100", "count": 16}, calibration=out)
+
+
+def test_shipped_calibrations_validate_and_apply():
+    import jsonschema
+    root = Path(__file__).resolve().parents[2] / "models"
+    store = {json.loads(p.read_text())["$id"]: json.loads(p.read_text()) for p in (root / "schema").glob("*.json")}
+    schema = store["https://capplan.dev/schema/collective_calibration.schema.json"]
+    validator = jsonschema.Draft202012Validator(
+        schema, resolver=jsonschema.RefResolver(base_uri=schema["$id"], referrer=schema, store=store))
+    files = sorted((root / "calibration").glob("*.json"))
+    assert files
+    for f in files:
+        entry = json.loads(f.read_text())
+        validator.validate(entry)
+        r = capplan.collective(entry["op"], "8 GiB", system=entry["system"], gpus=entry["ranks"], calibration=f)
+        assert r.calibrated
+    # the MI300X fit reproduces its own table's 8 GiB row (315.69 GB/s busbw, rccl-tests, hisohara/ai-scripts)
+    mi = capplan.collective("all_reduce", "8 GiB", system="MI300X-Platform", gpus=8,
+                            calibration=root / "calibration" / "mi300x-platform-all-reduce-8ranks.json")
+    assert mi.busbw_bytes_per_s / 1e9 == pytest.approx(315.69, rel=0.02)
