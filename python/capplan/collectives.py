@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
 from . import _core
+from .catalog import _Record
 from .units import BYTE_RATE, SIZE, TIME, Quantity, quantity
 
 SystemArg = Union[str, Dict[str, Any]]
@@ -18,18 +19,9 @@ _US = _core.unit_si("us", TIME)            # nccl-tests prints times in microsec
 _GBPS = _core.unit_si("GB/s", BYTE_RATE)   # and bandwidths in GB/s (decimal)
 
 
-class CollectiveResult:
+class CollectiveResult(_Record):
     """One collective's cost. ``time_s``, ``algbw_bytes_per_s`` and ``busbw_bytes_per_s`` are SI
     numbers; ``time``, ``algbw`` and ``busbw`` the same as Quantities."""
-
-    def __init__(self, data: Dict[str, Any]):
-        self._data = data
-
-    def __getattr__(self, key):
-        try:
-            return self._data[key]
-        except KeyError:
-            raise AttributeError(key) from None
 
     @property
     def time(self) -> Quantity:
@@ -46,9 +38,6 @@ class CollectiveResult:
     @property
     def size(self) -> Quantity:
         return Quantity.from_si(self._data["size_bytes"], SIZE)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json.loads(json.dumps(self._data))
 
     def __repr__(self) -> str:
         d = self._data

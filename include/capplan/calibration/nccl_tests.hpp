@@ -2,7 +2,7 @@
 //
 // nccl-tests (github.com/NVIDIA/nccl-tests) prints one row per message size: size in bytes,
 // element count, type, reduction, [root,] then out-of-place and in-place time (us), algbw and
-// busbw (GB/s, GB = 1e9 B) and a correctness column. With -J it also writes the same rows as JSON
+// busbw (GB/s, GB = 10^9 B) and a correctness column. With -J it also writes the same rows as JSON
 // (src/util.cu, JSON_FILE_VERSION 2). This header reads both and fits
 //     time(S) = latency + S * bus_factor(op, n) / bus_bandwidth
 // to the measured times, the alpha-beta form capplan's collective model uses.
