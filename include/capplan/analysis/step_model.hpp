@@ -1,0 +1,24 @@
+// The interface between a performance model and the serving simulator: how long one engine step
+// (one forward pass of a continuous-batching server) takes for a given mix of work.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "capplan/units.hpp"
+
+namespace capplan {
+
+// One forward step of a continuous-batching engine (vLLM/SGLang/TensorRT-LLM style): some requests
+// prefill a chunk of their prompt, the others decode one token each.
+struct batch_step {
+    std::int64_t prefill_tokens = 0;   // prompt tokens processed this step (all prefilling requests)
+    std::int64_t prefill_requests = 0; // requests with a prefill chunk in this step
+    std::int64_t decode_requests = 0;  // requests generating one token this step
+    std::int64_t context_tokens = 0;   // KV tokens all requests in the step attend to (sum of their contexts)
+};
+
+// Time of one step on one replica. Must be positive and non-decreasing in every field.
+using step_time_fn = std::function<duration(const batch_step&)>;
+
+}  // namespace capplan
