@@ -224,7 +224,7 @@ system_entry read_system(object_reader& r, const header& h) {
     if (const json* host = r.get("host"); host && !host->is_null()) {
         object_reader s(*host, r.path("host"));
         skip_text(s, "cpu");
-        sourced_count(s, "sockets");
+        e.host_sockets = static_cast<int>(sourced_count(s, "sockets").value_or(0));
         s.quantity<data_size>("memory");
         e.host_memory = s.string("memory_per_socket").value_or("");
         s.finish();

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include "capplan/analysis/cold_start.hpp"
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_memory.hpp"
+#include "capplan/analysis/inference_perf.hpp"
+#include "capplan/analysis/serving_sim.hpp"
 #include "capplan/analysis/training_memory.hpp"
 #include "capplan/analysis/sharding.hpp"
 
@@ -92,6 +95,112 @@ void estimate_inference_memory(const scenario& s, estimate_result& r) {
         for (std::size_t i = 0; i < fixes.size(); ++i) reason += (i ? (i + 1 == fixes.size() ? " or " : ", ") : "") + fixes[i];
     }
     r.reasons.push_back(reason);
+}
+
+// Fills inference.{ttft_s, tpot_s, e2e_latency_s, throughput_tokens_per_s}, the decode step's chain
+// (GPU memory, compute, scale-up network, engine overhead) and its bottleneck.
+void estimate_inference_speed(const scenario& s, estimate_result& r) {
+    const inference_spec& inf = *s.inference;
+    perf_setup setup;
+    try {
+        setup = perf_setup::from(s);
+    } catch (const config_error& e) {
+        r.notes.push_back("speed not computed: " + std::string(e.what()));
+        return;
+    }
+    const std::int64_t dp = s.parallelism.dp;
+    const std::int64_t batch = r.inference && r.inference->batch ? *r.inference->batch
+                                                                 : inf.batch.value_or(inf.concurrency.value_or(1));
+    const std::int64_t per_replica = std::max<std::int64_t>(1, (batch + dp - 1) / dp);
+    const latency_estimate e = estimate_latency(setup, inf.input_tokens, inf.output_tokens, per_replica);
+    inference_result& out = r.inference ? *r.inference : r.inference.emplace();
+    out.method = "roofline";
+    out.ttft_s = e.ttft.si();
+    out.tpot_s = e.tpot.si();
+    out.e2e_latency_s = e.e2e.si();
+    out.throughput_tokens_per_s = e.output_tokens_per_s * static_cast<double>(dp);
+    if (inf.concurrency && r.memory.fits.value_or(false)) {
+        // Users with a request in flight: a closed loop (each sends the next request when the last
+        // answer ends) through a continuous-batching engine per replica (serving_sim.hpp).
+        const inference_setup mem = inference_setup::from(s);
+        const inference_memory one = inference_budget(mem, 1, 1);
+        const data_size free = one.usable - one.weights - one.activations - one.logits - one.overhead;
+        workload_spec w;
+        w.arrival = workload_spec::arrival_kind::closed_loop;
+        w.users = *inf.concurrency;
+        w.input = length_dist::fixed(inf.input_tokens);
+        w.output = length_dist::fixed(inf.output_tokens);
+        w.warmup_requests = *inf.concurrency;
+        w.requests = std::max<std::int64_t>(200, 4 * *inf.concurrency);
+        w.seed = 1;
+        scheduler_spec sch;
+        sch.max_num_seqs = mem.max_num_seqs;
+        sch.max_batched_tokens = mem.step_tokens;
+        sch.kv_block_tokens = mem.block_tokens;
+        sch.kv_capacity_tokens = static_cast<std::int64_t>(free / one.kv_cache_per_token);
+        sch.replicas = static_cast<int>(dp);
+        const sim_result sim = simulate(w, sch, [&](const batch_step& st) { return step_time(setup, st); });
+        out.method = "simulation";
+        out.ttft_s = sim.ttft.p50.si();
+        out.ttft_p90_s = sim.ttft.p90.si();
+        out.ttft_p99_s = sim.ttft.p99.si();
+        out.tpot_s = sim.tpot.p50.si();
+        out.tpot_p90_s = sim.tpot.p90.si();
+        out.tpot_p99_s = sim.tpot.p99.si();
+        out.e2e_latency_s = sim.e2e.p50.si();
+        out.e2e_p99_s = sim.e2e.p99.si();
+        out.throughput_tokens_per_s = sim.output_tokens_per_s;
+        out.busy_fraction = sim.busy_fraction;
+        out.kv_occupancy_mean = sim.kv_occupancy_mean;
+        out.preemptions = sim.preemptions;
+        out.simulated_requests = sim.measured;
+    }
+    duration memory, compute;
+    for (const auto& op : e.decode.ops) (op.compute_bound ? compute : memory) += op.time;
+    const duration step = e.decode.total();
+    auto stage = [&](const char* name, duration t) {
+        r.chain.push_back({name, t, step.si() > 0 ? t / step : 0.0});
+    };
+    stage("gpu memory", memory);
+    stage("compute", compute);
+    stage("scale-up network", e.decode.communication);
+    stage("engine overhead", e.decode.overhead);
+    const auto worst = std::max_element(r.chain.begin(), r.chain.end(),
+                                        [](const auto& a, const auto& b) { return a.time < b.time; });
+    r.bottleneck = worst->stage;
+    r.notes.push_back("speed: roofline per operator with " + setup.efficiency.source + "; " +
+                      (out.method == "simulation"
+                           ? "latencies are medians (p90/p99 beside them) of a seeded closed-loop simulation of " +
+                                 std::to_string(*inf.concurrency) + " users on a continuous-batching engine"
+                           : "TTFT is one prompt's prefill without queueing, TPOT one decode step at " +
+                                 std::to_string(per_replica) + " requests of mid-answer context") +
+                      "; chain = one decode step at the batch");
+}
+
+// Start to first token: weights from the system's storage through host memory and the host link
+// into each GPU, then engine initialisation (cold_start.hpp).
+void estimate_cold_start(const scenario& s, const catalog& cat, estimate_result& r) {
+    if (!r.memory.weights) return;
+    if (!s.system.storage) {
+        r.notes.push_back("cold start not computed: the system names no storage tier (system.storage)");
+        return;
+    }
+    cold_start_options o;
+    o.page_cache_warm = s.cold_start.page_cache_warm;
+    o.pinned = s.cold_start.pinned;
+    o.gpudirect_storage = s.cold_start.gpudirect_storage;
+    o.overlapped = s.cold_start.overlapped;
+    o.connections = s.cold_start.connections;
+    o.engine_init = s.cold_start.engine_init;
+    const int devices = std::min(s.system.per_node, s.system.count);
+    const cold_start_result c = cold_start_time(*r.memory.weights, devices, s.system, o, cat);
+    cold_start_summary out;
+    out.total = c.total;
+    out.load = c.load;
+    out.bottleneck = c.bottleneck;
+    for (const auto& st : c.chain) out.chain.push_back({st.stage, st.time, st.utilization});
+    r.cold_start = out;
+    for (const auto& n : c.notes) r.notes.push_back("cold start: " + n);
 }
 
 // Fills memory.* for a training step; when it does not fit, says what is largest and which of
@@ -231,7 +340,11 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
         r.notes.push_back("the catalog does not know " + s.system.accelerator.name + "'s " + compute.peak_key +
                           " peak; speed estimates for it need a calibration or an inline value");
     }
-    if (s.inference) estimate_inference_memory(s, r);
+    if (s.inference) {
+        estimate_inference_memory(s, r);
+        estimate_inference_speed(s, r);
+        estimate_cold_start(s, cat, r);
+    }
     if (s.training) estimate_training_memory_result(s, shards, r);
     if (s.inference || s.training) estimate_flops(s, r);
     return r;

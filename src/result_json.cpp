@@ -143,6 +143,16 @@ std::string to_json(const estimate_result& r, int indent) {
         num("max_batch", i.max_batch);
         num("max_context_tokens", i.max_context_tokens);
         num("smallest_tp", i.smallest_tp);
+        num("ttft_p90_s", i.ttft_p90_s);
+        num("ttft_p99_s", i.ttft_p99_s);
+        num("tpot_p90_s", i.tpot_p90_s);
+        num("tpot_p99_s", i.tpot_p99_s);
+        num("e2e_p99_s", i.e2e_p99_s);
+        num("busy_fraction", i.busy_fraction);
+        num("kv_occupancy_mean", i.kv_occupancy_mean);
+        num("preemptions", i.preemptions);
+        num("simulated_requests", i.simulated_requests);
+        if (!i.method.empty()) inf["method"] = i.method;
         j["inference"] = inf;
     }
 
@@ -153,6 +163,13 @@ std::string to_json(const estimate_result& r, int indent) {
         put(f, "model_step_flops", r.flops->model_step);
         put(f, "hardware_step_flops", r.flops->hardware_step);
         j["flops"] = f;
+    }
+    if (r.cold_start) {
+        json chain = json::array();
+        for (const auto& c : r.cold_start->chain)
+            chain.push_back({{"stage", c.stage}, {"time_s", c.time.si()}, {"utilization", c.utilization}});
+        j["cold_start"] = {{"total_s", r.cold_start->total.si()}, {"load_s", r.cold_start->load.si()},
+                           {"chain", chain}, {"bottleneck", r.cold_start->bottleneck}};
     }
     if (!r.chain.empty()) {
         json chain = json::array();

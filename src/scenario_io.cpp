@@ -302,6 +302,17 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
         object_reader r(*i, "/inference", true);
         sc.inference = read_inference(r);
     }
+    if (const json* c = root.get("cold_start"); c && !c->is_null()) {
+        object_reader r(*c, "/cold_start", true);
+        auto& cs = sc.cold_start;
+        cs.page_cache_warm = r.boolean("page_cache_warm").value_or(false);
+        cs.pinned = r.boolean("pinned").value_or(false);
+        cs.gpudirect_storage = r.boolean("gpudirect_storage").value_or(false);
+        cs.overlapped = r.boolean("overlapped").value_or(false);
+        cs.connections = static_cast<int>(r.integer("connections", 1).value_or(16));
+        cs.engine_init = r.quantity<duration>("engine_init");
+        r.finish();
+    }
     if (sc.training && sc.inference)
         throw config_error("/inference", "", "a scenario describes training or inference, not both",
                            "either a training or an inference object");

@@ -42,6 +42,7 @@ struct system_entry {
     std::string storage;  // empty: none
     std::string host_link;
     std::string host_memory;  // storage entry of kind host_dram, per socket
+    int host_sockets = 0;     // 0: unknown
 };
 
 class catalog {

@@ -58,12 +58,10 @@ inline double kv_heads_per_rank(const model_spec& m, int tp) {
     return m.kv_heads >= tp ? static_cast<double>(m.kv_heads) / tp : 1.0;
 }
 
-// One transformer layer's parameters on one rank.
-inline device_parameters layer_on_device(const model_spec& m, std::int64_t i, const parallelism_spec& p) {
+// Attention parameters of one layer on one rank (projections, biases, q/k norms).
+inline device_parameters attention_on_device(const model_spec& m, const parallelism_spec& p) {
     device_parameters d;
     const double h = static_cast<double>(m.hidden), tp = p.tp;
-    const double norm = m.norm == norm_kind::layer_norm ? 2 * h : h;
-    d.other += m.norms_per_layer * norm;
     if (m.mla) {
         const auto& a = m.mla_dims;
         const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
@@ -86,8 +84,15 @@ inline device_parameters layer_on_device(const model_spec& m, std::int64_t i, co
         if (m.o_bias) d.other += h;
         if (m.qk_norm) d.other += 2.0 * m.head_dim;
     }
-    const bool moe = m.is_moe_layer(i);
-    if (!moe) {
+    return d;
+}
+
+// Feed-forward parameters of layer i on one rank: the dense MLP, or the MoE layer's shared experts,
+// this rank's routed experts and the replicated router.
+inline device_parameters ffn_on_device(const model_spec& m, std::int64_t i, const parallelism_spec& p) {
+    device_parameters d;
+    const double h = static_cast<double>(m.hidden), tp = p.tp;
+    if (!m.is_moe_layer(i)) {
         const double mats = m.gated_mlp ? 3 : 2;
         d.block_linear += mats * h * m.intermediate / tp;
         if (m.mlp_bias) {
@@ -101,6 +106,14 @@ inline device_parameters layer_on_device(const model_spec& m, std::int64_t i, co
     d.block_linear += routed + m.moe.shared_experts * expert / tp;
     d.routed_experts += routed;
     d.other += h * m.moe.routed_experts + (m.model_type == "deepseek_v3" ? m.moe.routed_experts : 0);
+    return d;
+}
+
+// One transformer layer's parameters on one rank, norms included.
+inline device_parameters layer_on_device(const model_spec& m, std::int64_t i, const parallelism_spec& p) {
+    device_parameters d = attention_on_device(m, p);
+    d += ffn_on_device(m, i, p);
+    d.other += m.norms_per_layer * (m.norm == norm_kind::layer_norm ? 2.0 : 1.0) * static_cast<double>(m.hidden);
     return d;
 }
 

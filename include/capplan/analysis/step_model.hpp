@@ -15,7 +15,9 @@ struct batch_step {
     std::int64_t prefill_tokens = 0;   // prompt tokens processed this step (all prefilling requests)
     std::int64_t prefill_requests = 0; // requests with a prefill chunk in this step
     std::int64_t decode_requests = 0;  // requests generating one token this step
-    std::int64_t context_tokens = 0;   // KV tokens all requests in the step attend to (sum of their contexts)
+    std::int64_t context_tokens = 0;   // KV tokens the decoding requests attend to (sum of their contexts)
+    std::int64_t prefill_context_tokens = 0;  // KV tokens the prefilling requests had cached before this
+                                              // step's chunk (0 when whole prompts are prefilled at once)
 };
 
 // Time of one step on one replica. Must be positive and non-decreasing in every field.

@@ -49,6 +49,11 @@ struct inference_result {
     std::optional<std::int64_t> max_batch;           // most requests of context_tokens that fit
     std::optional<std::int64_t> max_context_tokens;  // longest context at `batch` requests
     std::optional<int> smallest_tp;                  // smallest tp (within a node) that fits
+    // Under concurrency, from the serving simulation (percentiles over requests).
+    std::optional<double> ttft_p90_s, ttft_p99_s, tpot_p90_s, tpot_p99_s, e2e_p99_s;
+    std::optional<double> busy_fraction, kv_occupancy_mean;
+    std::optional<std::int64_t> preemptions, simulated_requests;
+    std::string method;                              // "roofline" (static batch) or "simulation"
 };
 
 struct flops_result {
@@ -62,6 +67,13 @@ struct chain_stage {
     std::string stage;
     duration time;
     double utilization = 0.0;
+};
+
+struct cold_start_summary {
+    duration total;                 // start to first token: load + engine initialisation
+    duration load;                  // weights from storage into GPU memory
+    std::vector<chain_stage> chain; // storage, host memory, host link, engine init
+    std::string bottleneck;
 };
 
 struct system_summary {
@@ -81,6 +93,7 @@ struct estimate_result {
     memory_result memory;
     std::optional<inference_result> inference;
     std::optional<flops_result> flops;
+    std::optional<cold_start_summary> cold_start;
     std::vector<chain_stage> chain;
     std::optional<std::string> bottleneck;
     std::optional<bool> feasible;

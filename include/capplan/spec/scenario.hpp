@@ -63,6 +63,16 @@ struct inference_spec {
     std::optional<data_size> runtime_reserve; // overrides the per-device runtime reservation
 };
 
+// How weights reach the GPUs at start-up (cold_start.hpp has the model).
+struct cold_start_spec {
+    bool page_cache_warm = false;
+    bool pinned = false;
+    bool gpudirect_storage = false;
+    bool overlapped = false;
+    int connections = 16;
+    std::optional<duration> engine_init;
+};
+
 struct scenario {
     model_spec model;
     system_spec system;
@@ -70,6 +80,7 @@ struct scenario {
     parallelism_spec parallelism;
     std::optional<training_spec> training;
     std::optional<inference_spec> inference;
+    cold_start_spec cold_start;
 };
 
 }  // namespace capplan

@@ -1,0 +1,87 @@
+// Inference speed: a per-operator roofline of one engine step, and TTFT / TPOT / throughput.
+//
+// Each operator of a forward step on one device (one tensor-parallel rank) costs
+//     time = max(FLOPs / (peak x gemm efficiency), bytes / (memory bandwidth x memory efficiency))
+//            + kernels x launch overhead
+// (Williams, Waterman & Patterson 2009, "Roofline", CACM 52(4)); tensor-parallel all-reduces come
+// from the collective model; the step adds the engine's per-step overhead. Operators: attention
+// projections, the attention core (prefill: FlashAttention, compute-bound, no score matrix; decode:
+// reads the KV cache), the MLP or the routed experts a step touches, norms and elementwise passes,
+// and the LM head for the positions that are sampled. Efficiencies and overheads are data
+// (perf_efficiency), with their sources; a calibration replaces them.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "capplan/analysis/collectives.hpp"
+#include "capplan/analysis/flops.hpp"
+#include "capplan/analysis/kv_cache.hpp"
+#include "capplan/analysis/sharding.hpp"
+#include "capplan/analysis/step_model.hpp"
+#include "capplan/spec/scenario.hpp"
+
+namespace capplan {
+
+struct perf_efficiency {
+    double gemm = 0.0;          // achieved / peak dense matrix throughput
+    double memory = 0.0;        // achieved / peak memory bandwidth
+    duration per_kernel;        // launch and tail per kernel (CUDA graphs in decode)
+    duration per_step;          // engine scheduling, sampling and host work per step
+    std::string source;         // where the numbers come from
+};
+
+// Defaults with their sources (src/inference_perf.cpp).
+perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute);
+
+struct op_time {
+    std::string op;
+    flop_count flops;
+    data_size bytes;
+    duration time;
+    bool compute_bound = false;
+};
+
+struct step_breakdown {
+    std::vector<op_time> ops;  // summed over the layers of the model (one device's share)
+    duration compute;          // sum of operator times
+    duration communication;    // tensor-parallel all-reduces and pipeline sends, not overlapped
+    duration overhead;         // per-step engine overhead
+    duration total() const { return compute + communication + overhead; }
+};
+
+// Everything the step model needs, precomputed once per scenario.
+struct perf_setup {
+    const model_spec* model = nullptr;
+    parallelism_spec parallelism;
+    precision_spec precision;
+    flop_rate peak;            // dense peak of the compute format on one device
+    byte_rate memory_bandwidth;
+    perf_efficiency efficiency;
+    // Tensor-parallel all-reduce time by size: sampled on a grid of powers of two (interpolated).
+    std::vector<std::pair<double, double>> allreduce_grid;  // (bytes, seconds)
+    duration pipeline_send_latency;
+    byte_rate pipeline_send_bandwidth;
+
+    static perf_setup from(const scenario& s);
+    duration allreduce(data_size bytes) const;
+};
+
+step_breakdown step_time_breakdown(const perf_setup& s, const batch_step& step);
+inline duration step_time(const perf_setup& s, const batch_step& step) { return step_time_breakdown(s, step).total(); }
+
+struct latency_estimate {
+    duration ttft;       // prefill of one prompt (no queueing) -> first token
+    duration tpot;       // one decode step at `batch` requests of mid-answer context
+    duration e2e;        // ttft + (output - 1) x tpot
+    double output_tokens_per_s = 0.0;  // batch x output / e2e, one replica
+    step_breakdown prefill, decode;
+};
+
+// Batch-B steady state: each request's TTFT is a whole-prompt prefill; decodes run at batch B.
+latency_estimate estimate_latency(const perf_setup& s, std::int64_t input_tokens, std::int64_t output_tokens,
+                                  std::int64_t batch);
+
+}  // namespace capplan

@@ -1,0 +1,765 @@
+// A deterministic (seeded) discrete-event simulation of continuous-batching LLM serving: requests
+// arrive (open loop: Poisson or a constant rate or a trace; closed loop: N users with think time),
+// a least-loaded router sends each to one of several identical replicas, and each replica runs a
+// vLLM-V1-like scheduler step after step, every step's time coming from a step_time_fn.
+//
+//   step      decodes first (1 token per running request), then the unfinished prefill chunks, then
+//             new requests from the waiting queue, until max_batched_tokens (Sarathi-Serve, Agrawal
+//             et al., OSDI '24, arXiv:2403.02310 §4: decode-first "stall-free" batching with chunked
+//             prefills; vLLM V1 vllm/v1/core/sched/scheduler.py schedule(): RUNNING, then WAITING)
+//   admission FCFS; the head of the waiting queue is admitted only when blocks for (prompt + 1) tokens
+//             are free and fewer than max_num_seqs requests run; it reserves them at once
+//   growth    a decode needing a new block takes a free one, or preempts the most recently admitted
+//             running request (recompute: its KV is freed, it goes to the front of the waiting queue
+//             and later re-prefills prompt + tokens generated so far; vLLM V1 `self.running.pop()`,
+//             `waiting.prepend_request`). No new request is admitted in a step that preempted.
+//   metrics   TTFT = first token - arrival, e2e = last token - arrival, TPOT = (e2e - TTFT) / (output - 1)
+//             for output > 1, percentiles by linear interpolation: exactly vLLM
+//             benchmarks/benchmark_serving.py calculate_metrics() (np.percentile).
+//   router    fewest outstanding requests (routed and not finished), ties to the lowest index.
+//
+// Formulas, choices and citations: docs/formulas_sim.md. Header-only.
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <queue>
+#include <random>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "capplan/analysis/step_model.hpp"
+#include "capplan/error.hpp"
+#include "capplan/units.hpp"
+
+namespace capplan {
+
+// ---- workload -----------------------------------------------------------------------------
+
+// One row of a request trace: "input_tokens,output_tokens[,arrival_s]".
+struct trace_row {
+    std::int64_t input_tokens = 0;
+    std::int64_t output_tokens = 0;
+    std::optional<duration> arrival;  // present when the file has an arrival_s column
+};
+
+// Token lengths of prompts or outputs. All draws are >= 1.
+struct length_dist {
+    enum class kind {
+        fixed,      // always `tokens`
+        uniform,    // an integer uniform on [min_tokens, max_tokens]
+        lognormal,  // round(exp(ln(median) + sigma Z)), Z standard normal, clamped to [min_tokens, max_tokens]
+        trace       // request i takes row i mod rows of workload_spec::trace (its input or output column)
+    };
+    kind type = kind::fixed;
+    std::int64_t tokens = 128;
+    std::int64_t min_tokens = 1;
+    std::int64_t max_tokens = std::numeric_limits<std::int64_t>::max();
+    double median = 128.0;
+    double sigma = 0.0;  // standard deviation of ln(length)
+
+    static length_dist fixed(std::int64_t n) {
+        length_dist d;
+        d.type = kind::fixed, d.tokens = n;
+        return d;
+    }
+    static length_dist uniform(std::int64_t lo, std::int64_t hi) {
+        length_dist d;
+        d.type = kind::uniform, d.min_tokens = lo, d.max_tokens = hi;
+        return d;
+    }
+    static length_dist lognormal(double median, double sigma,
+                                 std::int64_t max_tokens = std::numeric_limits<std::int64_t>::max()) {
+        length_dist d;
+        d.type = kind::lognormal, d.median = median, d.sigma = sigma, d.max_tokens = max_tokens;
+        return d;
+    }
+    // By mean and coefficient of variation: sigma^2 = ln(1 + cv^2), median = mean / sqrt(1 + cv^2)
+    // (before rounding and clamping, which move the mean slightly).
+    static length_dist lognormal_mean_cv(double mean, double cv,
+                                         std::int64_t max_tokens = std::numeric_limits<std::int64_t>::max()) {
+        const double v = std::log1p(cv * cv);
+        return lognormal(mean / std::sqrt(1.0 + cv * cv), std::sqrt(v), max_tokens);
+    }
+    static length_dist from_trace() {
+        length_dist d;
+        d.type = kind::trace;
+        return d;
+    }
+};
+
+struct workload_spec {
+    enum class arrival_kind {
+        poisson,        // open loop, exponential gaps of mean 1 / rate_per_s; the first request at t = 0
+        constant_rate,  // open loop, gaps of exactly 1 / rate_per_s; the first request at t = 0
+        closed_loop,    // `users` users; each thinks, sends, waits for the last token, thinks again
+        trace           // open loop, arrivals from trace[i].arrival, shifted so the first is at t = 0
+    };
+    arrival_kind arrival = arrival_kind::poisson;
+    double rate_per_s = 1.0;              // poisson, constant_rate: requests per second
+    std::int64_t users = 1;               // closed_loop
+    duration think_time = duration{};     // closed_loop: mean think time, also before each user's first request
+    bool think_time_exponential = true;   // closed_loop: exponential with that mean, or fixed
+    length_dist input = length_dist::fixed(512);
+    length_dist output = length_dist::fixed(128);
+    std::vector<trace_row> trace;         // rows for length_dist::kind::trace and arrival_kind::trace
+    std::int64_t requests = 1000;         // measured requests, simulated after the warm-up ones
+    std::int64_t warmup_requests = 0;     // the first requests issued: simulated, left out of the latency statistics
+    std::uint64_t seed = 0;
+};
+
+// One replica's engine: vLLM's --max-num-seqs, --max-num-batched-tokens, --enable-chunked-prefill,
+// the KV cache size in tokens (blocks x block size) and --block-size.
+struct scheduler_spec {
+    std::int64_t max_num_seqs = 256;
+    std::int64_t max_batched_tokens = 8192;
+    bool chunked_prefill = true;
+    std::int64_t kv_capacity_tokens = std::int64_t{1} << 20;  // per replica; rounded down to whole blocks
+    std::int64_t kv_block_tokens = 16;
+    int replicas = 1;
+};
+
+// ---- results ------------------------------------------------------------------------------
+
+struct latency_summary {
+    std::int64_t count = 0;  // requests summarised (TPOT: those with output > 1)
+    duration mean, p50, p90, p99, max;
+};
+
+struct request_record {
+    duration arrival, first_token, finish;
+    std::int64_t input_tokens = 0, output_tokens = 0;
+    int replica = -1;
+    int preemptions = 0;
+    bool finished = false;
+};
+
+struct sim_result {
+    latency_summary ttft, tpot, e2e;   // over the measured requests (warm-up left out)
+    std::int64_t completed = 0;        // requests finished, warm-up included (== warmup + requests)
+    std::int64_t measured = 0;         // requests in the latency statistics
+    std::int64_t input_tokens = 0, output_tokens = 0;  // totals over completed requests
+    duration makespan;                 // t = 0 to the last token of the last request
+    double requests_per_s = 0.0;       // completed / makespan
+    double output_tokens_per_s = 0.0;  // output_tokens / makespan
+    double busy_fraction = 0.0;        // time replicas spent in steps / (replicas x makespan)
+    double kv_occupancy_mean = 0.0;    // time-weighted used blocks / blocks, mean over replicas and makespan
+    double kv_occupancy_max = 0.0;     // the largest step's used blocks / blocks
+    std::int64_t preemptions = 0;
+    std::int64_t steps = 0;            // engine steps, all replicas
+    std::int64_t max_in_flight = 0;    // most requests arrived and unfinished at once
+    std::vector<request_record> requests;  // by request id = issue order
+};
+
+// ---- trace CSV ----------------------------------------------------------------------------
+
+// A header "input_tokens,output_tokens" or "input_tokens,output_tokens,arrival_s", then one row
+// per request. Blank lines and lines starting with '#' are skipped; spaces around fields and CRLF
+// line ends are allowed. Token counts are integers >= 1; arrival_s is seconds >= 0, non-decreasing.
+// A bad row throws config_error with field "line N" (1-based, counting every line) and `source`
+// (a file name or label) in the message.
+inline std::vector<trace_row> read_trace_csv(std::string_view text, const std::string& source);
+// The same, from a file (source = the path).
+inline std::vector<trace_row> read_trace_csv_file(const std::string& path);
+
+// ---- simulation ---------------------------------------------------------------------------
+
+// Runs warmup_requests + requests requests to completion. Throws config_error for a bad spec, and
+// for a request that could never run: one needing more KV blocks than a replica has
+// (ceil((input + output) / block) > capacity blocks), or, without chunked prefill, a prompt longer
+// than max_batched_tokens. Same inputs and seed, same result, bit for bit.
+inline sim_result simulate(const workload_spec& workload, const scheduler_spec& scheduler,
+                           const step_time_fn& step_time);
+
+// ============================================================================================
+// Implementation
+// ============================================================================================
+
+namespace detail::sim {
+
+inline std::string num(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+// mt19937_64 streams, one per purpose, seeded through splitmix64 (Steele et al., OOPSLA 2014) so
+// nearby seeds give unrelated streams. The transforms below are written out (no std::*_distribution,
+// whose algorithms differ between standard libraries) so a seed gives the same draws everywhere.
+class rng {
+public:
+    rng(std::uint64_t seed, std::uint64_t stream) {
+        std::uint64_t x = seed ^ (0x9E3779B97F4A7C15ull * (stream + 1));
+        x += 0x9E3779B97F4A7C15ull;
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+        g_.seed(x ^ (x >> 31));
+    }
+    double uniform01() { return (static_cast<double>(g_() >> 11) + 0.5) * 0x1.0p-53; }  // in (0, 1)
+    double exponential(double mean) { return -mean * std::log(uniform01()); }
+    double normal() {  // Box-Muller
+        const double u1 = uniform01(), u2 = uniform01();
+        return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    }
+    // Exact for spans below 2^53 tokens.
+    std::int64_t uniform_int(std::int64_t lo, std::int64_t hi) {
+        const double span = static_cast<double>(hi - lo) + 1.0;
+        return std::min(hi, lo + static_cast<std::int64_t>(uniform01() * span));
+    }
+
+private:
+    std::mt19937_64 g_;
+};
+
+inline void check_length_dist(const length_dist& d, const std::string& field, const std::vector<trace_row>& trace) {
+    using K = length_dist::kind;
+    switch (d.type) {
+        case K::fixed:
+            if (d.tokens < 1) throw config_error(field + "/tokens", std::to_string(d.tokens), "must be >= 1");
+            break;
+        case K::uniform:
+            if (d.min_tokens < 1 || d.max_tokens < d.min_tokens)
+                throw config_error(field, std::to_string(d.min_tokens) + ".." + std::to_string(d.max_tokens),
+                                   "uniform bounds are not an interval", "1 <= min_tokens <= max_tokens");
+            break;
+        case K::lognormal:
+            if (!(d.median >= 1.0) || !std::isfinite(d.median))
+                throw config_error(field + "/median", num(d.median), "must be a finite number >= 1");
+            if (!(d.sigma >= 0.0) || !std::isfinite(d.sigma))
+                throw config_error(field + "/sigma", num(d.sigma), "must be a finite number >= 0");
+            if (d.min_tokens < 1 || d.max_tokens < d.min_tokens)
+                throw config_error(field, std::to_string(d.min_tokens) + ".." + std::to_string(d.max_tokens),
+                                   "clamp bounds are not an interval", "1 <= min_tokens <= max_tokens");
+            break;
+        case K::trace:
+            if (trace.empty()) throw config_error("/workload/trace", "", "is empty but " + field + " reads it");
+            break;
+    }
+}
+
+inline std::int64_t draw_length(const length_dist& d, rng& r, const std::vector<trace_row>& trace, std::int64_t i,
+                                bool input) {
+    using K = length_dist::kind;
+    switch (d.type) {
+        case K::fixed: return d.tokens;
+        case K::uniform: return r.uniform_int(d.min_tokens, d.max_tokens);
+        case K::lognormal: {
+            const double x = std::round(d.median * std::exp(d.sigma * r.normal()));
+            const double lo = static_cast<double>(d.min_tokens), hi = static_cast<double>(d.max_tokens);
+            return static_cast<std::int64_t>(std::clamp(x, lo, hi));
+        }
+        case K::trace: {
+            const trace_row& row = trace[static_cast<std::size_t>(i % static_cast<std::int64_t>(trace.size()))];
+            return input ? row.input_tokens : row.output_tokens;
+        }
+    }
+    return 1;
+}
+
+// Linear-interpolation percentile of sorted values (numpy's default, Hyndman & Fan 1996 type 7).
+inline double percentile(const std::vector<double>& sorted, double p) {
+    if (sorted.empty()) return 0.0;
+    const double h = (static_cast<double>(sorted.size()) - 1.0) * p / 100.0;
+    const auto lo = static_cast<std::size_t>(std::floor(h));
+    if (lo + 1 >= sorted.size()) return sorted.back();
+    return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[lo + 1] - sorted[lo]);
+}
+
+inline latency_summary summarise(std::vector<double>& seconds) {
+    latency_summary s;
+    s.count = static_cast<std::int64_t>(seconds.size());
+    if (seconds.empty()) return s;
+    std::sort(seconds.begin(), seconds.end());
+    double sum = 0.0;
+    for (double v : seconds) sum += v;
+    s.mean = (sum / static_cast<double>(seconds.size())) * units::s;
+    s.p50 = percentile(seconds, 50) * units::s;
+    s.p90 = percentile(seconds, 90) * units::s;
+    s.p99 = percentile(seconds, 99) * units::s;
+    s.max = seconds.back() * units::s;
+    return s;
+}
+
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+class simulator {
+public:
+    simulator(const workload_spec& w, const scheduler_spec& s, const step_time_fn& f) : w_(w), s_(s), f_(f) {}
+
+    sim_result run() {
+        validate();
+        generate();
+        loop();
+        return finish();
+    }
+
+private:
+    struct request {
+        double arrival = 0, first = -1, finish = -1;
+        std::int64_t input = 0, output = 0;
+        std::int64_t generated = 0;  // output tokens produced so far
+        std::int64_t computed = 0;   // tokens whose KV is computed (prompt, then generated ones)
+        std::int64_t blocks = 0;     // KV blocks held
+        std::int64_t user = -1;      // closed loop: who sent it
+        int replica = -1, preemptions = 0;
+        bool prefilling = false, done = false;
+    };
+    struct work { std::int32_t id; std::int64_t tokens; };
+    struct replica {
+        std::deque<std::int32_t> waiting;  // front is next
+        std::vector<std::int32_t> running;  // admission order; the back is the most recent
+        std::vector<work> step;             // the step in flight
+        std::int64_t free_blocks = 0;
+        std::int64_t outstanding = 0;        // routed and unfinished
+        std::int64_t prefilling = 0;         // running requests still prefilling
+        bool busy = false, dirty = false;
+        double busy_time = 0, occupancy_time = 0;  // integrals over time
+    };
+    struct event {
+        double t;
+        int kind;  // 0 step end (completions first), 1 arrival
+        std::int64_t seq;
+        std::int64_t who;  // replica, or closed-loop user
+        bool operator>(const event& o) const {
+            if (t != o.t) return t > o.t;
+            if (kind != o.kind) return kind > o.kind;
+            return seq > o.seq;
+        }
+    };
+
+    void validate() {
+        using A = workload_spec::arrival_kind;
+        if (w_.requests < 1) throw config_error("/workload/requests", std::to_string(w_.requests), "must be >= 1");
+        if (w_.warmup_requests < 0)
+            throw config_error("/workload/warmup_requests", std::to_string(w_.warmup_requests), "must be >= 0");
+        total_ = w_.requests + w_.warmup_requests;
+        if (total_ > std::numeric_limits<std::int32_t>::max())
+            throw config_error("/workload/requests", std::to_string(total_), "too many requests", "at most 2^31 - 1");
+        if ((w_.arrival == A::poisson || w_.arrival == A::constant_rate) &&
+            !(w_.rate_per_s > 0.0 && std::isfinite(w_.rate_per_s)))
+            throw config_error("/workload/rate_per_s", num(w_.rate_per_s), "must be a finite rate > 0");
+        if (w_.arrival == A::closed_loop) {
+            if (w_.users < 1) throw config_error("/workload/users", std::to_string(w_.users), "must be >= 1");
+            if (!(w_.think_time.in(units::s) >= 0.0) || !std::isfinite(w_.think_time.in(units::s)))
+                throw config_error("/workload/think_time", num(w_.think_time.in(units::s)) + " s", "must be >= 0");
+        }
+        if (w_.arrival == A::trace) {
+            if (static_cast<std::int64_t>(w_.trace.size()) < total_)
+                throw config_error("/workload/trace", std::to_string(w_.trace.size()) + " rows",
+                                   "trace arrivals need a row per request (" + std::to_string(total_) + ")");
+            for (std::int64_t i = 0; i < total_; ++i) {
+                const auto& a = w_.trace[static_cast<std::size_t>(i)].arrival;
+                const std::string f = "/workload/trace/" + std::to_string(i) + "/arrival_s";
+                if (!a) throw config_error(f, "", "is missing; trace arrivals need an arrival_s column");
+                if (i > 0 && *a < *w_.trace[static_cast<std::size_t>(i - 1)].arrival)
+                    throw config_error(f, num(a->in(units::s)), "arrivals must be non-decreasing");
+            }
+        }
+        check_length_dist(w_.input, "/workload/input", w_.trace);
+        check_length_dist(w_.output, "/workload/output", w_.trace);
+        if (s_.replicas < 1) throw config_error("/scheduler/replicas", std::to_string(s_.replicas), "must be >= 1");
+        if (s_.max_num_seqs < 1)
+            throw config_error("/scheduler/max_num_seqs", std::to_string(s_.max_num_seqs), "must be >= 1");
+        if (s_.max_batched_tokens < s_.max_num_seqs)
+            throw config_error("/scheduler/max_batched_tokens", std::to_string(s_.max_batched_tokens),
+                               "must leave every running request its decode token",
+                               ">= max_num_seqs (" + std::to_string(s_.max_num_seqs) + ")");
+        if (s_.kv_block_tokens < 1)
+            throw config_error("/scheduler/kv_block_tokens", std::to_string(s_.kv_block_tokens), "must be >= 1");
+        blocks_ = s_.kv_capacity_tokens / s_.kv_block_tokens;
+        if (blocks_ < 1)
+            throw config_error("/scheduler/kv_capacity_tokens", std::to_string(s_.kv_capacity_tokens),
+                               "holds no whole block", ">= kv_block_tokens (" + std::to_string(s_.kv_block_tokens) + ")");
+    }
+
+    void generate() {
+        using A = workload_spec::arrival_kind;
+        rng lengths(w_.seed, 0);
+        reqs_.resize(static_cast<std::size_t>(total_));
+        for (std::int64_t i = 0; i < total_; ++i) {
+            request& q = reqs_[static_cast<std::size_t>(i)];
+            q.input = draw_length(w_.input, lengths, w_.trace, i, true);
+            q.output = draw_length(w_.output, lengths, w_.trace, i, false);
+            const std::string where = "request " + std::to_string(i) + " (" + std::to_string(q.input) + " in, " +
+                                      std::to_string(q.output) + " out)";
+            if (q.input < 1 || q.output < 1)  // only a trace row can do this; the distributions draw >= 1
+                throw config_error("/workload/trace/" + std::to_string(i % static_cast<std::int64_t>(w_.trace.size())),
+                                   where, "token counts must be >= 1");
+            if (ceil_div(q.input + q.output, s_.kv_block_tokens) > blocks_)
+                throw config_error("/scheduler/kv_capacity_tokens", std::to_string(s_.kv_capacity_tokens),
+                                   where + " needs " +
+                                       std::to_string(ceil_div(q.input + q.output, s_.kv_block_tokens) * s_.kv_block_tokens) +
+                                       " KV tokens, more than a replica holds",
+                                   ">= the largest input + output, block-rounded");
+            if (!s_.chunked_prefill && q.input > s_.max_batched_tokens)
+                throw config_error("/scheduler/max_batched_tokens", std::to_string(s_.max_batched_tokens),
+                                   where + ": without chunked prefill a prompt must fit one step",
+                                   ">= the longest input, or chunked_prefill = true");
+        }
+        if (w_.arrival == A::closed_loop) return;
+        arrivals_.resize(static_cast<std::size_t>(total_));
+        rng gaps(w_.seed, 1);
+        double t = 0.0;
+        const double base = w_.arrival == A::trace ? w_.trace[0].arrival->in(units::s) : 0.0;
+        for (std::int64_t i = 0; i < total_; ++i) {
+            switch (w_.arrival) {
+                case A::poisson: if (i > 0) t += gaps.exponential(1.0 / w_.rate_per_s); break;
+                case A::constant_rate: t = static_cast<double>(i) / w_.rate_per_s; break;
+                case A::trace: t = w_.trace[static_cast<std::size_t>(i)].arrival->in(units::s) - base; break;
+                case A::closed_loop: break;
+            }
+            arrivals_[static_cast<std::size_t>(i)] = t;
+        }
+    }
+
+    void push(double t, int kind, std::int64_t who) { events_.push(event{t, kind, seq_++, who}); }
+
+    double think() {
+        const double z = w_.think_time.in(units::s);
+        return w_.think_time_exponential ? think_rng_.exponential(z) : z;
+    }
+
+    void loop() {
+        reps_.resize(static_cast<std::size_t>(s_.replicas));
+        for (auto& r : reps_) r.free_blocks = blocks_;
+        if (w_.arrival == workload_spec::arrival_kind::closed_loop) {
+            for (std::int64_t u = 0; u < w_.users && u < total_; ++u) push(think(), 1, u);
+        } else {
+            push(arrivals_[0], 1, -1);
+        }
+        while (!events_.empty()) {
+            const event e = events_.top();
+            events_.pop();
+            now_ = e.t;
+            if (e.kind == 0) end_step(static_cast<std::size_t>(e.who));
+            else arrive(e.who);
+            if (events_.empty() || events_.top().t > now_) {
+                for (std::size_t r : dirty_) start_step(r);
+                dirty_.clear();
+            }
+        }
+        if (completed_ != total_)
+            throw internal_error("serving simulation finished " + std::to_string(completed_) + " of " +
+                                 std::to_string(total_) + " requests");
+    }
+
+    void mark(std::size_t r) {
+        if (!reps_[r].dirty) reps_[r].dirty = true, dirty_.push_back(r);
+    }
+
+    void arrive(std::int64_t user) {
+        if (next_id_ >= total_) return;  // a closed-loop user with nothing left to send
+        const auto id = static_cast<std::int32_t>(next_id_++);
+        request& q = reqs_[static_cast<std::size_t>(id)];
+        q.arrival = now_;
+        q.user = user;
+        std::size_t best = 0;
+        for (std::size_t r = 1; r < reps_.size(); ++r)
+            if (reps_[r].outstanding < reps_[best].outstanding) best = r;
+        q.replica = static_cast<int>(best);
+        reps_[best].waiting.push_back(id);
+        ++reps_[best].outstanding;
+        max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
+        mark(best);
+        if (user < 0 && next_id_ < total_) push(arrivals_[static_cast<std::size_t>(next_id_)], 1, -1);
+    }
+
+    void preempt(replica& R, std::int32_t id) {
+        request& q = reqs_[static_cast<std::size_t>(id)];
+        R.free_blocks += q.blocks;
+        if (q.prefilling) --R.prefilling;
+        q.blocks = 0, q.computed = 0, q.prefilling = false;
+        ++q.preemptions, ++preemptions_;
+        R.waiting.push_front(id);
+    }
+
+    // Packs one step; false when there is nothing to run.
+    bool schedule(replica& R, batch_step& b) {
+        R.step.clear();
+        b = batch_step{};
+        const std::int64_t B = s_.kv_block_tokens;
+        std::int64_t budget = s_.max_batched_tokens;
+        bool preempted = false;
+        // 1. Decodes, oldest first; a decode crossing a block boundary takes a block or preempts.
+        for (std::size_t i = 0; i < R.running.size(); ++i) {
+            const std::int32_t id = R.running[i];
+            request& q = reqs_[static_cast<std::size_t>(id)];
+            if (q.prefilling) continue;
+            const std::int64_t ctx = q.computed + 1;
+            bool self = false;
+            while (ctx > q.blocks * B) {
+                if (R.free_blocks > 0) {
+                    --R.free_blocks, ++q.blocks;
+                    continue;
+                }
+                const std::int32_t victim = R.running.back();
+                R.running.pop_back();
+                preempt(R, victim);
+                preempted = true;
+                if (victim == id) { self = true; break; }
+            }
+            if (self) break;  // it was the newest: nothing after it
+            R.step.push_back({id, 1});
+            --budget;
+            ++b.decode_requests;
+            b.context_tokens += ctx;  // its cached tokens and the one it writes
+        }
+        // 2. Unfinished prefills (chunked prefill only), oldest first.
+        for (std::size_t i = 0; R.prefilling > 0 && i < R.running.size() && budget > 0; ++i) {
+            const std::int32_t id = R.running[i];
+            request& q = reqs_[static_cast<std::size_t>(id)];
+            if (!q.prefilling) continue;
+            const std::int64_t chunk = std::min(q.input + q.generated - q.computed, budget);
+            R.step.push_back({id, chunk});
+            budget -= chunk;
+            ++b.prefill_requests;
+            b.prefill_tokens += chunk;
+            b.prefill_context_tokens += q.computed;  // cached by its earlier chunks
+        }
+        // 3. Admissions, FCFS, while blocks for prompt + 1 are free; none after a preemption.
+        while (!preempted && !R.waiting.empty() && budget > 0 &&
+               static_cast<std::int64_t>(R.running.size()) < s_.max_num_seqs) {
+            const std::int32_t id = R.waiting.front();
+            request& q = reqs_[static_cast<std::size_t>(id)];
+            const std::int64_t tokens = q.input + q.generated;  // a preempted request recomputes its output too
+            const std::int64_t need = ceil_div(tokens + 1, B);
+            if (need > R.free_blocks) break;
+            std::int64_t chunk = std::min(tokens, budget);
+            if (!s_.chunked_prefill && chunk < tokens) {
+                // Whole prompts only. A recompute longer than the whole budget runs alone (oversized step).
+                if (tokens > s_.max_batched_tokens && b.prefill_requests == 0) chunk = tokens;
+                else break;
+            }
+            R.waiting.pop_front();
+            R.running.push_back(id);
+            R.free_blocks -= need;
+            q.blocks = need, q.prefilling = true;
+            ++R.prefilling;
+            R.step.push_back({id, chunk});
+            budget -= chunk;
+            ++b.prefill_requests;
+            b.prefill_tokens += chunk;  // first chunk: nothing cached before it
+        }
+        return !R.step.empty();
+    }
+
+    void start_step(std::size_t r) {
+        replica& R = reps_[r];
+        R.dirty = false;
+        if (R.busy) return;
+        batch_step b;
+        if (!schedule(R, b)) {
+            if (!R.running.empty() || !R.waiting.empty())
+                throw internal_error("serving simulation: replica " + std::to_string(r) + " stalled with work");
+            return;
+        }
+        const double dt = f_(b).in(units::s);
+        if (!(dt > 0.0) || !std::isfinite(dt))
+            throw config_error("step_time", num(dt) + " s", "must be positive and finite for every step",
+                               "a step_time_fn returning > 0 s");
+        const double occupancy = static_cast<double>(blocks_ - R.free_blocks) / static_cast<double>(blocks_);
+        R.busy = true;
+        R.busy_time += dt;
+        R.occupancy_time += occupancy * dt;
+        occupancy_max_ = std::max(occupancy_max_, occupancy);
+        ++steps_;
+        push(now_ + dt, 0, static_cast<std::int64_t>(r));
+    }
+
+    void end_step(std::size_t r) {
+        replica& R = reps_[r];
+        R.busy = false;
+        bool any_done = false;
+        for (const work& x : R.step) {
+            request& q = reqs_[static_cast<std::size_t>(x.id)];
+            if (q.done) throw internal_error("serving simulation: request " + std::to_string(x.id) + " ran after finishing");
+            q.computed += x.tokens;
+            if (q.computed != q.input + q.generated) continue;  // a prefill chunk short of the end
+            if (q.prefilling) q.prefilling = false, --R.prefilling;
+            if (++q.generated == 1) q.first = now_;
+            if (q.generated == q.output) {
+                complete(R, q);
+                any_done = true;
+            }
+        }
+        if (any_done)
+            std::erase_if(R.running, [&](std::int32_t id) { return reqs_[static_cast<std::size_t>(id)].done; });
+        mark(r);
+    }
+
+    void complete(replica& R, request& q) {
+        q.done = true;
+        q.finish = now_;
+        R.free_blocks += q.blocks;
+        q.blocks = 0;
+        --R.outstanding, --in_flight_, ++completed_;
+        if (q.user >= 0) push(now_ + think(), 1, q.user);
+    }
+
+    sim_result finish() {
+        sim_result res;
+        res.completed = completed_;
+        res.preemptions = preemptions_;
+        res.steps = steps_;
+        res.max_in_flight = max_in_flight_;
+        res.requests.resize(reqs_.size());
+        double makespan = 0.0;
+        std::vector<double> ttft, tpot, e2e;
+        ttft.reserve(reqs_.size()), e2e.reserve(reqs_.size()), tpot.reserve(reqs_.size());
+        for (std::size_t i = 0; i < reqs_.size(); ++i) {
+            const request& q = reqs_[i];
+            request_record& rec = res.requests[i];
+            rec.arrival = q.arrival * units::s;
+            rec.first_token = q.first * units::s;
+            rec.finish = q.finish * units::s;
+            rec.input_tokens = q.input, rec.output_tokens = q.output;
+            rec.replica = q.replica, rec.preemptions = q.preemptions;
+            rec.finished = q.done;
+            res.input_tokens += q.input;
+            res.output_tokens += q.output;
+            makespan = std::max(makespan, q.finish);
+            if (static_cast<std::int64_t>(i) < w_.warmup_requests) continue;
+            ttft.push_back(q.first - q.arrival);
+            e2e.push_back(q.finish - q.arrival);
+            if (q.output > 1) tpot.push_back((q.finish - q.first) / static_cast<double>(q.output - 1));
+        }
+        res.measured = static_cast<std::int64_t>(e2e.size());
+        res.ttft = summarise(ttft);
+        res.tpot = summarise(tpot);
+        res.e2e = summarise(e2e);
+        res.makespan = makespan * units::s;
+        if (makespan > 0.0) {
+            res.requests_per_s = static_cast<double>(completed_) / makespan;
+            res.output_tokens_per_s = static_cast<double>(res.output_tokens) / makespan;
+            double busy = 0.0, occ = 0.0;
+            for (const auto& r : reps_) busy += r.busy_time, occ += r.occupancy_time;
+            const double capacity_time = makespan * static_cast<double>(reps_.size());
+            res.busy_fraction = busy / capacity_time;
+            res.kv_occupancy_mean = occ / capacity_time;
+        }
+        res.kv_occupancy_max = occupancy_max_;
+        return res;
+    }
+
+    const workload_spec& w_;
+    const scheduler_spec& s_;
+    const step_time_fn& f_;
+    std::int64_t total_ = 0, blocks_ = 0;
+    std::vector<request> reqs_;
+    std::vector<double> arrivals_;
+    std::vector<replica> reps_;
+    std::vector<std::size_t> dirty_;
+    std::priority_queue<event, std::vector<event>, std::greater<event>> events_;
+    rng think_rng_{w_.seed, 2};
+    double now_ = 0.0, occupancy_max_ = 0.0;
+    std::int64_t seq_ = 0, next_id_ = 0, in_flight_ = 0, max_in_flight_ = 0, completed_ = 0, preemptions_ = 0,
+                 steps_ = 0;
+};
+
+// ---- CSV helpers --------------------------------------------------------------------------
+
+inline std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    return s;
+}
+
+inline std::vector<std::string_view> split_commas(std::string_view line) {
+    std::vector<std::string_view> out;
+    std::size_t start = 0;
+    for (;;) {
+        const auto comma = line.find(',', start);
+        out.push_back(trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+        if (comma == std::string_view::npos) return out;
+        start = comma + 1;
+    }
+}
+
+}  // namespace detail::sim
+
+inline std::vector<trace_row> read_trace_csv(std::string_view text, const std::string& source) {
+    using detail::sim::trim;
+    const std::string allowed_header = "'input_tokens,output_tokens' or 'input_tokens,output_tokens,arrival_s'";
+    std::vector<trace_row> rows;
+    std::size_t columns = 0;  // 0 until the header is read
+    int line_no = 0;
+    double last_arrival = 0.0;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+        const auto nl = text.find('\n', pos);
+        const std::string_view raw = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+        pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
+        ++line_no;
+        const std::string_view line = trim(raw);
+        if (line.empty() || line.front() == '#') continue;
+        const std::string where = "line " + std::to_string(line_no);
+        const auto f = detail::sim::split_commas(line);
+        if (columns == 0) {
+            const bool ok = f.size() >= 2 && f.size() <= 3 && f[0] == "input_tokens" && f[1] == "output_tokens" &&
+                            (f.size() == 2 || f[2] == "arrival_s");
+            if (!ok)
+                throw config_error(where, "'" + std::string(line) + "'", "trace header in " + source + " not recognised",
+                                   allowed_header);
+            columns = f.size();
+            continue;
+        }
+        if (f.size() != columns)
+            throw config_error(where, "'" + std::string(line) + "'",
+                               "expected " + std::to_string(columns) + " columns in " + source + ", got " +
+                                   std::to_string(f.size()));
+        trace_row row;
+        const char* names[] = {"input_tokens", "output_tokens"};
+        for (std::size_t c = 0; c < 2; ++c) {
+            std::int64_t v = 0;
+            const auto [end, ec] = std::from_chars(f[c].data(), f[c].data() + f[c].size(), v);
+            if (ec != std::errc{} || end != f[c].data() + f[c].size() || v < 1)
+                throw config_error(where, "'" + std::string(f[c]) + "'",
+                                   "column " + std::to_string(c + 1) + " '" + names[c] + "' in " + source +
+                                       " is not a token count",
+                                   "an integer >= 1");
+            (c == 0 ? row.input_tokens : row.output_tokens) = v;
+        }
+        if (columns == 3) {
+            double a = 0.0;
+            const auto [end, ec] = std::from_chars(f[2].data(), f[2].data() + f[2].size(), a);
+            if (ec != std::errc{} || end != f[2].data() + f[2].size() || !(a >= 0.0) || !std::isfinite(a))
+                throw config_error(where, "'" + std::string(f[2]) + "'",
+                                   "column 3 'arrival_s' in " + source + " is not a time", "seconds >= 0");
+            if (!rows.empty() && a < last_arrival)
+                throw config_error(where, "'" + std::string(f[2]) + "'",
+                                   "column 3 'arrival_s' in " + source + " goes back in time (previous row " +
+                                       detail::sim::num(last_arrival) + " s)",
+                                   "non-decreasing arrival times");
+            last_arrival = a;
+            row.arrival = a * units::s;
+        }
+        rows.push_back(row);
+    }
+    if (columns == 0) throw config_error(source, "", "trace has no header", allowed_header);
+    if (rows.empty()) throw config_error(source, "", "trace has no rows");
+    return rows;
+}
+
+inline std::vector<trace_row> read_trace_csv_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw config_error(path, "", "cannot read file");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return read_trace_csv(ss.str(), path);
+}
+
+inline sim_result simulate(const workload_spec& workload, const scheduler_spec& scheduler,
+                           const step_time_fn& step_time) {
+    return detail::sim::simulator(workload, scheduler, step_time).run();
+}
+
+}  // namespace capplan

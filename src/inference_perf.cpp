@@ -1,0 +1,226 @@
+#include "capplan/analysis/inference_perf.hpp"
+
+#include "capplan/error.hpp"
+#include "capplan/units_parse.hpp"
+
+namespace capplan {
+
+namespace {
+
+using namespace units;
+
+// Accumulates one operator kind over the layers.
+struct op_sum {
+    const char* name;
+    flop_count flops;
+    data_size bytes;
+    duration time;
+    duration compute_part, memory_part;
+};
+
+}  // namespace
+
+perf_setup perf_setup::from(const scenario& s) {
+    perf_setup out;
+    out.model = &s.model;
+    out.parallelism = s.parallelism;
+    out.precision = s.precision;
+    const accelerator_spec& a = s.system.accelerator;
+    const peak_rate peak = a.peak(s.precision.compute.peak_key);
+    if (peak.status != peak_rate::state::known)
+        throw config_error("/precision/compute", "'" + s.precision.compute.name + "'",
+                           "the catalog has no " + s.precision.compute.peak_key + " peak for " + a.name,
+                           "a format the accelerator's peak_dense_flops lists, or an inline accelerator");
+    if (!a.memory_bandwidth)
+        throw config_error("/system/accelerator", "'" + a.name + "'", "the catalog does not know its memory bandwidth",
+                           "an accelerator with memory.bandwidth");
+    out.peak = peak.value;
+    out.memory_bandwidth = *a.memory_bandwidth;
+    out.efficiency = default_perf_efficiency(a, s.precision.compute);
+    const int tp = s.parallelism.tp;
+    if (tp > 1) {
+        const collective_group g{tp, std::min(tp, s.system.per_node)};
+        for (int k = 0; k <= 36; ++k) {
+            const double bytes = std::ldexp(1.0, k);
+            out.allreduce_grid.emplace_back(bytes, collective_time(collective_op::all_reduce, bytes * B, s.system, g).time.si());
+        }
+    }
+    if (s.parallelism.pp > 1 && s.system.count >= 2) {
+        // Stage to stage: a send/recv between neighbouring ranks, across nodes when stages span them.
+        const int per_node = s.system.per_node;
+        const int group = std::min(2, s.system.count);
+        const collective_group g{group, tp * s.parallelism.pp > per_node ? 1 : group};
+        const auto small = collective_time(collective_op::send_recv, 8 * B, s.system, g);
+        const auto big = collective_time(collective_op::send_recv, 1 * GiB, s.system, g);
+        out.pipeline_send_latency = small.time;
+        out.pipeline_send_bandwidth = (1 * GiB) / (big.time - small.time);
+    }
+    return out;
+}
+
+duration perf_setup::allreduce(data_size bytes) const {
+    if (allreduce_grid.empty() || bytes.si() <= 0) return {};
+    const double x = bytes.si();
+    if (x <= allreduce_grid.front().first) return allreduce_grid.front().second * s;
+    for (std::size_t i = 1; i < allreduce_grid.size(); ++i) {
+        const auto& [x1, y1] = allreduce_grid[i];
+        if (x <= x1) {
+            const auto& [x0, y0] = allreduce_grid[i - 1];
+            return (y0 + (y1 - y0) * (x - x0) / (x1 - x0)) * s;
+        }
+    }
+    const auto& [xl, yl] = allreduce_grid.back();
+    const auto& [xp, yp] = allreduce_grid[allreduce_grid.size() - 2];
+    return (yl + (yl - yp) / (xl - xp) * (x - xl)) * s;  // beyond the grid: the bandwidth slope
+}
+
+step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
+    const model_spec& m = *su.model;
+    const parallelism_spec& p = su.parallelism;
+    step_breakdown out;
+    out.overhead = su.efficiency.per_step;
+    const double tokens = static_cast<double>(st.prefill_tokens + st.decode_requests);
+    if (tokens <= 0) return out;
+
+    const double h = static_cast<double>(m.hidden), tp = p.tp;
+    const double bw = su.precision.weights.bytes_per_element();
+    const double bo = su.precision.weights.quantized() ? 2.0 : bw;  // embeddings, head, router
+    const double ba = su.precision.activations.bytes_per_element();
+    const flop_rate compute = su.peak * su.efficiency.gemm;
+    const byte_rate memory = su.memory_bandwidth * su.efficiency.memory;
+    const duration launch = su.efficiency.per_kernel;
+
+    op_sum sums[] = {{"attention projections", {}, {}, {}, {}, {}}, {"attention core", {}, {}, {}, {}, {}},
+                     {"mlp / experts", {}, {}, {}, {}, {}},          {"norms and elementwise", {}, {}, {}, {}, {}},
+                     {"lm head and embedding", {}, {}, {}, {}, {}}};
+    auto charge = [&](op_sum& o, flop_count f, data_size b, int kernels) {
+        const duration c = f / compute, mem = b / memory;
+        o.flops += f;
+        o.bytes += b;
+        o.compute_part += c;
+        o.memory_part += mem;
+        o.time += std::max(c, mem) + static_cast<double>(kernels) * launch;
+    };
+
+    // Attention core inputs: keys attended (causal prefill chunks; decodes read their contexts).
+    const double pr = static_cast<double>(std::max<std::int64_t>(1, st.prefill_requests));
+    const double pt = static_cast<double>(st.prefill_tokens);
+    const double prefill_keys = pt * (static_cast<double>(st.prefill_context_tokens) / pr) + pt * (pt / pr + 1.0) / 2.0;
+    const double decode_keys = static_cast<double>(st.context_tokens);
+    const double per_key = static_cast<double>(detail::attention_flops_per_key(m)) / tp;
+    const data_size kv_token = kv_bytes_per_token_per_layer(m, p.tp, su.precision.kv_cache);
+    const device_parameters attn = detail::attention_on_device(m, p);
+    const double q_out = m.mla ? m.heads / tp * (m.mla_dims.qk_nope_head_dim + m.mla_dims.qk_rope_head_dim)
+                               : m.heads / tp * static_cast<double>(m.head_dim);
+    const double kv_out = m.mla ? static_cast<double>(m.mla_dims.kv_lora_rank + m.mla_dims.qk_rope_head_dim)
+                                : 2.0 * detail::kv_heads_per_rank(m, p.tp) * m.head_dim;
+
+    for (std::int64_t i = 0; i < m.layers; ++i) {
+        // Projections: weights once, activations in and out.
+        charge(sums[0], 2.0 * tokens * attn.block_linear * FLOP,
+               (attn.block_linear * bw + tokens * (2.0 * h + 2.0 * q_out + kv_out) * ba) * B, 2);
+        // Core: a sliding window caps each token's keys.
+        double pk = prefill_keys, dk = decode_keys;
+        if (m.is_sliding_layer(i)) {
+            const double w = static_cast<double>(m.sliding_window);
+            pk = std::min(pk, pt * w);
+            dk = std::min(dk, static_cast<double>(st.decode_requests) * w);
+        }
+        const data_size kv_bytes = (dk + static_cast<double>(st.prefill_context_tokens) + pt) * kv_token;
+        charge(sums[1], per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B, 2);
+        // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
+        const device_parameters ffn = detail::ffn_on_device(m, i, p);
+        if (!m.is_moe_layer(i)) {
+            const double width = m.intermediate / tp;
+            charge(sums[2], 2.0 * tokens * ffn.block_linear * FLOP,
+                   (ffn.block_linear * bw + tokens * (2.0 * h + (m.gated_mlp ? 3.0 : 2.0) * width) * ba) * B, 3);
+        } else {
+            const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
+            const double slots = tokens * static_cast<double>(m.moe.experts_per_token) / p.ep;  // balanced routing
+            // Distinct local experts hit by `slots` uniform picks (expected value).
+            const double touched = experts_here * (1.0 - std::pow(1.0 - 1.0 / experts_here, slots));
+            const double expert = 3.0 * h * m.moe.expert_intermediate / p.etp;
+            const double shared = ffn.block_linear - ffn.routed_experts;
+            const double router = h * m.moe.routed_experts;
+            charge(sums[2], (2.0 * slots * expert + 2.0 * tokens * (shared + router)) * FLOP,
+                   ((touched * expert + shared) * bw + router * bo +
+                    (slots * (2.0 * h + 3.0 * m.moe.expert_intermediate / p.etp) + tokens * 2.0 * h) * ba) * B,
+                   4);
+        }
+        // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound.
+        charge(sums[3], flop_count{}, tokens * 10.0 * h * ba * B, 3);
+        if (tp > 1) out.communication += 2.0 * su.allreduce(tokens * h * ba * B);
+    }
+    // LM head for the sampled positions (fp32 logits), embedding lookups for every token.
+    const double sampled = static_cast<double>(st.decode_requests + st.prefill_requests);
+    const double vocab_part = static_cast<double>(m.vocab) / tp;
+    charge(sums[4], 2.0 * sampled * h * vocab_part * FLOP,
+           (vocab_part * h * bo + sampled * vocab_part * 4.0 + tokens * h * bo) * B, 2);
+    if (p.pp > 1)
+        out.communication += static_cast<double>(p.pp - 1) *
+                             (su.pipeline_send_latency + (tokens * h * ba * B) / su.pipeline_send_bandwidth);
+
+    for (const auto& o : sums) {
+        out.ops.push_back({o.name, o.flops, o.bytes, o.time, o.compute_part > o.memory_part});
+        out.compute += o.time;
+    }
+    return out;
+}
+
+latency_estimate estimate_latency(const perf_setup& s, std::int64_t input_tokens, std::int64_t output_tokens,
+                                  std::int64_t batch) {
+    latency_estimate e;
+    batch_step prefill;
+    prefill.prefill_tokens = input_tokens;
+    prefill.prefill_requests = 1;
+    e.prefill = step_time_breakdown(s, prefill);
+    e.ttft = e.prefill.total();
+    batch_step decode;
+    decode.decode_requests = batch;
+    decode.context_tokens = batch * (input_tokens + output_tokens / 2);
+    e.decode = step_time_breakdown(s, decode);
+    e.tpot = e.decode.total();
+    e.e2e = e.ttft + static_cast<double>(output_tokens - 1) * e.tpot;
+    // Steady state with `batch` requests in flight: each needs its own prefill step and shares
+    // output_tokens decode steps with the others.
+    const duration cycle = static_cast<double>(batch) * e.ttft + static_cast<double>(output_tokens) * e.tpot;
+    e.output_tokens_per_s = static_cast<double>(batch * output_tokens) / cycle.si();
+    return e;
+}
+
+}  // namespace capplan
+
+namespace capplan {
+
+perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute) {
+    using namespace units;
+    perf_efficiency e;
+    // Memory: BabelStream copy bandwidth / spec (tests/data/published_inference.json ->
+    // efficiency_factors.hbm_bandwidth_fraction; Azure/AI-benchmarking-guide results):
+    // H100 2.90/3.35 = 0.866, H200 0.835, A100-80GB 0.79, MI300X 0.78; others: their mean 0.82.
+    const std::string& n = a.name;
+    const bool hopper = n.rfind("H100", 0) == 0 || n == "H800" || n == "H20" || n == "H200";
+    const bool ampere = n.rfind("A100", 0) == 0;
+    e.memory = n == "H200" ? 0.835 : hopper ? 0.866 : ampere ? 0.79 : (n == "MI300X" || n == "MI325X") ? 0.78 : 0.82;
+    // Matrix units inside an engine's prefill, measured from published TTFTs (fitted rows; the
+    // others check it in tests/python/test_inference_speed.py):
+    //   A100 16-bit 0.66: TensorRT-LLM v0.5, Llama-2-7B, 2048-token prompt, TTFT 133 ms
+    //   H100 fp8    0.44: NIM 1.8.0, Llama-3.3-70B fp8 TP2, 5000-token prompt, TTFT 406.77 ms
+    // Elsewhere: the best large-GEMM fraction (stas00/ml-engineering MAMF table: H100 bf16 0.803,
+    // A100 0.869, MI300X 0.55) x 0.76, the in-engine / best ratio measured on A100 (0.66 / 0.869).
+    const bool fp8 = compute.peak_key == "fp8";
+    if (ampere) e.gemm = 0.66;
+    else if (hopper && fp8) e.gemm = 0.44;
+    else if (hopper) e.gemm = 0.803 * 0.76;
+    else if (n == "MI300X" || n == "MI325X") e.gemm = 0.55 * 0.76;
+    else e.gemm = 0.80 * 0.76;
+    e.source = "memory " + format_number(e.memory) + " of peak bandwidth (BabelStream), matrix units " +
+               format_number(e.gemm) + " of peak in prefill (published TTFTs / MAMF), ";
+    // Per kernel: the asynchronous CUDA launch latency, 2.2 us (reframe-hpc kernel_latency reference,
+    // P100); decode steps run as CUDA graphs, whose replays keep this per-kernel cost.
+    e.per_kernel = 2.2 * us;
+    e.source += "2.2 us per kernel (reframe-hpc kernel-launch reference)";
+    return e;
+}
+
+}  // namespace capplan
