@@ -119,9 +119,11 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     out.tpot_s = e.tpot.si();
     out.e2e_latency_s = e.e2e.si();
     out.throughput_tokens_per_s = e.output_tokens_per_s * static_cast<double>(dp);
-    if (inf.concurrency && r.memory.fits.value_or(false)) {
+    if (inf.concurrency && out.max_batch.value_or(0) > 0) {
         // Users with a request in flight: a closed loop (each sends the next request when the last
-        // answer ends) through a continuous-batching engine per replica (serving_sim.hpp).
+        // answer ends) through a continuous-batching engine per replica (serving_sim.hpp). When the
+        // cache cannot hold them all, the engine queues and preempts: the plan is reported as not
+        // fitting, and the simulation shows what the users would see.
         const inference_setup mem = inference_setup::from(s);
         const inference_memory one = inference_budget(mem, 1, 1);
         const data_size free = one.usable - one.weights - one.activations - one.logits - one.overhead;

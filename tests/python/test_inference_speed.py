@@ -1,0 +1,111 @@
+"""Inference speed against published measurements (tests/data/published_inference.json, each row
+cited there) and its invariants.
+
+Fitted rows (the efficiency defaults in src/inference_perf.cpp were derived from them) are marked
+'fit'; the others check. Tolerances: 20% at batch 1, 25% under concurrency (the issue's targets).
+"""
+import pytest
+
+import capplan
+
+
+def _run(model, accel, tp, weights, inp, out, kv=None, **inference):
+    precision = {"weights": weights, "compute": "bf16" if weights in ("int8", "int4") else weights}
+    if kv:
+        precision["kv_cache"] = kv
+    load = {"input_tokens": inp, "output_tokens": out, **(inference or {"batch": 1})}
+    return capplan.estimate({"model": model, "system": {"accelerator": accel, "count": tp}, "parallelism": {"tp": tp},
+                             "precision": precision, "inference": load})
+
+
+def _ms(q):
+    return float(q) * 1e3
+
+
+# TPOT at batch 1. gpt-fast (pytorch-labs/gpt-fast README, A100-80GB, tokens/s at batch 1 -> ms per token);
+# NIM 1.8.0 (Llama-3.3-70B, same shapes as 3.1-70B, fp8, H100 TP2, ITL = (e2e - TTFT)/(out - 1)).
+TPOT_BATCH1 = [
+    ("gpt-fast Llama-2-7B bf16 A100 tp1", "Llama-2-7B", "A100-80GB-SXM", 1, "bf16", 5, 200, 9.53),
+    ("gpt-fast Llama-2-7B bf16 A100 tp2", "Llama-2-7B", "A100-80GB-SXM", 2, "bf16", 5, 200, 5.92),
+    ("gpt-fast Llama-2-7B bf16 A100 tp8", "Llama-2-7B", "A100-80GB-SXM", 8, "bf16", 5, 200, 3.04),
+    ("gpt-fast Llama-2-70B bf16 A100 tp2", "Llama-2-70B", "A100-80GB-SXM", 2, "bf16", 5, 200, 46.9),
+    ("gpt-fast Llama-2-70B bf16 A100 tp4", "Llama-2-70B", "A100-80GB-SXM", 4, "bf16", 5, 200, 26.31),
+    ("gpt-fast Llama-2-70B bf16 A100 tp8", "Llama-2-70B", "A100-80GB-SXM", 8, "bf16", 5, 200, 16.0),
+    ("gpt-fast Mixtral-8x7B bf16 A100 tp2 (MoE)", "Mixtral-8x7B", "A100-80GB-SXM", 2, "bf16", 5, 200, 10.34),
+    ("gpt-fast Mixtral-8x7B bf16 A100 tp8 (MoE)", "Mixtral-8x7B", "A100-80GB-SXM", 8, "bf16", 5, 200, 4.39),
+    ("NIM Llama-3.1-70B fp8 H100 tp2 5000/500", "Llama-3.1-70B", "H100-SXM", 2, "fp8", 5000, 500, 18.58),
+    ("NIM Llama-3.1-70B fp8 H100 tp2 500/2000", "Llama-3.1-70B", "H100-SXM", 2, "fp8", 500, 2000, 18.91),
+]
+
+
+@pytest.mark.parametrize("label,model,accel,tp,w,inp,out,tpot", TPOT_BATCH1, ids=[r[0] for r in TPOT_BATCH1])
+def test_tpot_batch1_within_20_percent(label, model, accel, tp, w, inp, out, tpot):
+    assert _ms(_run(model, accel, tp, w, inp, out).inference.tpot_s) == pytest.approx(tpot, rel=0.20), label
+
+
+# TTFT at batch 1 for prompts of 500+ tokens: TensorRT-LLM v0.5 performance tables (output 1 token)
+# and NIM 1.8.0. Shorter prompts are not modelled to 20% (see docs/formulas.md: fixed engine costs).
+TTFT_BATCH1 = [
+    ("TRT-LLM Llama-2-7B fp16 A100 2048 (fit)", "Llama-2-7B", "A100-80GB-SXM", 1, "fp16", 2048, 2, 133),
+    ("TRT-LLM Llama-2-70B fp16 A100 tp4 2048", "Llama-2-70B", "A100-80GB-SXM", 4, "fp16", 2048, 2, 377),
+    ("TRT-LLM Llama-2-7B fp8 H100 2048", "Llama-2-7B", "H100-SXM", 1, "fp8", 2048, 2, 36),
+    ("TRT-LLM Llama-2-70B fp8 H100 tp4 2048", "Llama-2-70B", "H100-SXM", 4, "fp8", 2048, 2, 109),
+    ("TRT-LLM Llama-2-7B fp8 L40S 2048", "Llama-2-7B", "L40S", 1, "fp8", 2048, 2, 73),
+    ("NIM Llama-3.1-70B fp8 H100 tp2 5000 (fit)", "Llama-3.1-70B", "H100-SXM", 2, "fp8", 5000, 500, 406.77),
+    ("NIM Llama-3.1-70B fp8 H100 tp2 500", "Llama-3.1-70B", "H100-SXM", 2, "fp8", 500, 2000, 47.77),
+]
+
+
+@pytest.mark.parametrize("label,model,accel,tp,w,inp,out,ttft", TTFT_BATCH1, ids=[r[0] for r in TTFT_BATCH1])
+def test_ttft_batch1_within_20_percent(label, model, accel, tp, w, inp, out, ttft):
+    assert _ms(_run(model, accel, tp, w, inp, out).inference.ttft_s) == pytest.approx(ttft, rel=0.20), label
+
+
+# Under concurrency: NIM 1.8.0 Llama-3.3-70B fp8 on 2x H100 (TP2), 5000 in / 500 out, closed loop;
+# the fp8 profile's KV cache is taken as fp8.
+@pytest.mark.parametrize("users,ttft,tpot", [(25, 688.69, 38.75), (50, 834.51, 59.73)])
+def test_latency_under_concurrency_within_25_percent(users, ttft, tpot):
+    r = _run("Llama-3.1-70B", "H100-SXM", 2, "fp8", 5000, 500, kv="fp8", concurrency=users)
+    assert r.inference.method == "simulation"
+    assert _ms(r.inference.ttft_s) == pytest.approx(ttft, rel=0.25)
+    assert _ms(r.inference.tpot_s) == pytest.approx(tpot, rel=0.25)
+    assert r.inference.ttft_p99_s >= r.inference.ttft_p90_s >= r.inference.ttft_s
+
+
+def test_never_slower_with_more_bandwidth_or_flops_and_ttft_grows_with_input():
+    base = dict(capplan.entry("H100-SXM"))
+    base.pop("$schema", None)
+
+    def accel(bw_scale=1.0, flops_scale=1.0):
+        a = {**base, "memory": {**base["memory"]}, "peak_dense_flops": dict(base["peak_dense_flops"])}
+        a["memory"]["bandwidth"] = f"{3.35 * bw_scale} TB/s"
+        a["peak_dense_flops"]["bf16"] = f"{989.5 * flops_scale} TFLOP/s"
+        return a
+
+    def run(a, inp=2000):
+        return capplan.estimate({"model": "Llama-3.1-8B", "system": {"accelerator": a},
+                                 "inference": {"input_tokens": inp, "output_tokens": 200, "batch": 8}}).inference
+    ref = run(accel())
+    for faster in (accel(bw_scale=1.5), accel(flops_scale=1.5), accel(1.5, 1.5)):
+        f = run(faster)
+        assert f.ttft_s <= ref.ttft_s and f.tpot_s <= ref.tpot_s
+    ttfts = [run(accel(), inp).ttft_s for inp in (100, 1000, 4000, 16000)]
+    assert all(b > a for a, b in zip(ttfts, ttfts[1:]))
+
+
+def test_chain_and_bottleneck_and_cold_start():
+    r = capplan.estimate(capplan.default_scenario())
+    d = r.to_dict()
+    stages = [c["stage"] for c in d["chain"]]
+    assert stages == ["gpu memory", "compute", "scale-up network", "engine overhead"]
+    assert d["bottleneck"] in stages
+    assert sum(c["utilization"] for c in d["chain"]) == pytest.approx(1.0)
+    cold = d["cold_start"]
+    assert [c["stage"] for c in cold["chain"]] == ["storage", "host_memory", "host_link", "engine_init"]
+    assert cold["total_s"] == pytest.approx(sum(c["time_s"] for c in cold["chain"]))
+
+
+def test_concurrency_beyond_memory_is_infeasible_with_reasons_and_still_simulated():
+    r = _run("Llama-3.1-70B", "H100-SXM", 2, "fp8", 5000, 500, concurrency=100)
+    assert r.feasible is False and "KV cache" in r.reasons[-1]
+    assert r.inference.method == "simulation" and r.inference.preemptions > 0
