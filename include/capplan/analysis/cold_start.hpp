@@ -25,7 +25,7 @@
 // host_link are one transfer (their max) in either mode.
 // utilization = stage time / total: the share of the cold start the link spends busy at its full rate
 // (equally: mean bandwidth used / bandwidth available). The bottleneck is the longest stage.
-// Formulas, defaults and citations: docs/formulas_cold_start.md. Header-only.
+// Formulas, defaults and citations: docs/formulas.md §13. Header-only.
 #pragma once
 
 #include <algorithm>
@@ -92,7 +92,7 @@ inline duration default_engine_init() { return 6.0 * units::s + 35.0 * units::s;
 // 10.0 GB/s pageable against 25.7 GB/s pinned (gengwg/gpu @54e9b29 nvda_gpu_benchmark.md). The driver
 // stages pageable memory through a pinned buffer with a CPU copy, so the rate is taken as a rate, not
 // a fraction of the link: on an H100 NVL (PCIe 5.0) vLLM copies from the page cache at 8.25 GB/s
-// (docs/formulas_cold_start.md).
+// (docs/formulas.md §13).
 inline byte_rate default_pageable_rate() { return 10.0 * units::GB / units::s; }
 
 namespace detail {

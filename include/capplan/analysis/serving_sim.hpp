@@ -18,7 +18,7 @@
 //             benchmarks/benchmark_serving.py calculate_metrics() (np.percentile).
 //   router    fewest outstanding requests (routed and not finished), ties to the lowest index.
 //
-// Formulas, choices and citations: docs/formulas_sim.md. Header-only.
+// Formulas, choices and citations: docs/formulas.md §12. Header-only.
 #pragma once
 
 #include <algorithm>
