@@ -1,8 +1,9 @@
-// Speed of the memory model: one full inference breakdown, the max-concurrency solver, one
-// training-memory breakdown. Run: build/cpp/capplan_bench_memory (measured, never asserted).
+// Speed of the memory and speed models: one full inference memory breakdown, the solvers, one
+// training-memory breakdown, one prefill + decode latency estimate. Run: build/cpp/capplan_bench_memory (measured, never asserted).
 #include <benchmark/benchmark.h>
 
 #include "capplan/analysis/inference_memory.hpp"
+#include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/training_memory.hpp"
 #include "capplan/catalog.hpp"
 #include "capplan/spec/scenario_io.hpp"
@@ -47,5 +48,12 @@ static void training_breakdown(benchmark::State& state) {
         benchmark::DoNotOptimize(estimate_training_memory(s.model, w, s.precision, s.parallelism, *s.training));
 }
 BENCHMARK(training_breakdown)->Unit(benchmark::kMicrosecond);
+
+// One prefill + one decode estimate (TTFT, TPOT) for Llama-3.1-70B over tp 8 (issue 5: < 20 us).
+static void prefill_and_decode_estimate(benchmark::State& state) {
+    const perf_setup s = perf_setup::from(llama70b());
+    for (auto _ : state) benchmark::DoNotOptimize(estimate_latency(s, 2000, 500, 50));
+}
+BENCHMARK(prefill_and_decode_estimate)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();
