@@ -180,6 +180,32 @@ def _cmd_calibrate_collectives(args) -> str:
     return text
 
 
+def _cmd_size(args) -> str:
+    from .sizing import size_inference
+    prices = {}
+    for item in (args.price or "").split(","):
+        if item.strip():
+            name, _, value = item.partition("=")
+            try:
+                prices[name.strip()] = float(value)
+            except ValueError:
+                raise _UsageError(f"capplan size: --price expects NAME=DOLLARS_PER_HOUR, got '{item}'") from None
+    accels = [a.strip() for a in (args.accelerators or "").split(",") if a.strip()]
+    r = size_inference(args.model, args.concurrency, args.input, args.output, ttft_p99=args.ttft_p99,
+                       tpot_p99=args.tpot_p99, accelerators=accels, prices=prices)
+    if args.format == "json":
+        return json.dumps(r, indent=2)
+    header = ["accelerator", "count", "tp", "replicas", "weights", "kv", "p99 ttft", "p99 tpot", "tokens/s", "$/h"]
+    rows = [[o["accelerator"], o["count"], o["tp"], o["replicas"], o["weights"], o["kv_cache"],
+             str(Quantity.from_si(o["ttft_p99_s"], (0, 0, 1, 0))), str(Quantity.from_si(o["tpot_p99_s"], (0, 0, 1, 0))),
+             f"{o['output_tokens_per_s']:.0f}", f"{o['cost_per_hour']:.2f}" if "cost_per_hour" in o else ""]
+            for o in r["options"]]
+    text = _table(header, rows) if rows else "no accelerator meets the targets"
+    for rej in r["rejected"]:
+        text += f"\nrejected {rej['accelerator']}: {rej['reason']}"
+    return text
+
+
 def _cmd_default(args) -> str:
     return _core.default_scenario_json()
 
@@ -228,6 +254,19 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--in-place", action="store_true", help="fit the in-place columns")
     k.add_argument("-o", "--output", default=None, help="write the calibration entry here")
     k.set_defaults(run=_cmd_calibrate_collectives)
+
+    z = sub.add_parser("size", help="the cheapest hardware and layout that meets a latency target")
+    z.add_argument("workload", choices=["inference"])
+    z.add_argument("--model", required=True)
+    z.add_argument("--concurrency", type=int, required=True, help="users with a request in flight")
+    z.add_argument("--input", type=int, required=True, help="prompt tokens")
+    z.add_argument("--output", type=int, required=True, help="answer tokens")
+    z.add_argument("--ttft-p99", default="2s", help="p99 time to first token, e.g. 2s")
+    z.add_argument("--tpot-p99", default="50ms", help="p99 time per output token, e.g. 50ms")
+    z.add_argument("--accelerators", default=None, help="comma-separated names (default: all with a system preset)")
+    z.add_argument("--price", default=None, help="NAME=USD_PER_ACCELERATOR_HOUR,... to rank by cost")
+    z.add_argument("--format", choices=["table", "json"], default="table")
+    z.set_defaults(run=_cmd_size)
 
     d = sub.add_parser("default-scenario", help="print the built-in default scenario (a starting point to edit)")
     d.set_defaults(run=_cmd_default)

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
     capplan::python::register_catalog(m);
     capplan::python::register_estimate(m);
     capplan::python::register_collectives(m);
+    capplan::python::register_sizing(m);
 }

@@ -9,5 +9,6 @@ void register_units(pybind11::module_& m);
 void register_catalog(pybind11::module_& m);
 void register_estimate(pybind11::module_& m);
 void register_collectives(pybind11::module_& m);
+void register_sizing(pybind11::module_& m);
 
 }  // namespace capplan::python

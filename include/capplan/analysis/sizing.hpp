@@ -1,0 +1,43 @@
+// Sizing to an SLO: for each candidate accelerator, the smallest count and layout (TP, replicas,
+// weight and KV formats) whose simulated p99 TTFT and TPOT meet the targets for N concurrent users,
+// ranked by cost per hour when prices are given; the reasons other candidates were rejected.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capplan/catalog.hpp"
+#include "capplan/spec/model_spec.hpp"
+#include "capplan/units.hpp"
+
+namespace capplan {
+
+struct sizing_request {
+    model_spec model;
+    std::int64_t concurrency = 1;
+    std::int64_t input_tokens = 0, output_tokens = 0;
+    duration ttft_p99, tpot_p99;
+    std::vector<std::string> accelerators;           // empty: every accelerator with a system preset
+    std::map<std::string, double> price_per_hour;     // per accelerator-hour, by accelerator name
+    int max_replicas = 64;
+};
+
+struct sizing_option {
+    std::string accelerator, system;
+    int count = 0, tp = 0, replicas = 0;
+    std::string weights, kv_cache;
+    duration ttft_p99, tpot_p99;
+    double output_tokens_per_s = 0.0;
+    std::optional<double> cost_per_hour;
+};
+
+struct sizing_result {
+    std::vector<sizing_option> options;                          // the best per accelerator, ranked
+    std::vector<std::pair<std::string, std::string>> rejected;   // (accelerator, why)
+};
+
+sizing_result size_inference(const sizing_request& request, const catalog& cat);
+
+}  // namespace capplan

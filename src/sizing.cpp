@@ -1,0 +1,140 @@
+#include "capplan/analysis/sizing.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "capplan/analysis/inference_memory.hpp"
+#include "capplan/analysis/inference_perf.hpp"
+#include "capplan/analysis/serving_sim.hpp"
+#include "capplan/error.hpp"
+#include "capplan/units_parse.hpp"
+
+namespace capplan {
+
+namespace {
+
+struct trial {
+    bool fits = false;
+    sim_result sim;
+};
+
+// One layout: `replicas` copies of a tp-wide engine; every user's cache must fit.
+trial run(const scenario& sc, std::int64_t users, std::int64_t input, std::int64_t output) {
+    trial t;
+    const inference_setup mem = inference_setup::from(sc);
+    const std::int64_t per_replica = (users + sc.parallelism.dp - 1) / sc.parallelism.dp;
+    if (!inference_budget(mem, per_replica, input + output).fits) return t;
+    t.fits = true;
+    const perf_setup perf = perf_setup::from(sc);
+    const inference_memory one = inference_budget(mem, 1, 1);
+    workload_spec w;
+    w.arrival = workload_spec::arrival_kind::closed_loop;
+    w.users = users;
+    w.input = length_dist::fixed(input);
+    w.output = length_dist::fixed(output);
+    w.warmup_requests = users;
+    w.requests = std::max<std::int64_t>(100, 2 * users);
+    w.seed = 1;
+    scheduler_spec sch;
+    sch.max_num_seqs = mem.max_num_seqs;
+    sch.max_batched_tokens = mem.step_tokens;
+    sch.kv_block_tokens = mem.block_tokens;
+    sch.kv_capacity_tokens = static_cast<std::int64_t>(
+        (one.usable - one.weights - one.activations - one.logits - one.overhead) / one.kv_cache_per_token);
+    sch.replicas = sc.parallelism.dp;
+    t.sim = simulate(w, sch, [&](const batch_step& st) { return step_time(perf, st); });
+    return t;
+}
+
+}  // namespace
+
+sizing_result size_inference(const sizing_request& q, const catalog& cat) {
+    if (q.concurrency < 1) throw config_error("/concurrency", std::to_string(q.concurrency), "must be at least 1", "an integer >= 1");
+    if (q.input_tokens < 1 || q.output_tokens < 1)
+        throw config_error("/input", std::to_string(q.input_tokens) + "/" + std::to_string(q.output_tokens),
+                           "input and output must be at least one token", "integers >= 1");
+    if (q.ttft_p99.si() <= 0 || q.tpot_p99.si() <= 0)
+        throw config_error("/ttft_p99", "", "latency targets must be positive", "e.g. 2s and 50ms");
+    // Candidates: the named accelerators, else every one a system preset uses; each on its preset node.
+    std::vector<std::string> accels = q.accelerators;
+    if (accels.empty())
+        for (const auto& sys : cat.names(entry_kind::system)) {
+            const std::string a = cat.system_preset(sys).accelerator;
+            if (std::find(accels.begin(), accels.end(), a) == accels.end()) accels.push_back(a);
+        }
+    sizing_result out;
+    for (const auto& name : accels) {
+        const accelerator_spec& acc = cat.accelerator(name, "/accelerators");
+        std::string preset;
+        for (const auto& sys : cat.names(entry_kind::system))
+            if (cat.system_preset(sys).accelerator == acc.name) {
+                preset = sys;
+                break;
+            }
+        system_spec base;
+        if (!preset.empty()) base = cat.system(preset);
+        else {
+            base.accelerator = acc;
+            base.per_node = 8;
+            if (!acc.scale_up_link.empty()) {
+                base.scale_up = cat.link(acc.scale_up_link);
+                base.scale_up_topology = base.scale_up->kind == "nvlink" ? "nvswitch" : "pcie_host";
+                base.scale_up_domain = 8;
+            }
+        }
+        const bool fp8 = acc.peak("fp8").status == peak_rate::state::known;
+        std::vector<std::pair<std::string, std::string>> formats{{"bf16", "bf16"}};
+        if (fp8) formats.insert(formats.end(), {{"fp8", "bf16"}, {"fp8", "fp8"}});
+        std::optional<sizing_option> best;
+        std::string why = "no layout fits the weights and " + std::to_string(q.concurrency) + " users' caches";
+        for (int tp = 1; tp <= base.per_node; tp *= 2) {
+            if (q.model.heads % tp != 0) continue;
+            for (const auto& [w, kv] : formats) {
+                for (int r = 1; r <= q.max_replicas; r = r < 4 ? r + 1 : r * 2) {
+                    if (best && tp * r >= best->count) break;  // cannot beat what we have
+                    scenario sc;
+                    sc.model = q.model;
+                    sc.system = base;
+                    sc.system.count = tp * r;
+                    sc.system.per_node = std::min(base.per_node, tp * r);
+                    if (sc.system.count % sc.system.per_node != 0) continue;
+                    sc.precision.weights = find_format(w);
+                    sc.precision.kv_cache = find_format(kv);
+                    sc.precision.compute = find_format(w);
+                    sc.parallelism.tp = tp;
+                    sc.parallelism.etp = tp;
+                    sc.parallelism.dp = r;
+                    inference_spec inf;
+                    inf.input_tokens = q.input_tokens;
+                    inf.output_tokens = q.output_tokens;
+                    inf.concurrency = q.concurrency;
+                    sc.inference = inf;
+                    const trial t = run(sc, q.concurrency, q.input_tokens, q.output_tokens);
+                    if (!t.fits) continue;
+                    if (t.sim.ttft.p99 > q.ttft_p99 || t.sim.tpot.p99 > q.tpot_p99) {
+                        why = "at " + std::to_string(tp * r) + " devices (tp " + std::to_string(tp) + ", " + w +
+                              ") p99 TTFT " + format(t.sim.ttft.p99) + ", p99 TPOT " + format(t.sim.tpot.p99) +
+                              " miss the targets";
+                        continue;
+                    }
+                    sizing_option o{acc.name, preset.empty() ? "inline 8-" + acc.name + " node" : preset,
+                                    tp * r, tp, r, w, kv, t.sim.ttft.p99, t.sim.tpot.p99, t.sim.output_tokens_per_s, {}};
+                    if (const auto p = q.price_per_hour.find(acc.name); p != q.price_per_hour.end())
+                        o.cost_per_hour = p->second * o.count;
+                    if (!best || o.count < best->count || (o.count == best->count && o.ttft_p99 < best->ttft_p99)) best = o;
+                    break;  // more replicas only cost more
+                }
+            }
+        }
+        if (best) out.options.push_back(*best);
+        else out.rejected.emplace_back(acc.name, why);
+    }
+    std::stable_sort(out.options.begin(), out.options.end(), [](const sizing_option& a, const sizing_option& b) {
+        if (a.cost_per_hour && b.cost_per_hour) return *a.cost_per_hour < *b.cost_per_hour;
+        if (a.cost_per_hour != b.cost_per_hour) return a.cost_per_hour.has_value();
+        return a.count < b.count;
+    });
+    return out;
+}
+
+}  // namespace capplan
