@@ -139,7 +139,11 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         sch.max_num_seqs = mem.max_num_seqs;
         sch.max_batched_tokens = mem.step_tokens;
         sch.kv_block_tokens = mem.block_tokens;
-        sch.kv_capacity_tokens = static_cast<std::int64_t>(free / one.kv_cache_per_token);
+        // Cache capacity in tokens at this request length: sliding-window layers stop growing, so
+        // the bytes per token of a full-length request (block rounding included) set the rate.
+        const data_size per_request = inference_budget(mem, 1, inf.input_tokens + inf.output_tokens).kv_cache;
+        const double bytes_per_token = per_request.si() / static_cast<double>(inf.input_tokens + inf.output_tokens);
+        sch.kv_capacity_tokens = static_cast<std::int64_t>(free.si() / bytes_per_token);
         sch.replicas = static_cast<int>(dp);
         const sim_result sim = simulate(w, sch, [&](const batch_step& st) { return step_time(setup, st); });
         out.method = "simulation";
@@ -347,7 +351,10 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
         estimate_inference_speed(s, r);
         estimate_cold_start(s, cat, r);
     }
-    if (s.training) estimate_training_memory_result(s, shards, r);
+    if (s.training) {
+        estimate_training_memory_result(s, shards, r);
+        estimate_cold_start(s, cat, r);  // a (re)start loads the weights too
+    }
     if (s.inference || s.training) estimate_flops(s, r);
     return r;
 }

@@ -109,10 +109,15 @@ system_spec read_system(object_reader& sys, const catalog& cat) {
                            "not a whole number of nodes of " + std::to_string(s.per_node),
                            "a multiple of per_node (" + std::to_string(s.per_node) + ")");
     if (preset && s.scale_up_domain == preset_per_node) s.scale_up_domain = s.per_node;  // the node is the domain
-    if (!preset && !s.accelerator.scale_up_link.empty() && s.per_node > 1) {
-        s.scale_up = cat.link(s.accelerator.scale_up_link, sys.path("accelerator"));
-        s.scale_up_topology = default_topology(*s.scale_up);
-        s.scale_up_domain = s.per_node;
+    if (!preset && s.per_node > 1) {
+        // GPUs of a node talk over the accelerator's own scale-up link, or else through the host's
+        // PCIe (PCIe-only cards such as L40S, L4).
+        const std::string& link = !s.accelerator.scale_up_link.empty() ? s.accelerator.scale_up_link : s.accelerator.host_link;
+        if (!link.empty()) {
+            s.scale_up = cat.link(link, sys.path("accelerator"));
+            s.scale_up_topology = default_topology(*s.scale_up);
+            s.scale_up_domain = s.per_node;
+        }
     }
     if (const json* out = sys.get("scale_out")) {
         const std::string f = sys.path("scale_out");
@@ -309,7 +314,11 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
         cs.pinned = r.boolean("pinned").value_or(false);
         cs.gpudirect_storage = r.boolean("gpudirect_storage").value_or(false);
         cs.overlapped = r.boolean("overlapped").value_or(false);
-        cs.connections = static_cast<int>(r.integer("connections", 1).value_or(16));
+        const auto connections = r.integer("connections", 1).value_or(16);
+        if (connections > 65536)
+            throw config_error("/cold_start/connections", std::to_string(connections), "too many connections",
+                               "an integer from 1 to 65536");
+        cs.connections = static_cast<int>(connections);
         cs.engine_init = r.quantity<duration>("engine_init");
         r.finish();
     }

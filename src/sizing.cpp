@@ -39,8 +39,10 @@ trial run(const scenario& sc, std::int64_t users, std::int64_t input, std::int64
     sch.max_num_seqs = mem.max_num_seqs;
     sch.max_batched_tokens = mem.step_tokens;
     sch.kv_block_tokens = mem.block_tokens;
-    sch.kv_capacity_tokens = static_cast<std::int64_t>(
-        (one.usable - one.weights - one.activations - one.logits - one.overhead) / one.kv_cache_per_token);
+    // Tokens of cache at this request length (sliding windows stop growing; blocks round up).
+    const double bytes_per_token = inference_budget(mem, 1, input + output).kv_cache.si() / static_cast<double>(input + output);
+    sch.kv_capacity_tokens =
+        static_cast<std::int64_t>((one.usable - one.weights - one.activations - one.logits - one.overhead).si() / bytes_per_token);
     sch.replicas = sc.parallelism.dp;
     t.sim = simulate(w, sch, [&](const batch_step& st) { return step_time(perf, st); });
     return t;

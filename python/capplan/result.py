@@ -13,6 +13,8 @@ _SUFFIX_DIMS = (("_bytes_per_s", BYTE_RATE), ("_flops_per_s", FLOP_RATE), ("_byt
 
 
 def _as_quantity(key: str, value: Any) -> Any:
+    if key.endswith("_per_s") and not key.endswith(("_bytes_per_s", "_flops_per_s")):
+        return value  # a plain rate such as tokens per second
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         for suffix, dims in _SUFFIX_DIMS:
             if key.endswith(suffix):
@@ -112,6 +114,23 @@ class Result(Section):
             rows.append(("max context", f"{inf['max_context_tokens']} tokens", "per request at this concurrency"))
         if "smallest_tp" in inf:
             rows.append(("smallest tp", str(inf["smallest_tp"]), "within a node, that fits this load"))
+        t = lambda v: str(Quantity.from_si(v, TIME))  # noqa: E731
+        if "ttft_s" in inf:
+            sim = inf.get("method") == "simulation"
+            rows.append(("time to first token", t(inf["ttft_s"]),
+                         f"p50; p99 {t(inf['ttft_p99_s'])}" if sim else "one prompt, no queueing"))
+            rows.append(("time per output token", t(inf["tpot_s"]),
+                         f"p50; p99 {t(inf['tpot_p99_s'])}" if sim else f"at {inf.get('batch', 1)} requests"))
+            rows.append(("end-to-end latency", t(inf["e2e_latency_s"]), "p50" if sim else ""))
+            rows.append(("throughput", f"{inf['throughput_tokens_per_s']:.0f} tokens/s",
+                         "output tokens, whole system" + (" (simulated)" if sim else "")))
+        if "bottleneck" in d:
+            rows.append(("bottleneck", d["bottleneck"], "of one decode step: " + ", ".join(
+                f"{c['stage']} {100 * c['utilization']:.0f}%" for c in d.get("chain", []))))
+        cold = d.get("cold_start")
+        if cold:
+            rows.append(("cold start", t(cold["total_s"]), f"bottleneck {cold['bottleneck']}; " + ", ".join(
+                f"{c['stage']} {t(c['time_s'])}" for c in cold["chain"])))
         flops = d.get("flops", {})
         for key, label in (("prefill_flops", "prefill FLOPs"), ("decode_token_flops", "FLOPs per output token"),
                            ("model_step_flops", "model FLOPs / step"), ("hardware_step_flops", "hardware FLOPs / step")):

@@ -109,3 +109,14 @@ def test_concurrency_beyond_memory_is_infeasible_with_reasons_and_still_simulate
     r = _run("Llama-3.1-70B", "H100-SXM", 2, "fp8", 5000, 500, concurrency=100)
     assert r.feasible is False and "KV cache" in r.reasons[-1]
     assert r.inference.method == "simulation" and r.inference.preemptions > 0
+
+
+def test_sliding_window_models_and_pcie_cards_under_concurrency():
+    # Gemma-2 (alternating 4096-token windows) on two PCIe L40S cards: the simulation sizes its cache
+    # at the request length, so it neither refuses the requests nor preempts when memory says they fit.
+    r = capplan.estimate({"model": "Gemma-2-27B", "system": {"accelerator": "L40S", "count": 2},
+                          "parallelism": {"tp": 2}, "inference": {"input_tokens": 6000, "output_tokens": 2000,
+                                                                  "concurrency": 8}})
+    assert r.memory.fits is True and r.inference.method == "simulation" and r.inference.preemptions == 0
+    assert isinstance(r.inference.throughput_tokens_per_s, float)  # a rate of tokens, not a time
+    assert "time to first token" in repr(r) and "cold start" not in repr(r)  # no storage tier named

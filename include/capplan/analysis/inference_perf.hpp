@@ -76,7 +76,7 @@ struct latency_estimate {
     duration ttft;       // prefill of one prompt (no queueing) -> first token
     duration tpot;       // one decode step at `batch` requests of mid-answer context
     duration e2e;        // ttft + (output - 1) x tpot
-    double output_tokens_per_s = 0.0;  // batch x output / e2e, one replica
+    double output_tokens_per_s = 0.0;  // batch x output / (batch x ttft + output x tpot), one replica
     step_breakdown prefill, decode;
 };
 
