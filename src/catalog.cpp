@@ -140,6 +140,35 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
         if (!peaks.get("bf16")) peaks.missing("bf16", "a FLOP rate such as \"989.5 TFLOP/s\" or null");
         peaks.finish();
     }
+    if (const json* eff = r.get("efficiency"); eff && !eff->is_null()) {
+        object_reader e(*eff, r.path("efficiency"));
+        auto fraction = [](object_reader& rd, std::string_view key) -> std::optional<double> {
+            const json* v = rd.get(key);
+            if (!v || v->is_null()) return std::nullopt;
+            std::string where = rd.path(key);
+            const json* num = v;
+            if (v->is_object()) {
+                object_reader sv(*v, where);
+                num = sv.get("value");
+                sv.required_string("source");
+                sv.allow({"confidence", "note"});
+                sv.finish();
+                where += "/value";
+            }
+            if (!num || !num->is_number() || num->get<double>() <= 0.0 || num->get<double>() > 1.5)
+                throw config_error(where, num ? short_value(*num) : "", "not an efficiency", "a number in (0, 1.5]");
+            return num->get<double>();
+        };
+        a.memory_efficiency = fraction(e, "memory_bandwidth");
+        if (const json* mm = e.get("matmul"); mm && !mm->is_null()) {
+            object_reader m(*mm, e.path("matmul"));
+            for (const char* key : {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"})
+                if (const auto f = fraction(m, key)) a.matmul_efficiency[key] = *f;
+            m.finish();
+        }
+        a.kernel_launch = e.quantity<duration>("kernel_launch");
+        e.finish();
+    }
     a.l2_cache = r.quantity<data_size>("l2_cache");
     sourced_count(r, "compute_units");
     a.tdp = r.quantity<power>("tdp");

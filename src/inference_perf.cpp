@@ -195,31 +195,24 @@ namespace capplan {
 perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute) {
     using namespace units;
     perf_efficiency e;
-    // Memory: BabelStream copy bandwidth / spec (tests/data/published_inference.json ->
-    // efficiency_factors.hbm_bandwidth_fraction; Azure/AI-benchmarking-guide results):
-    // H100 2.90/3.35 = 0.866, H200 0.835, A100-80GB 0.79, MI300X 0.78; others: their mean 0.82.
-    const std::string& n = a.name;
-    const bool hopper = n.rfind("H100", 0) == 0 || n == "H800" || n == "H20" || n == "H200";
-    const bool ampere = n.rfind("A100", 0) == 0;
-    e.memory = n == "H200" ? 0.835 : hopper ? 0.866 : ampere ? 0.79 : (n == "MI300X" || n == "MI325X") ? 0.78 : 0.82;
-    // Matrix units inside an engine's prefill, measured from published TTFTs (fitted rows; the
-    // others check it in tests/python/test_inference_speed.py):
-    //   A100 16-bit 0.66: TensorRT-LLM v0.5, Llama-2-7B, 2048-token prompt, TTFT 133 ms
-    //   H100 fp8    0.44: NIM 1.8.0, Llama-3.3-70B fp8 TP2, 5000-token prompt, TTFT 406.77 ms
-    // Elsewhere: the best large-GEMM fraction (stas00/ml-engineering MAMF table: H100 bf16 0.803,
-    // A100 0.869, MI300X 0.55) x 0.76, the in-engine / best ratio measured on A100 (0.66 / 0.869).
-    const bool fp8 = compute.peak_key == "fp8";
-    if (ampere) e.gemm = 0.66;
-    else if (hopper && fp8) e.gemm = 0.44;
-    else if (hopper) e.gemm = 0.803 * 0.76;
-    else if (n == "MI300X" || n == "MI325X") e.gemm = 0.55 * 0.76;
-    else e.gemm = 0.80 * 0.76;
-    e.source = "memory " + format_number(e.memory) + " of peak bandwidth (BabelStream), matrix units " +
-               format_number(e.gemm) + " of peak in prefill (published TTFTs / MAMF), ";
-    // Per kernel: the asynchronous CUDA launch latency, 2.2 us (reframe-hpc kernel_latency reference,
-    // P100); decode steps run as CUDA graphs, whose replays keep this per-kernel cost.
-    e.per_kernel = 2.2 * us;
-    e.source += "2.2 us per kernel (reframe-hpc kernel-launch reference)";
+    // Measured values come from the accelerator's catalog entry ("efficiency", each with its
+    // source). Where an accelerator has none, the means of the measured ones stand in:
+    // memory 0.82 (BabelStream: H100 0.866, H200 0.835, A100 0.79, MI300X 0.78) and matrix units
+    // 0.61 (the H100 bf16 in-engine estimate; A100 measured 0.66, MI300X 0.42).
+    const bool measured_memory = a.memory_efficiency.has_value();
+    e.memory = a.memory_efficiency.value_or(0.82);
+    auto mm = a.matmul_efficiency.find(compute.peak_key);
+    if (mm == a.matmul_efficiency.end() && (compute.peak_key == "fp16" || compute.peak_key == "bf16"))
+        mm = a.matmul_efficiency.find(compute.peak_key == "fp16" ? "bf16" : "fp16");  // same tensor-core rate
+    const bool measured_matmul = mm != a.matmul_efficiency.end();
+    e.gemm = measured_matmul ? mm->second : 0.61;
+    // Per kernel: the asynchronous CUDA launch latency, 2.2 us (reframe-hpc kernel_latency reference).
+    e.per_kernel = a.kernel_launch.value_or(2.2 * us);
+    e.source = "memory " + format_number(e.memory) + " of peak bandwidth (" +
+               (measured_memory ? a.name + " catalog" : "mean of measured accelerators") + "), matrix units " +
+               format_number(e.gemm) + " of " + compute.peak_key + " peak (" +
+               (measured_matmul ? a.name + " catalog" : "mean of measured accelerators") + "), " +
+               format(e.per_kernel) + " per kernel";
     return e;
 }
 

@@ -28,6 +28,10 @@ struct accelerator_spec {
     std::map<std::string, peak_rate> peak_dense_flops;  // key: fp64, fp32, tf32, bf16, fp16, fp8, fp4, int8, int4
     std::optional<data_size> l2_cache;
     std::optional<power> tdp;
+    // Measured efficiencies (achieved / peak) from the catalog's "efficiency" block; empty = not measured.
+    std::optional<double> memory_efficiency;
+    std::map<std::string, double> matmul_efficiency;     // by format key: bf16, fp8, ...
+    std::optional<duration> kernel_launch;
     std::string scale_up_link;                           // link catalog name, empty if none
     std::optional<byte_rate> scale_up_bandwidth_per_direction;
     std::string host_link;
