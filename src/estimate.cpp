@@ -119,22 +119,37 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     out.tpot_s = e.tpot.si();
     out.e2e_latency_s = e.e2e.si();
     out.throughput_tokens_per_s = e.output_tokens_per_s * static_cast<double>(dp);
-    if (inf.concurrency && out.max_batch.value_or(0) > 0) {
+    if ((inf.concurrency || inf.workload) && out.max_batch.value_or(0) > 0) {
         // Users with a request in flight: a closed loop (each sends the next request when the last
-        // answer ends) through a continuous-batching engine per replica (serving_sim.hpp). When the
-        // cache cannot hold them all, the engine queues and preempts: the plan is reported as not
-        // fitting, and the simulation shows what the users would see.
+        // answer ends), or the scenario's open-loop workload, through a continuous-batching engine
+        // per replica (serving_sim.hpp). When the cache cannot hold them all, the engine queues and
+        // preempts: the plan is reported as not fitting, and the simulation shows what users see.
         const inference_setup mem = inference_setup::from(s);
         const inference_memory one = inference_budget(mem, 1, 1);
         const data_size free = one.usable - one.weights - one.activations - one.logits - one.overhead;
+        const workload_input wi = inf.workload.value_or(workload_input{});
         workload_spec w;
-        w.arrival = workload_spec::arrival_kind::closed_loop;
-        w.users = *inf.concurrency;
-        w.input = length_dist::fixed(inf.input_tokens);
-        w.output = length_dist::fixed(inf.output_tokens);
-        w.warmup_requests = *inf.concurrency;
-        w.requests = std::max<std::int64_t>(200, 4 * *inf.concurrency);
-        w.seed = 1;
+        w.arrival = wi.arrival == "poisson"         ? workload_spec::arrival_kind::poisson
+                    : wi.arrival == "constant_rate" ? workload_spec::arrival_kind::constant_rate
+                    : wi.arrival == "trace"         ? workload_spec::arrival_kind::trace
+                                                    : workload_spec::arrival_kind::closed_loop;
+        w.users = inf.concurrency.value_or(1);
+        w.rate_per_s = wi.rate_per_s;
+        w.think_time = wi.think_time;
+        auto dist = [](const length_spec& l, std::int64_t tokens) {
+            if (l.kind == "uniform") return length_dist::uniform(l.min, l.max);
+            if (l.kind == "lognormal")
+                return l.max > 0 ? length_dist::lognormal(static_cast<double>(tokens), l.sigma, l.max)
+                                 : length_dist::lognormal(static_cast<double>(tokens), l.sigma);
+            if (l.kind == "trace") return length_dist::from_trace();
+            return length_dist::fixed(tokens);
+        };
+        w.input = dist(wi.input, inf.input_tokens);
+        w.output = dist(wi.output, inf.output_tokens);
+        for (const auto& t : wi.trace) w.trace.push_back({t.input_tokens, t.output_tokens, t.arrival});
+        w.warmup_requests = w.arrival == workload_spec::arrival_kind::closed_loop ? w.users : 0;
+        w.requests = wi.requests > 0 ? wi.requests : std::max<std::int64_t>(200, 4 * w.users);
+        w.seed = wi.seed;
         scheduler_spec sch;
         sch.max_num_seqs = mem.max_num_seqs;
         sch.max_batched_tokens = mem.step_tokens;
@@ -176,8 +191,10 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     r.bottleneck = worst->stage;
     r.notes.push_back("speed: roofline per operator with " + setup.efficiency.source + "; " +
                       (out.method == "simulation"
-                           ? "latencies are medians (p90/p99 beside them) of a seeded closed-loop simulation of " +
-                                 std::to_string(*inf.concurrency) + " users on a continuous-batching engine"
+                           ? "latencies are medians (p90/p99 beside them) of a seeded simulation (" +
+                                 (inf.workload ? inf.workload->arrival : std::string("closed_loop")) + ", " +
+                                 std::to_string(out.simulated_requests.value_or(0)) +
+                                 " requests) on a continuous-batching engine per replica"
                            : "TTFT is one prompt's prefill without queueing, TPOT one decode step at " +
                                  std::to_string(per_replica) + " requests of mid-answer context") +
                       "; chain = one decode step at the batch");

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "capplan/analysis/serving_sim.hpp"
 #include "capplan/spec/hf_config.hpp"
 #include "catalog_readers.hpp"
 #include "hf_config_json.hpp"
@@ -234,7 +235,63 @@ training_spec read_training(object_reader& r) {
     return t;
 }
 
-inference_spec read_inference(object_reader& r) {
+length_spec read_length(const json* v, const std::string& field) {
+    length_spec l;
+    if (!v || v->is_null()) return l;
+    if (v->is_string()) {
+        l.kind = v->get<std::string>();
+        if (l.kind != "fixed" && l.kind != "trace")
+            throw config_error(field, "'" + l.kind + "'", "not a length distribution",
+                               "\"fixed\", \"trace\", {\"kind\": \"uniform\", \"min\", \"max\"} or {\"kind\": \"lognormal\", \"sigma\"}");
+        return l;
+    }
+    object_reader r(*v, field, true);
+    l.kind = r.required_choice("kind", {"fixed", "uniform", "lognormal", "trace"});
+    if (l.kind == "uniform") {
+        l.min = r.required_integer("min", 1);
+        l.max = r.required_integer("max", l.min);
+    } else if (l.kind == "lognormal") {
+        const auto sigma = r.number("sigma", 0.0);
+        if (!sigma) r.missing("sigma", "a number >= 0 (the standard deviation of ln(length))");
+        l.sigma = *sigma;
+        l.max = r.integer("max", 1).value_or(0);
+    }
+    r.finish();
+    return l;
+}
+
+workload_input read_workload(object_reader& r, const std::filesystem::path& base_dir) {
+    workload_input w;
+    w.arrival = r.choice("arrival", {"closed_loop", "poisson", "constant_rate", "trace"}).value_or("closed_loop");
+    if (w.arrival == "poisson" || w.arrival == "constant_rate") {
+        const auto rate = r.number("rate_per_s", 0.0);
+        if (!rate || *rate <= 0) r.missing("rate_per_s", "requests per second > 0 for an open-loop arrival");
+        w.rate_per_s = *rate;
+    } else {
+        r.number("rate_per_s", 0.0);
+    }
+    w.think_time = r.quantity<duration>("think_time").value_or(duration{});
+    w.input = read_length(r.get("input"), r.path("input"));
+    w.output = read_length(r.get("output"), r.path("output"));
+    w.requests = r.integer("requests", 1).value_or(0);
+    w.seed = static_cast<std::uint64_t>(r.integer("seed", 0).value_or(1));
+    if (const auto path = r.string("trace")) {
+        std::filesystem::path p(*path);
+        if (p.is_relative() && !base_dir.empty()) p = base_dir / p;
+        std::ifstream in(p);
+        if (!in) throw config_error(r.path("trace"), "'" + *path + "'", "trace file not found", "a CSV file: input_tokens,output_tokens[,arrival_s]");
+        std::stringstream text;
+        text << in.rdbuf();
+        for (const auto& row : read_trace_csv(text.str(), p.string()))
+            w.trace.push_back({row.input_tokens, row.output_tokens, row.arrival});
+    }
+    const bool wants_trace = w.arrival == "trace" || w.input.kind == "trace" || w.output.kind == "trace";
+    if (wants_trace && w.trace.empty()) r.missing("trace", "a CSV trace file for trace arrivals or lengths");
+    r.finish();
+    return w;
+}
+
+inference_spec read_inference(object_reader& r, const std::filesystem::path& base_dir) {
     inference_spec i;
     i.input_tokens = r.required_integer("input_tokens", 1);
     i.output_tokens = r.required_integer("output_tokens", 1);
@@ -257,6 +314,13 @@ inference_spec read_inference(object_reader& r) {
     i.prefill_chunk_tokens = r.integer("prefill_chunk_tokens", 1).value_or(0);
     i.max_num_seqs = r.integer("max_num_seqs", 1).value_or(0);
     i.runtime_reserve = r.quantity<data_size>("runtime_reserve");
+    if (const json* w = r.get("workload"); w && !w->is_null()) {
+        object_reader wr(*w, r.path("workload"), true);
+        i.workload = read_workload(wr, base_dir);
+        if (i.workload->arrival == "closed_loop" && !i.concurrency)
+            throw config_error(r.path("concurrency"), "", "a closed-loop workload needs the number of users",
+                               "inference.concurrency, or an open-loop workload.arrival (poisson, constant_rate, trace)");
+    }
     if ((i.batch || i.batch_max) && i.concurrency)
         throw config_error(r.path("concurrency"), std::to_string(*i.concurrency), "give batch or concurrency, not both",
                            "batch (requests decoded together) or concurrency (users with a request in flight)");
@@ -305,7 +369,7 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
     }
     if (const json* i = root.get("inference"); i && !i->is_null()) {
         object_reader r(*i, "/inference", true);
-        sc.inference = read_inference(r);
+        sc.inference = read_inference(r, base_dir);
     }
     if (const json* c = root.get("cold_start"); c && !c->is_null()) {
         object_reader r(*c, "/cold_start", true);

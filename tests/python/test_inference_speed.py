@@ -120,3 +120,35 @@ def test_sliding_window_models_and_pcie_cards_under_concurrency():
     assert r.memory.fits is True and r.inference.method == "simulation" and r.inference.preemptions == 0
     assert isinstance(r.inference.throughput_tokens_per_s, float)  # a rate of tokens, not a time
     assert "time to first token" in repr(r) and "cold start not computed" in repr(r)  # no storage tier named
+
+
+def test_open_loop_workload_distributions_and_trace(tmp_path):
+    base = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM"}}
+    poisson = capplan.estimate({**base, "inference": {
+        "input_tokens": 1000, "output_tokens": 200,
+        "workload": {"arrival": "poisson", "rate_per_s": 4, "requests": 300, "seed": 7,
+                     "input": {"kind": "lognormal", "sigma": 0.6}, "output": {"kind": "uniform", "min": 50, "max": 350}}}})
+    i = poisson.inference
+    assert i.method == "simulation" and i.simulated_requests == 300
+    assert i.ttft_p99_s >= i.ttft_p90_s >= i.ttft_s and i.tpot_p99_s >= i.tpot_s
+    again = capplan.estimate({**base, "inference": {
+        "input_tokens": 1000, "output_tokens": 200,
+        "workload": {"arrival": "poisson", "rate_per_s": 4, "requests": 300, "seed": 7,
+                     "input": {"kind": "lognormal", "sigma": 0.6}, "output": {"kind": "uniform", "min": 50, "max": 350}}}})
+    assert again.to_dict()["inference"] == poisson.to_dict()["inference"]  # seeded: reproducible
+
+    trace = tmp_path / "trace.csv"
+    trace.write_text("input_tokens,output_tokens,arrival_s\n800,100,0.0\n1200,300,0.5\n400,50,0.9\n")
+    scenario = tmp_path / "s.json"
+    import json as _json
+    scenario.write_text(_json.dumps({**base, "inference": {"input_tokens": 1200, "output_tokens": 300, "workload": {
+        "arrival": "trace", "trace": "trace.csv", "input": "trace", "output": "trace", "requests": 3}}}))
+    t = capplan.estimate(scenario)
+    assert t.inference.simulated_requests == 3
+    trace.write_text("input_tokens,output_tokens,arrival_s\n800,100,0.0\n1200,oops,0.5\n")
+    with pytest.raises(capplan.ConfigError) as e:
+        capplan.estimate(scenario)
+    assert "line 3" in str(e.value)
+    with pytest.raises(capplan.ConfigError) as e:  # a closed loop needs its users
+        capplan.estimate({**base, "inference": {"input_tokens": 10, "output_tokens": 5, "workload": {"arrival": "closed_loop"}}})
+    assert e.value.field == "/inference/concurrency"

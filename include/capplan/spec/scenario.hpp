@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "capplan/units.hpp"
 
@@ -50,6 +51,26 @@ struct training_spec {
     bool offload_optimizer = false;      // optimizer states (and master weights) in host memory
 };
 
+// How requests arrive and how long they are, for the serving simulation (serving_sim.hpp).
+struct length_spec {
+    std::string kind = "fixed";  // fixed (the scenario's token count), uniform, lognormal, trace
+    std::int64_t min = 1, max = 0;  // uniform bounds; lognormal cap (0: none)
+    double sigma = 0.0;             // lognormal: standard deviation of ln(length); median = the token count
+};
+struct trace_request {
+    std::int64_t input_tokens = 0, output_tokens = 0;
+    std::optional<duration> arrival;
+};
+struct workload_input {
+    std::string arrival = "closed_loop";  // closed_loop (concurrency users), poisson, constant_rate, trace
+    double rate_per_s = 0.0;
+    duration think_time;                   // closed loop: mean think time between a user's requests
+    length_spec input, output;
+    std::vector<trace_request> trace;      // rows of a CSV trace (input_tokens,output_tokens[,arrival_s])
+    std::int64_t requests = 0;             // measured requests (0: max(200, 4 x users))
+    std::uint64_t seed = 1;
+};
+
 struct inference_spec {
     std::int64_t input_tokens = 0;
     std::int64_t output_tokens = 0;
@@ -61,6 +82,7 @@ struct inference_spec {
     std::int64_t prefill_chunk_tokens = 0;    // tokens in one forward step (chunked-prefill budget); 0 = engine default
     std::int64_t max_num_seqs = 0;            // sequences the engine schedules at most; 0 = engine default
     std::optional<data_size> runtime_reserve; // overrides the per-device runtime reservation
+    std::optional<workload_input> workload;   // arrivals and length distributions for the simulation
 };
 
 // How weights reach the GPUs at start-up (cold_start.hpp has the model).
