@@ -38,11 +38,26 @@ perf_setup perf_setup::from(const scenario& s) {
     out.memory_bandwidth = *a.memory_bandwidth;
     out.efficiency = default_perf_efficiency(a, s.precision.compute);
     const int tp = s.parallelism.tp;
-    if (tp > 1) {
-        const collective_group g{tp, std::min(tp, s.system.per_node)};
+    auto grid = [&](collective_op op, int ranks) {
+        std::vector<std::pair<double, double>> g;
+        const collective_group group{ranks, std::min(ranks, s.system.per_node)};
         for (int k = 0; k <= 36; ++k) {
             const double bytes = std::ldexp(1.0, k);
-            out.allreduce_grid.emplace_back(bytes, collective_time(collective_op::all_reduce, bytes * B, s.system, g).time.si());
+            g.emplace_back(bytes, collective_time(op, bytes * B, s.system, group).time.si());
+        }
+        return g;
+    };
+    if (tp > 1) out.allreduce_grid = grid(collective_op::all_reduce, tp);
+    if (s.model.is_moe() && s.parallelism.ep > 1) out.alltoall_grid = grid(collective_op::all_to_all, s.parallelism.ep);
+    // Weight-only integer formats (W8A16, W4A16) dequantise every weight on the vector units before
+    // the 16-bit matrix multiply. Assumed operation counts per element (not measured): int8 2
+    // (convert, scale), int4 3 (unpack, convert, scale); vector rate = the fp32 peak.
+    const std::string& wf = s.precision.weights.name;
+    if ((wf == "int8" || wf == "int4") && s.precision.compute.peak_key != "int8" && s.precision.compute.peak_key != "int4") {
+        const peak_rate fp32 = a.peak("fp32");
+        if (fp32.status == peak_rate::state::known) {
+            out.vector_peak = fp32.value;
+            out.dequant_ops = wf == "int8" ? 2.0 : 3.0;
         }
     }
     if (s.parallelism.pp > 1 && s.system.count >= 2) {
@@ -58,19 +73,19 @@ perf_setup perf_setup::from(const scenario& s) {
     return out;
 }
 
-duration perf_setup::allreduce(data_size bytes) const {
-    if (allreduce_grid.empty() || bytes.si() <= 0) return {};
+duration perf_setup::interpolate(const std::vector<std::pair<double, double>>& grid, data_size bytes) {
+    if (grid.empty() || bytes.si() <= 0) return {};
     const double x = bytes.si();
-    if (x <= allreduce_grid.front().first) return allreduce_grid.front().second * s;
-    for (std::size_t i = 1; i < allreduce_grid.size(); ++i) {
-        const auto& [x1, y1] = allreduce_grid[i];
+    if (x <= grid.front().first) return grid.front().second * s;
+    for (std::size_t i = 1; i < grid.size(); ++i) {
+        const auto& [x1, y1] = grid[i];
         if (x <= x1) {
-            const auto& [x0, y0] = allreduce_grid[i - 1];
+            const auto& [x0, y0] = grid[i - 1];
             return (y0 + (y1 - y0) * (x - x0) / (x1 - x0)) * s;
         }
     }
-    const auto& [xl, yl] = allreduce_grid.back();
-    const auto& [xp, yp] = allreduce_grid[allreduce_grid.size() - 2];
+    const auto& [xl, yl] = grid.back();
+    const auto& [xp, yp] = grid[grid.size() - 2];
     return (yl + (yl - yp) / (xl - xp) * (x - xl)) * s;  // beyond the grid: the bandwidth slope
 }
 
@@ -93,8 +108,12 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     op_sum sums[] = {{"attention projections", {}, {}, {}, {}, {}}, {"attention core", {}, {}, {}, {}, {}},
                      {"mlp / experts", {}, {}, {}, {}, {}},          {"norms and elementwise", {}, {}, {}, {}, {}},
                      {"lm head and embedding", {}, {}, {}, {}, {}}};
-    auto charge = [&](op_sum& o, flop_count f, data_size b, int kernels) {
-        const duration c = f / compute, mem = b / memory;
+    // Dequantising weight-only formats adds vector work per weight element read (serial with the load).
+    auto dequant = [&](double weight_elements) {
+        return su.dequant_ops > 0 ? (weight_elements * su.dequant_ops * FLOP) / su.vector_peak : duration{};
+    };
+    auto charge = [&](op_sum& o, flop_count f, data_size b, int kernels, double weight_elements = 0.0) {
+        const duration c = f / compute, mem = b / memory + dequant(weight_elements);
         o.flops += f;
         o.bytes += b;
         o.compute_part += c;
@@ -118,7 +137,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     for (std::int64_t i = 0; i < m.layers; ++i) {
         // Projections: weights once, activations in and out.
         charge(sums[0], 2.0 * tokens * attn.block_linear * FLOP,
-               (attn.block_linear * bw + tokens * (2.0 * h + 2.0 * q_out + kv_out) * ba) * B, 2);
+               (attn.block_linear * bw + tokens * (2.0 * h + 2.0 * q_out + kv_out) * ba) * B, 2, attn.block_linear);
         // Core: a sliding window caps each token's keys.
         double pk = prefill_keys, dk = decode_keys;
         if (m.is_sliding_layer(i)) {
@@ -133,7 +152,8 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         if (!m.is_moe_layer(i)) {
             const double width = m.intermediate / tp;
             charge(sums[2], 2.0 * tokens * ffn.block_linear * FLOP,
-                   (ffn.block_linear * bw + tokens * (2.0 * h + (m.gated_mlp ? 3.0 : 2.0) * width) * ba) * B, 3);
+                   (ffn.block_linear * bw + tokens * (2.0 * h + (m.gated_mlp ? 3.0 : 2.0) * width) * ba) * B, 3,
+                   ffn.block_linear);
         } else {
             const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
             const double slots = tokens * static_cast<double>(m.moe.experts_per_token) / p.ep;  // balanced routing
@@ -145,7 +165,9 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             charge(sums[2], (2.0 * slots * expert + 2.0 * tokens * (shared + router)) * FLOP,
                    ((touched * expert + shared) * bw + router * bo +
                     (slots * (2.0 * h + 3.0 * m.moe.expert_intermediate / p.etp) + tokens * 2.0 * h) * ba) * B,
-                   4);
+                   4, touched * expert + shared);
+            // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
+            if (p.ep > 1) out.communication += 2.0 * su.alltoall(tokens * static_cast<double>(m.moe.experts_per_token) * h * ba * B);
         }
         // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound.
         charge(sums[3], flop_count{}, tokens * 10.0 * h * ba * B, 3);

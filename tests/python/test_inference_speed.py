@@ -27,6 +27,7 @@ def _ms(q):
 TPOT_BATCH1 = [
     ("gpt-fast Llama-2-7B bf16 A100 tp1", "Llama-2-7B", "A100-80GB-SXM", 1, "bf16", 5, 200, 9.53),
     ("gpt-fast Llama-2-7B bf16 A100 tp2", "Llama-2-7B", "A100-80GB-SXM", 2, "bf16", 5, 200, 5.92),
+    ("gpt-fast Llama-2-7B int8 weight-only A100", "Llama-2-7B", "A100-80GB-SXM", 1, "int8", 5, 200, 6.43),
     ("gpt-fast Llama-2-7B bf16 A100 tp8", "Llama-2-7B", "A100-80GB-SXM", 8, "bf16", 5, 200, 3.04),
     ("gpt-fast Llama-2-70B bf16 A100 tp2", "Llama-2-70B", "A100-80GB-SXM", 2, "bf16", 5, 200, 46.9),
     ("gpt-fast Llama-2-70B bf16 A100 tp4", "Llama-2-70B", "A100-80GB-SXM", 4, "bf16", 5, 200, 26.31),

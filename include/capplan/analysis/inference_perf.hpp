@@ -62,11 +62,16 @@ struct perf_setup {
     perf_efficiency efficiency;
     // Tensor-parallel all-reduce time by size: sampled on a grid of powers of two (interpolated).
     std::vector<std::pair<double, double>> allreduce_grid;  // (bytes, seconds)
+    std::vector<std::pair<double, double>> alltoall_grid;   // expert-parallel dispatch/combine, same layout
+    flop_rate vector_peak;     // fp32 (non-tensor) peak: dequantising weight-only formats runs there
+    double dequant_ops = 0.0;  // operations per weight element to dequantise (0: none)
     duration pipeline_send_latency;
     byte_rate pipeline_send_bandwidth;
 
     static perf_setup from(const scenario& s);
-    duration allreduce(data_size bytes) const;
+    duration allreduce(data_size bytes) const { return interpolate(allreduce_grid, bytes); }
+    duration alltoall(data_size bytes) const { return interpolate(alltoall_grid, bytes); }
+    static duration interpolate(const std::vector<std::pair<double, double>>& grid, data_size bytes);
 };
 
 step_breakdown step_time_breakdown(const perf_setup& s, const batch_step& step);
