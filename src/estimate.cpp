@@ -176,6 +176,8 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         out.preemptions = sim.preemptions;
         out.simulated_requests = sim.measured;
     }
+    out.throughput_tokens_per_s_per_device = *out.throughput_tokens_per_s / static_cast<double>(s.system.count);
+    out.tokens_per_s_per_user = 1.0 / *out.tpot_s;
     duration memory, compute;
     for (const auto& op : e.decode.ops) (op.compute_bound ? compute : memory) += op.time;
     const duration step = e.decode.total();

@@ -138,6 +138,8 @@ std::string to_json(const estimate_result& r, int indent) {
         num("tpot_s", i.tpot_s);
         num("e2e_latency_s", i.e2e_latency_s);
         num("throughput_tokens_per_s", i.throughput_tokens_per_s);
+        num("throughput_tokens_per_s_per_device", i.throughput_tokens_per_s_per_device);
+        num("tokens_per_s_per_user", i.tokens_per_s_per_user);
         num("batch", i.batch);
         num("context_tokens", i.context_tokens);
         num("max_batch", i.max_batch);

@@ -44,6 +44,8 @@ struct memory_result {
 
 struct inference_result {
     std::optional<double> ttft_s, tpot_s, e2e_latency_s, throughput_tokens_per_s;
+    std::optional<double> throughput_tokens_per_s_per_device;  // output tokens / s / accelerator
+    std::optional<double> tokens_per_s_per_user;               // streaming rate one user sees: 1 / TPOT
     std::optional<std::int64_t> batch;               // requests resident at once (the memory model's batch)
     std::optional<std::int64_t> context_tokens;      // per request: input + output
     std::optional<std::int64_t> max_batch;           // most requests of context_tokens that fit
