@@ -8,6 +8,7 @@
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/serving_sim.hpp"
 #include "capplan/analysis/training_memory.hpp"
+#include "capplan/analysis/training_perf.hpp"
 #include "capplan/analysis/sharding.hpp"
 
 #include "capplan/units_parse.hpp"
@@ -228,6 +229,51 @@ void estimate_cold_start(const scenario& s, const catalog& cat, estimate_result&
     for (const auto& n : c.notes) r.notes.push_back("cold start: " + n);
 }
 
+// Fills training.* and the training chain (compute, scale-up and scale-out communication, bubble,
+// optimizer) with its bottleneck.
+void estimate_training_speed(const scenario& s, estimate_result& r) {
+    training_performance tp;
+    try {
+        tp = estimate_training_performance(s);
+    } catch (const config_error& e) {
+        r.notes.push_back("training speed not computed: " + std::string(e.what()));
+        return;
+    }
+    training_result out;
+    out.step_time_s = tp.step.si();
+    out.tokens_per_s = tp.tokens_per_s;
+    out.mfu = tp.mfu;
+    out.hfu = tp.hfu;
+    out.model_tflops_per_device = tp.model_flops_per_device.in(units::TFLOP / units::s);
+    out.micro_batches = tp.micro_batches;
+    for (const auto& term : tp.terms) out.breakdown.emplace_back(term.term, term.time.si(), term.exposed.si());
+    const training_spec& t = *s.training;
+    if (t.tokens) {
+        out.time_to_train_s = *t.tokens / tp.tokens_per_s;
+        out.gpu_hours = *out.time_to_train_s * s.system.count / units::hour.si();
+        if (t.price_per_device_hour) out.cost = *out.gpu_hours * *t.price_per_device_hour;
+    }
+    r.training = out;
+    duration compute, tp_comm, dp, bubble, optimizer;
+    for (const auto& term : tp.terms) {
+        if (term.term == "forward" || term.term == "backward" || term.term == "recompute") compute += term.exposed;
+        else if (term.term == "tp communication") tp_comm += term.exposed;
+        else if (term.term == "pipeline bubble") bubble += term.exposed;
+        else if (term.term == "optimizer step") optimizer += term.exposed;
+        else dp += term.exposed;
+    }
+    const duration step = tp.step;
+    auto stage = [&](const char* name, duration d) { r.chain.push_back({name, d, step.si() > 0 ? d / step : 0.0}); };
+    stage("compute", compute);
+    stage("scale-up network", tp_comm);
+    stage("scale-out network", dp);
+    stage("pipeline bubble", bubble);
+    stage("optimizer (gpu memory)", optimizer);
+    r.bottleneck = std::max_element(r.chain.begin(), r.chain.end(),
+                                    [](const auto& a, const auto& b) { return a.time < b.time; })->stage;
+    for (const auto& n : tp.notes) r.notes.push_back(n);
+}
+
 // Fills memory.* for a training step; when it does not fit, says what is largest and which of
 // the usual levers (ZeRO-3, full recompute, optimizer offload, more tp) would make it fit.
 void estimate_training_memory_result(const scenario& s, const weight_sharding& shards, estimate_result& r) {
@@ -372,6 +418,7 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
     }
     if (s.training) {
         estimate_training_memory_result(s, shards, r);
+        estimate_training_speed(s, r);
         estimate_cold_start(s, cat, r);  // a (re)start loads the weights too
     }
     if (s.inference || s.training) estimate_flops(s, r);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "capplan/analysis/parameters.hpp"
@@ -58,6 +59,13 @@ struct inference_result {
     std::string method;                              // "roofline" (static batch) or "simulation"
 };
 
+struct training_result {
+    double step_time_s = 0.0, tokens_per_s = 0.0, mfu = 0.0, hfu = 0.0, model_tflops_per_device = 0.0;
+    std::int64_t micro_batches = 0;
+    std::vector<std::tuple<std::string, double, double>> breakdown;  // (term, time_s, exposed_s) per step
+    std::optional<double> time_to_train_s, gpu_hours, cost;
+};
+
 struct flops_result {
     std::optional<flop_count> prefill;        // forward of one prompt (LM head on its last token)
     std::optional<flop_count> decode_token;   // forward of one generated token mid-answer
@@ -95,6 +103,7 @@ struct estimate_result {
     memory_result memory;
     std::optional<inference_result> inference;
     std::optional<flops_result> flops;
+    std::optional<training_result> training;
     std::optional<cold_start_summary> cold_start;
     std::vector<chain_stage> chain;
     std::optional<std::string> bottleneck;

@@ -1,0 +1,47 @@
+// Training step time, throughput and MFU for one parallel layout.
+//
+//   micro-batch forward F on a stage = the per-operator roofline of one forward over its layers
+//       (inference_perf.hpp: same operators, all positions through the LM head), tp all-reduces
+//       included; backward = 2 F (Narayanan et al. 2021 §3.2: twice the forward FLOPs);
+//       recompute: full = + F, selective = + the attention core (Korthikanti et al. 2022 §5)
+//   pipeline (Narayanan et al. 2021 §2.2): 1F1B step = (m + p - 1)(F + B + R) per stage,
+//       interleaved with v chunks: (m + (p - 1)/v)(F + B + R) (bubble (p-1)/(v m))
+//   data parallel: the gradient all-reduce (reduce-scatter + all-gather with ZeRO / distributed
+//       optimizer) over dp, overlapped with the last micro-batch's backward (bucketed overlap);
+//       ZeRO-3 / FSDP adds a parameter all-gather per micro-batch forward and backward, overlapped
+//       with compute except the first layer's
+//   expert parallelism: four all-to-alls per MoE layer and micro-batch (dispatch/combine, fwd/bwd)
+//   optimizer: memory-bound over the states this rank updates
+//   MFU = model FLOPs per step / (step x devices x peak); HFU counts recomputation (flops.hpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capplan/spec/scenario.hpp"
+#include "capplan/units.hpp"
+
+namespace capplan {
+
+struct training_step_term {
+    std::string term;     // forward, backward, recompute, pipeline bubble, tp communication, dp gradients, ...
+    duration time;        // per step
+    duration exposed;     // what is not hidden behind compute
+};
+
+struct training_performance {
+    duration step;
+    double tokens_per_s = 0.0;        // whole system
+    double mfu = 0.0, hfu = 0.0;
+    flop_rate model_flops_per_device; // achieved model FLOP/s per device
+    std::int64_t micro_batches = 0;   // per pipeline, per step
+    std::vector<training_step_term> terms;
+    std::vector<std::string> notes;
+};
+
+// Throws config_error when the layout cannot run (batch not divisible, unknown peak); feasibility
+// of memory is the memory model's job.
+training_performance estimate_training_performance(const scenario& s);
+
+}  // namespace capplan

@@ -1,0 +1,100 @@
+#include "capplan/analysis/training_perf.hpp"
+
+#include <algorithm>
+
+#include "capplan/analysis/collectives.hpp"
+#include "capplan/analysis/flops.hpp"
+#include "capplan/analysis/inference_perf.hpp"
+#include "capplan/analysis/sharding.hpp"
+#include "capplan/error.hpp"
+
+namespace capplan {
+
+training_performance estimate_training_performance(const scenario& s) {
+    using namespace units;
+    const training_spec& t = *s.training;
+    const model_spec& m = s.model;
+    const parallelism_spec& p = s.parallelism;
+    training_performance out;
+    const std::int64_t per_step = t.global_batch;  // sequences
+    if (per_step % (static_cast<std::int64_t>(p.dp) * t.micro_batch) != 0)
+        throw config_error("/training/global_batch", std::to_string(t.global_batch),
+                           "not a multiple of dp x micro_batch = " + std::to_string(p.dp * t.micro_batch),
+                           "a multiple of " + std::to_string(p.dp * t.micro_batch));
+    const std::int64_t mb = per_step / (p.dp * t.micro_batch);  // micro-batches per pipeline per step
+    out.micro_batches = mb;
+
+    // One micro-batch forward through the whole model on one tp rank (pp splits it into stages).
+    const perf_setup perf = perf_setup::from(s);
+    batch_step fwd;
+    fwd.prefill_tokens = t.micro_batch * t.seq_len / p.cp;
+    fwd.prefill_requests = t.micro_batch;
+    step_breakdown f = step_time_breakdown(perf, fwd);
+    // Training runs every position through the LM head (inference only the sampled one).
+    const double tokens = static_cast<double>(fwd.prefill_tokens);
+    const flop_count head = 2.0 * tokens * static_cast<double>(m.hidden) * static_cast<double>(m.vocab) / p.tp * FLOP;
+    const duration head_time = head / (perf.peak * perf.efficiency.gemm);
+    const double stages = p.pp;
+    // Megatron tensor parallelism: two all-reduces per layer in the forward, two in the backward
+    // (Shoeybi et al. 2019 §3), not overlapped with the matrix multiplies.
+    const duration forward = (f.compute + head_time) / stages;
+    const duration tp_comm = 2.0 * f.communication / stages;
+    const duration backward = 2.0 * forward;
+    duration attention_core;
+    for (const auto& op : f.ops)
+        if (op.op == "attention core") attention_core = op.time;
+    const duration recompute = t.recompute == recompute_kind::full        ? forward
+                               : t.recompute == recompute_kind::selective ? attention_core / stages
+                                                                          : duration{};
+    const duration per_mb = forward + backward + recompute + tp_comm;
+    const double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
+    const duration compute = static_cast<double>(mb) * per_mb;
+    const duration bubble = bubble_mbs * per_mb;
+
+    // Data-parallel gradients: every rank reduces its stage's parameters' gradients over dp.
+    const weight_sharding w = shard_weights(m, p);
+    const double params = w.per_device().total();
+    const double grad_bytes = t.distributed_optimizer ? 4.0 : 2.0;  // fp32 main grads with Megatron's distributed optimizer
+    duration dp_time;
+    if (p.dp > 1) {
+        // The dp group spreads across nodes: one rank per node per tp x pp x cp block.
+        const int model_ranks = p.tp * p.pp * p.cp;
+        const int per_node = std::max(1, s.system.per_node / std::min(model_ranks, s.system.per_node));
+        const int dp_per_node = std::min(p.dp, per_node);
+        const collective_group g{p.dp, p.dp % dp_per_node == 0 ? dp_per_node : 1};
+        const data_size grads = params * grad_bytes * B;
+        dp_time = collective_time(collective_op::all_reduce, grads, s.system, g).time;
+        if (t.zero >= 3) {  // parameter all-gathers in forward and backward, per micro-batch
+            const data_size p16 = params * 2.0 * B;
+            dp_time += 2.0 * static_cast<double>(mb) * collective_time(collective_op::all_gather, p16, s.system, g).time;
+        }
+    }
+    const duration dp_exposed = std::max(duration{}, dp_time - backward - (t.zero >= 3 ? compute : duration{}));
+
+    // Optimizer: read and write this rank's states (weights, gradients, master, moments), memory-bound.
+    const double shard = (t.zero >= 1 || t.distributed_optimizer) ? p.dp : 1.0;
+    const data_size optimizer_bytes = params * (2.0 + grad_bytes + (4.0 + 8.0) / shard) * 2.0 * B;
+    const duration optimizer = optimizer_bytes / (perf.memory_bandwidth * perf.efficiency.memory);
+
+    out.step = compute + bubble + dp_exposed + optimizer;
+    out.terms = {{"forward", static_cast<double>(mb) * forward, static_cast<double>(mb) * forward},
+                 {"backward", static_cast<double>(mb) * backward, static_cast<double>(mb) * backward},
+                 {"recompute", static_cast<double>(mb) * recompute, static_cast<double>(mb) * recompute},
+                 {"tp communication", static_cast<double>(mb) * tp_comm, static_cast<double>(mb) * tp_comm},
+                 {"pipeline bubble", bubble, bubble},
+                 {"dp gradients" + std::string(t.zero >= 3 ? " + zero-3 gathers" : ""), dp_time, dp_exposed},
+                 {"optimizer step", optimizer, optimizer}};
+    const training_flops tf = training_step_flops(m, t.seq_len, t.recompute);
+    const double devices = static_cast<double>(s.system.count);
+    const flop_count model = tf.model * static_cast<double>(t.global_batch);
+    const flop_count hardware = tf.hardware * static_cast<double>(t.global_batch);
+    out.tokens_per_s = static_cast<double>(t.global_batch * t.seq_len) / out.step.si();
+    out.model_flops_per_device = model / (out.step * devices);
+    out.mfu = out.model_flops_per_device / perf.peak;
+    out.hfu = (hardware / (out.step * devices)) / perf.peak;
+    out.notes.push_back("training speed: " + std::to_string(mb) + " micro-batches per step, pipeline bubble " +
+                        std::to_string(bubble_mbs) + " micro-batch times; " + perf.efficiency.source);
+    return out;
+}
+
+}  // namespace capplan
