@@ -1,0 +1,59 @@
+// analysis/training_perf.hpp: the pipeline schedule arithmetic, MFU's definition, and invariants.
+#include <doctest/doctest.h>
+
+#include "capplan/analysis/flops.hpp"
+#include "capplan/analysis/training_perf.hpp"
+#include "capplan/error.hpp"
+#include "capplan/spec/scenario_io.hpp"
+#include "test_support.hpp"
+
+using namespace capplan;
+using namespace capplan::units;
+
+namespace {
+training_performance run(const std::string& parallelism, const std::string& training, int count = 64) {
+    const std::string text = R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": )" +
+                             std::to_string(count) + R"(}, "parallelism": )" + parallelism + R"(, "training": )" +
+                             training + "}";
+    return estimate_training_performance(read_scenario(text, test::shipped_catalog()));
+}
+duration term(const training_performance& t, const std::string& name) {
+    for (const auto& x : t.terms)
+        if (x.term.rfind(name, 0) == 0) return x.exposed;
+    return {};
+}
+}  // namespace
+
+TEST_CASE("1F1B bubble: (p - 1) micro-batch times; interleaving divides it by v") {
+    // dp = 64 / (2 x 4) = 8; micro-batches per pipeline m = 256 / (8 x 1) = 32
+    const auto a = run(R"({"tp": 2, "pp": 4})", R"({"seq_len": 4096, "global_batch": 256})");
+    CHECK(a.micro_batches == 32);
+    const duration per_mb = (term(a, "forward") + term(a, "backward") + term(a, "recompute") + term(a, "tp comm")) / 32.0;
+    CHECK(term(a, "pipeline bubble").si() == doctest::Approx((3.0 * per_mb).si()));  // (pp - 1) = 3
+    const auto v = run(R"({"tp": 2, "pp": 4, "vpp": 3})", R"({"seq_len": 4096, "global_batch": 256})");
+    CHECK(term(v, "pipeline bubble").si() == doctest::Approx((1.0 * per_mb).si()));  // 3 / 3
+}
+
+TEST_CASE("MFU = model FLOPs per step / (step x devices x peak)") {
+    const auto t = run(R"({"tp": 8})", R"({"seq_len": 8192, "global_batch": 64, "recompute": "full"})");
+    const auto& m = test::shipped_catalog().model("Llama-3.1-8B");
+    const flop_count model = training_step_flops(m, 8192, recompute_kind::full).model * 64.0;
+    CHECK(t.mfu == doctest::Approx((model / (t.step * 64.0)).si() / 989.5e12));
+    CHECK(t.hfu > t.mfu);  // full recomputation adds a forward pass of hardware work
+    CHECK(t.tokens_per_s == doctest::Approx(64.0 * 8192 / t.step.si()));
+}
+
+TEST_CASE("invariants: more micro-batches shrink the bubble's share; selective < full recompute") {
+    const auto few = run(R"({"tp": 2, "pp": 8})", R"({"seq_len": 4096, "global_batch": 64})");
+    const auto many = run(R"({"tp": 2, "pp": 8})", R"({"seq_len": 4096, "global_batch": 512})");
+    CHECK(term(many, "pipeline bubble") / many.step < term(few, "pipeline bubble") / few.step);
+    const auto sel = run(R"({"tp": 8})", R"({"seq_len": 4096, "global_batch": 64, "recompute": "selective"})");
+    const auto full = run(R"({"tp": 8})", R"({"seq_len": 4096, "global_batch": 64, "recompute": "full"})");
+    CHECK(sel.step < full.step);
+    CHECK(sel.mfu > full.mfu);
+}
+
+TEST_CASE("a batch that does not split over dp x micro_batch is an error naming the field") {
+    CHECK_THROWS_WITH_AS(run(R"({"tp": 8})", R"({"seq_len": 4096, "global_batch": 100, "micro_batch": 2})"),
+                         doctest::Contains("/training/global_batch"), config_error);
+}
