@@ -66,6 +66,22 @@ def test_small_message_latency_within_30_percent(label, system, gpus, size, busb
     assert r4.time_s * 1e6 == pytest.approx(23.85, rel=0.30)
 
 
+# Small messages on bare metal and across InfiniBand (tests/data/published_collectives_small.json).
+SMALL_MORE = [
+    ("8x A100-80GB bare metal, 1 KiB (24.43 us)", "DGX-A100", 8, 0, 24.43),
+    ("2 nodes x 8 H100, 8x NDR 400 bare metal, 1 KiB (29.75 us, nccl-tests #309)",
+     {"preset": "DGX-H100", "count": 16}, 16, 8, 29.75),
+    ("2 nodes x 8 A100-40GB, Azure ND96asr_v4 8x HDR, 1 KiB (40.18 us)",
+     {"preset": "DGX-A100", "count": 16, "accelerator": "A100-40GB-SXM"}, 16, 8, 40.18),
+]
+
+
+@pytest.mark.parametrize("label,system,gpus,per_node,measured_us", SMALL_MORE, ids=[r[0] for r in SMALL_MORE])
+def test_small_messages_bare_metal_and_infiniband_within_30_percent(label, system, gpus, per_node, measured_us):
+    r = capplan.collective("all_reduce", "1 KiB", system=system, gpus=gpus, per_node=per_node or None)
+    assert r.time_s * 1e6 == pytest.approx(measured_us, rel=0.30), (label, r)
+
+
 def test_nccl_tests_conventions_exact():
     for op, factor in (("all_reduce", 2 * 7 / 8), ("all_gather", 7 / 8), ("reduce_scatter", 7 / 8),
                        ("all_to_all", 7 / 8), ("broadcast", 1.0), ("reduce", 1.0), ("send_recv", 1.0)):
