@@ -5,12 +5,24 @@
 #include "capplan/analysis/collectives.hpp"
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_perf.hpp"
+#include "capplan/analysis/kv_cache.hpp"
 #include "capplan/analysis/sharding.hpp"
 #include "capplan/error.hpp"
+#include "capplan/units_parse.hpp"
 
 namespace capplan {
 
 training_performance estimate_training_performance(const scenario& s) {
+    const perf_setup perf = perf_setup::from(s);
+    const training_spec& t = *s.training;
+    batch_step fwd;
+    fwd.prefill_tokens = t.micro_batch * t.seq_len / s.parallelism.cp;
+    fwd.prefill_requests = t.micro_batch;
+    return assemble_training_performance(s, perf, step_time_breakdown(perf, fwd), shard_weights(s.model, s.parallelism));
+}
+
+training_performance assemble_training_performance(const scenario& s, const perf_setup& perf, const step_breakdown& f,
+                                                   const weight_sharding& w) {
     using namespace units;
     const training_spec& t = *s.training;
     const model_spec& m = s.model;
@@ -24,14 +36,9 @@ training_performance estimate_training_performance(const scenario& s) {
     const std::int64_t mb = per_step / (p.dp * t.micro_batch);  // micro-batches per pipeline per step
     out.micro_batches = mb;
 
-    // One micro-batch forward through the whole model on one tp rank (pp splits it into stages).
-    const perf_setup perf = perf_setup::from(s);
-    batch_step fwd;
-    fwd.prefill_tokens = t.micro_batch * t.seq_len / p.cp;
-    fwd.prefill_requests = t.micro_batch;
-    step_breakdown f = step_time_breakdown(perf, fwd);
+    // `f`: one micro-batch forward through the whole model on one tp rank (pp splits it into stages).
     // Training runs every position through the LM head (inference only the sampled one).
-    const double tokens = static_cast<double>(fwd.prefill_tokens);
+    const double tokens = static_cast<double>(t.micro_batch * t.seq_len / p.cp);
     const flop_count head = 2.0 * tokens * static_cast<double>(m.hidden) * static_cast<double>(m.vocab) / p.tp * FLOP;
     const duration head_time = head / (perf.peak * perf.efficiency.gemm);
     const double stages = p.pp;
@@ -46,13 +53,26 @@ training_performance estimate_training_performance(const scenario& s) {
     const duration recompute = t.recompute == recompute_kind::full        ? forward
                                : t.recompute == recompute_kind::selective ? attention_core / stages
                                                                           : duration{};
-    const duration per_mb = forward + backward + recompute + tp_comm;
+    // Context parallelism (ring attention, Liu et al. 2023 arXiv:2310.01889): each layer passes its
+    // K/V chunk around the cp ring (cp - 1 hops forward, twice that backward), overlapped with the
+    // attention core; only what the core cannot hide is exposed.
+    duration cp_comm;
+    if (p.cp > 1) {
+        const data_size kv = tokens * kv_bytes_per_token_per_layer(m, p.tp, s.precision.activations);
+        const int ranks_per_node = std::max(1, s.system.per_node / std::min(p.tp, s.system.per_node));
+        const collective_group g{std::min(p.cp, s.system.count), std::min(p.cp, ranks_per_node)};
+        const duration hop = collective_time(collective_op::send_recv, kv, s.system,
+                                             {g.gpus, g.gpus % g.per_node == 0 ? g.per_node : 1}).time;
+        const duration per_layer = 3.0 * (p.cp - 1) * hop;
+        const duration core_per_layer = 3.0 * attention_core / static_cast<double>(m.layers);
+        cp_comm = static_cast<double>(m.layers) / stages * std::max(duration{}, per_layer - core_per_layer);
+    }
+    const duration per_mb = forward + backward + recompute + tp_comm + cp_comm;
     const double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
     const duration compute = static_cast<double>(mb) * per_mb;
     const duration bubble = bubble_mbs * per_mb;
 
     // Data-parallel gradients: every rank reduces its stage's parameters' gradients over dp.
-    const weight_sharding w = shard_weights(m, p);
     const double params = w.per_device().total();
     const double grad_bytes = t.distributed_optimizer ? 4.0 : 2.0;  // fp32 main grads with Megatron's distributed optimizer
     duration dp_time;
@@ -81,6 +101,7 @@ training_performance estimate_training_performance(const scenario& s) {
                  {"backward", static_cast<double>(mb) * backward, static_cast<double>(mb) * backward},
                  {"recompute", static_cast<double>(mb) * recompute, static_cast<double>(mb) * recompute},
                  {"tp communication", static_cast<double>(mb) * tp_comm, static_cast<double>(mb) * tp_comm},
+                 {"cp ring exchange", static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_comm},
                  {"pipeline bubble", bubble, bubble},
                  {"dp gradients" + std::string(t.zero >= 3 ? " + zero-3 gathers" : ""), dp_time, dp_exposed},
                  {"optimizer step", optimizer, optimizer}};
@@ -93,7 +114,7 @@ training_performance estimate_training_performance(const scenario& s) {
     out.mfu = out.model_flops_per_device / perf.peak;
     out.hfu = (hardware / (out.step * devices)) / perf.peak;
     out.notes.push_back("training speed: " + std::to_string(mb) + " micro-batches per step, pipeline bubble " +
-                        std::to_string(bubble_mbs) + " micro-batch times; " + perf.efficiency.source);
+                        format_number(bubble_mbs) + " micro-batch times; " + perf.efficiency.source);
     return out;
 }
 

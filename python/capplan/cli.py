@@ -180,7 +180,25 @@ def _cmd_calibrate_collectives(args) -> str:
     return text
 
 
+def _cmd_size_training(args) -> str:
+    from .sizing import search_training
+    system: Any = {"preset": args.system, "count": args.count} if args.count else args.system
+    scenario = {"model": args.model, "system": system,
+                "training": {"seq_len": args.seq_len, "global_batch": args.global_batch}}
+    r = search_training(scenario, top_k=args.top)
+    if args.format == "json":
+        return json.dumps(r, indent=2)
+    header = ["tp", "pp", "dp", "cp", "ep", "vpp", "mb", "recompute", "zero", "step", "tokens/s", "MFU", "memory"]
+    rows = [[b["tp"], b["pp"], b["dp"], b["cp"], b["ep"], b["vpp"], b["micro_batch"], b["recompute"], b["zero"],
+             str(Quantity.from_si(b["step_time_s"], (0, 0, 1, 0))), f"{b['tokens_per_s']:.0f}", f"{100 * b['mfu']:.1f}%",
+             str(Quantity.from_si(b["memory_per_device_bytes"], (1, 0, 0, 0)))] for b in r["best"]]
+    summary = f"{r['enumerated']} layouts, {r['fit']} fit memory"
+    return (_table(header, rows) if rows else "no layout fits memory") + "\n" + summary
+
+
 def _cmd_size(args) -> str:
+    if args.workload == "training":
+        return _cmd_size_training(args)
     from .sizing import size_inference
     prices = {}
     for item in (args.price or "").split(","):
@@ -190,6 +208,8 @@ def _cmd_size(args) -> str:
                 prices[name.strip()] = float(value)
             except ValueError:
                 raise _UsageError(f"capplan size: --price expects NAME=DOLLARS_PER_HOUR, got '{item}'") from None
+    if args.concurrency is None or args.input is None or args.output is None:
+        raise _UsageError("capplan size inference: give --concurrency, --input and --output")
     accels = [a.strip() for a in (args.accelerators or "").split(",") if a.strip()]
     r = size_inference(args.model, args.concurrency, args.input, args.output, ttft_p99=args.ttft_p99,
                        tpot_p99=args.tpot_p99, accelerators=accels, prices=prices)
@@ -256,11 +276,16 @@ def build_parser() -> argparse.ArgumentParser:
     k.set_defaults(run=_cmd_calibrate_collectives)
 
     z = sub.add_parser("size", help="the cheapest hardware and layout that meets a latency target")
-    z.add_argument("workload", choices=["inference"])
+    z.add_argument("workload", choices=["inference", "training"])
     z.add_argument("--model", required=True)
-    z.add_argument("--concurrency", type=int, required=True, help="users with a request in flight")
-    z.add_argument("--input", type=int, required=True, help="prompt tokens")
-    z.add_argument("--output", type=int, required=True, help="answer tokens")
+    z.add_argument("--concurrency", type=int, help="inference: users with a request in flight")
+    z.add_argument("--input", type=int, help="inference: prompt tokens")
+    z.add_argument("--output", type=int, help="inference: answer tokens")
+    z.add_argument("--system", default="DGX-H100", help="training: a catalog system preset")
+    z.add_argument("--count", type=int, default=None, help="training: accelerators (the preset scaled out)")
+    z.add_argument("--seq-len", type=int, default=4096, help="training: sequence length")
+    z.add_argument("--global-batch", type=int, default=1024, help="training: sequences per step")
+    z.add_argument("--top", type=int, default=10, help="training: how many layouts to show")
     z.add_argument("--ttft-p99", default="2s", help="p99 time to first token, e.g. 2s")
     z.add_argument("--tpot-p99", default="50ms", help="p99 time per output token, e.g. 50ms")
     z.add_argument("--accelerators", default=None, help="comma-separated names (default: all with a system preset)")

@@ -25,3 +25,13 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     tpot = quantity(tpot_p99, TIME, "/tpot_p99").si
     return json.loads(_core.size_inference_json(ref, is_config, int(concurrency), int(input_tokens), int(output_tokens),
                                                 ttft, tpot, list(accelerators or []), dict(prices or {})))
+
+
+def search_training(scenario, top_k: int = 10, threads: int = 0) -> Dict[str, Any]:
+    """The fastest training layouts (tp, pp, dp, cp, ep, vpp, micro-batch, recompute, ZeRO stage) that
+    fit memory for the scenario's model, system and training workload, with their step-time
+    breakdowns: {"best": [...], "enumerated", "fit", "evaluated"}. The scenario's own parallelism is
+    ignored; its training.seq_len and global_batch are kept."""
+    from .api import scenario_text
+    text, base = scenario_text(scenario)
+    return json.loads(_core.search_training_json(text, str(base), int(top_k), int(threads)))

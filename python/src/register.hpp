@@ -10,5 +10,6 @@ void register_catalog(pybind11::module_& m);
 void register_estimate(pybind11::module_& m);
 void register_collectives(pybind11::module_& m);
 void register_sizing(pybind11::module_& m);
+void register_layout_search(pybind11::module_& m);
 
 }  // namespace capplan::python

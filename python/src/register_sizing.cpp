@@ -52,3 +52,45 @@ void register_sizing(py::module_& m) {
 }
 
 }  // namespace capplan::python
+
+#include "capplan/search/layout_search.hpp"
+#include "capplan/spec/scenario_io.hpp"
+
+namespace capplan::python {
+
+void register_layout_search(py::module_& m) {
+    m.def("search_training_json",
+          [](const std::string& scenario_text, const std::string& base_dir, int top_k, int threads) {
+              std::string text;
+              {
+                  py::gil_scoped_release release;
+                  const catalog& cat = default_catalog();
+                  const scenario s = read_scenario(scenario_text, cat, base_dir);
+                  const layout_search_result r = search_training_layouts(s, top_k, threads);
+                  nlohmann::ordered_json j;
+                  j["enumerated"] = r.enumerated;
+                  j["fit"] = r.fit;
+                  j["evaluated"] = r.evaluated;
+                  j["best"] = nlohmann::ordered_json::array();
+                  for (const auto& c : r.best) {
+                      const auto& p = c.parallelism;
+                      nlohmann::ordered_json terms = nlohmann::ordered_json::array();
+                      for (const auto& term : c.performance.terms)
+                          terms.push_back({{"term", term.term}, {"time_s", term.time.si()}, {"exposed_s", term.exposed.si()}});
+                      j["best"].push_back(
+                          {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"vpp", p.vpp},
+                           {"sequence_parallel", p.sequence_parallel}, {"micro_batch", c.micro_batch},
+                           {"recompute", c.recompute == recompute_kind::full ? "full"
+                                         : c.recompute == recompute_kind::selective ? "selective" : "none"},
+                           {"zero", c.zero}, {"step_time_s", c.performance.step.si()},
+                           {"tokens_per_s", c.performance.tokens_per_s}, {"mfu", c.performance.mfu},
+                           {"memory_per_device_bytes", c.memory_per_device.si()}, {"breakdown", terms}});
+                  }
+                  text = j.dump();
+              }
+              return text;
+          },
+          py::arg("scenario"), py::arg("base_dir") = "", py::arg("top_k") = 10, py::arg("threads") = 0);
+}
+
+}  // namespace capplan::python

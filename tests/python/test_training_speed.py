@@ -40,3 +40,26 @@ def test_training_result_fields_and_time_to_train():
     assert t["gpu_hours"] == pytest.approx(t["time_to_train_s"] * 64 / 3600)
     assert t["cost"] == pytest.approx(t["gpu_hours"] * 2.5)
     assert r.bottleneck in [c["stage"] for c in r.to_dict()["chain"]]
+
+
+def test_layout_search_ranks_layouts_that_fit_and_agrees_with_estimate():
+    scenario = {"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": 64},
+                "training": {"seq_len": 8192, "global_batch": 256}}
+    r = capplan.search_training(scenario, top_k=5)
+    assert r["enumerated"] >= r["fit"] >= len(r["best"]) > 0
+    steps = [b["step_time_s"] for b in r["best"]]
+    assert steps == sorted(steps)
+    best = r["best"][0]
+    again = capplan.estimate({**scenario, "parallelism": {k: best[k] for k in ("tp", "pp", "cp", "ep", "vpp")} |
+                              {"sequence_parallel": best["sequence_parallel"]},
+                              "training": {**scenario["training"], "micro_batch": best["micro_batch"],
+                                           "recompute": best["recompute"], "zero": best["zero"]}})
+    assert again.memory.fits is True
+    assert again.to_dict()["training"]["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-9)
+
+
+def test_cli_size_training(run_cli):
+    code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "16",
+                             "--seq-len", "4096", "--global-batch", "128", "--top", "3")
+    assert code == 0, err
+    assert out.splitlines()[0].split()[:3] == ["tp", "pp", "dp"] and "fit memory" in out

@@ -44,4 +44,12 @@ struct training_performance {
 // of memory is the memory model's job.
 training_performance estimate_training_performance(const scenario& s);
 
+struct perf_setup;
+struct step_breakdown;
+struct weight_sharding;
+// The same, from pieces a search computes once and reuses: the speed setup (per tp), one
+// micro-batch's forward breakdown (per tp, micro-batch, cp) and the weight sharding (per tp, pp, ep).
+training_performance assemble_training_performance(const scenario& s, const perf_setup& perf, const step_breakdown& forward,
+                                                   const weight_sharding& w);
+
 }  // namespace capplan

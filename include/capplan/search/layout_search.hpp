@@ -1,0 +1,36 @@
+// Parallel-layout search for training: enumerate TP x PP x CP x EP x micro-batch x virtual stages x
+// recompute x ZeRO stage for a model, cluster and global batch; keep the layouts that fit memory;
+// rank by step time; return the top k with their breakdowns. Evaluated inside the core on several
+// threads, with the expensive pieces (speed setup and weight sharding per shape, the forward per
+// micro-batch size) computed once per shape.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "capplan/analysis/training_perf.hpp"
+#include "capplan/spec/scenario.hpp"
+
+namespace capplan {
+
+struct layout_candidate {
+    parallelism_spec parallelism;
+    std::int64_t micro_batch = 1;
+    recompute_kind recompute = recompute_kind::none;
+    int zero = 0;
+    training_performance performance;
+    data_size memory_per_device;
+};
+
+struct layout_search_result {
+    std::vector<layout_candidate> best;  // top k by step time, fastest first
+    std::int64_t evaluated = 0;          // candidates whose step time was computed
+    std::int64_t enumerated = 0;         // layouts considered (including those that do not fit)
+    std::int64_t fit = 0;                // that fit memory
+};
+
+// `base` holds the model, system, precision and training (seq_len, global_batch, optimizer...);
+// its parallelism and micro_batch / recompute / zero are what the search varies.
+layout_search_result search_training_layouts(const scenario& base, int top_k = 10, int threads = 0);
+
+}  // namespace capplan
