@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "capplan/analysis/checkpoint.hpp"
 #include "capplan/analysis/cold_start.hpp"
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_memory.hpp"
@@ -274,6 +275,35 @@ void estimate_training_speed(const scenario& s, estimate_result& r) {
     for (const auto& n : tp.notes) r.notes.push_back(n);
 }
 
+// Checkpoint size and save/restore time on the system's storage, the Young/Daly interval for the
+// job's failure rate (Llama 3's, by default) and the expected goodput (checkpoint.hpp).
+void estimate_checkpoints(const scenario& s, const catalog& cat, estimate_result& r) {
+    if (!s.system.storage) {
+        r.notes.push_back("checkpoints not computed: the system names no storage tier (system.storage)");
+        return;
+    }
+    const checkpoint_size size = checkpoint_bytes(s.model, r.model.breakdown, s.precision, *s.training, s.parallelism);
+    const checkpoint_io io = checkpoint_time(size, s.system, s.training->async_checkpoint, {}, cat);
+    const duration mtbf = system_mtbf(default_failure_model(), s.system.count, s.system.per_node);
+    const duration restart = io.restore + (r.cold_start ? r.cold_start->total - r.cold_start->load : duration{});
+    std::optional<duration> step;
+    if (r.training) step = r.training->step_time_s * units::s;
+    const goodput g = expected_goodput(io, restart, mtbf, std::nullopt, step);
+    checkpoint_summary c;
+    c.size_bytes = size.total.si();
+    c.save_s = io.save.si();
+    c.restore_s = io.restore.si();
+    c.stall_s = io.stall.si();
+    c.bottleneck = io.bottleneck;
+    c.interval_s = g.interval.si();
+    c.mtbf_s = mtbf.si();
+    c.goodput = g.fraction;
+    c.failures_per_day = g.failures_per_day;
+    r.checkpoint = c;
+    r.notes.push_back("checkpoints: failure rate from Llama 3 (arXiv:2407.21783 §3.3.4: 419 unexpected interruptions "
+                      "in 54 days on 16,384 H100s); Young/Daly interval; restart = restore + engine initialisation");
+}
+
 // Fills memory.* for a training step; when it does not fit, says what is largest and which of
 // the usual levers (ZeRO-3, full recompute, optimizer offload, more tp) would make it fit.
 void estimate_training_memory_result(const scenario& s, const weight_sharding& shards, estimate_result& r) {
@@ -420,6 +450,7 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
         estimate_training_memory_result(s, shards, r);
         estimate_training_speed(s, r);
         estimate_cold_start(s, cat, r);  // a (re)start loads the weights too
+        estimate_checkpoints(s, cat, r);
     }
     if (s.inference || s.training) estimate_flops(s, r);
     return r;

@@ -179,6 +179,12 @@ std::string to_json(const estimate_result& r, int indent) {
         put(f, "hardware_step_flops", r.flops->hardware_step);
         j["flops"] = f;
     }
+    if (r.checkpoint) {
+        const auto& c = *r.checkpoint;
+        j["checkpoint"] = {{"size_bytes", c.size_bytes}, {"save_s", c.save_s}, {"restore_s", c.restore_s},
+                           {"stall_s", c.stall_s}, {"bottleneck", c.bottleneck}, {"interval_s", c.interval_s},
+                           {"mtbf_s", c.mtbf_s}, {"goodput", c.goodput}, {"failures_per_day", c.failures_per_day}};
+    }
     if (r.cold_start) {
         json chain = json::array();
         for (const auto& c : r.cold_start->chain)

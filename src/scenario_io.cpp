@@ -228,6 +228,7 @@ training_spec read_training(object_reader& r) {
     t.master_weights = r.boolean("master_weights").value_or(true);
     t.optimizer_state_format = r.choice("optimizer_state_format", {"fp32", "bf16"}).value_or("fp32");
     t.offload_optimizer = r.boolean("offload_optimizer").value_or(false);
+    t.async_checkpoint = r.boolean("async_checkpoint").value_or(true);
     t.tokens = r.number("tokens", 1.0);
     t.price_per_device_hour = r.number("price_per_device_hour", 0.0);
     if (t.global_batch % t.micro_batch != 0)

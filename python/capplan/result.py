@@ -127,6 +127,19 @@ class Result(Section):
         if "bottleneck" in d:
             rows.append(("bottleneck", d["bottleneck"], "of one decode step: " + ", ".join(
                 f"{c['stage']} {100 * c['utilization']:.0f}%" for c in d.get("chain", []))))
+        tr = d.get("training")
+        if tr:
+            rows.append(("training step", t(tr["step_time_s"]),
+                         f"{tr['tokens_per_s']:.0f} tokens/s, MFU {100 * tr['mfu']:.1f}%, HFU {100 * tr['hfu']:.1f}%, "
+                         f"{tr['model_tflops_per_device']:.0f} TFLOP/s per device"))
+            if "time_to_train_s" in tr:
+                rows.append(("time to train", t(tr["time_to_train_s"]), f"{tr['gpu_hours']:.0f} GPU-hours" +
+                             (f", cost {tr['cost']:.0f}" if "cost" in tr else "")))
+        ck = d.get("checkpoint")
+        if ck:
+            rows.append(("checkpoint", str(Quantity.from_si(ck["size_bytes"], SIZE)),
+                         f"save {t(ck['save_s'])} (stall {t(ck['stall_s'])}), restore {t(ck['restore_s'])}, "
+                         f"every {t(ck['interval_s'])}; MTBF {t(ck['mtbf_s'])}; goodput {100 * ck['goodput']:.1f}%"))
         cold = d.get("cold_start")
         if cold:
             rows.append(("cold start", t(cold["total_s"]), f"bottleneck {cold['bottleneck']}; " + ", ".join(

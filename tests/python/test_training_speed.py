@@ -63,3 +63,18 @@ def test_cli_size_training(run_cli):
                              "--seq-len", "4096", "--global-batch", "128", "--top", "3")
     assert code == 0, err
     assert out.splitlines()[0].split()[:3] == ["tp", "pp", "dp"] and "fit memory" in out
+
+
+def test_checkpoint_and_goodput_in_the_result():
+    # Llama 3 (arXiv:2407.21783 §3.3.4): 419 unexpected interruptions in 54 days on 16,384 GPUs
+    # -> MTBF of 256 GPUs = 54 x 24 h x 16384 / 419 / 256 = 198 h.
+    r = capplan.estimate({"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": 256},
+                          "parallelism": {"tp": 8, "pp": 2, "sequence_parallel": True},
+                          "training": {"seq_len": 8192, "global_batch": 512, "recompute": "selective",
+                                       "distributed_optimizer": True}})
+    c = r.to_dict()["checkpoint"]
+    assert c["mtbf_s"] / 3600 == pytest.approx(54 * 24 * 16384 / 419 / 256, rel=0.01)
+    # 14 B per parameter (bf16 weights, fp32 master, two fp32 moments; no gradients) = 987.75 GB
+    assert c["size_bytes"] == pytest.approx(14 * 70_553_706_496, rel=0.01)
+    assert 0 < c["stall_s"] <= c["save_s"] and 0 < c["goodput"] < 1
+    assert "checkpoint" in repr(r) and "training step" in repr(r)

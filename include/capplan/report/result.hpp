@@ -79,6 +79,15 @@ struct chain_stage {
     double utilization = 0.0;
 };
 
+struct checkpoint_summary {
+    double size_bytes = 0.0, save_s = 0.0, restore_s = 0.0, stall_s = 0.0;
+    std::string bottleneck;
+    double interval_s = 0.0;        // Young/Daly optimal compute time between checkpoints
+    double mtbf_s = 0.0;            // the job's mean time between failures
+    double goodput = 0.0;           // useful / wall time with checkpoints and failures
+    double failures_per_day = 0.0;
+};
+
 struct cold_start_summary {
     duration total;                 // start to first token: load + engine initialisation
     duration load;                  // weights from storage into GPU memory
@@ -105,6 +114,7 @@ struct estimate_result {
     std::optional<flops_result> flops;
     std::optional<training_result> training;
     std::optional<cold_start_summary> cold_start;
+    std::optional<checkpoint_summary> checkpoint;
     std::vector<chain_stage> chain;
     std::optional<std::string> bottleneck;
     std::optional<bool> feasible;

@@ -49,6 +49,7 @@ struct training_spec {
     bool master_weights = true;          // fp32 master copy when weights are stored in < 32 bits
     std::string optimizer_state_format = "fp32";  // Adam moments: fp32 or bf16
     bool offload_optimizer = false;      // optimizer states (and master weights) in host memory
+    bool async_checkpoint = true;        // training stalls only for the copy to host memory
     std::optional<double> tokens;        // tokens to train on: gives time and GPU-hours
     std::optional<double> price_per_device_hour;  // gives the cost
 };
