@@ -4,6 +4,7 @@
 
 #include "capplan/analysis/checkpoint.hpp"
 #include "capplan/analysis/cold_start.hpp"
+#include "capplan/analysis/data_pipeline.hpp"
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_memory.hpp"
 #include "capplan/analysis/inference_perf.hpp"
@@ -253,6 +254,18 @@ void estimate_training_speed(const scenario& s, estimate_result& r) {
         out.time_to_train_s = *t.tokens / tp.tokens_per_s;
         out.gpu_hours = *out.time_to_train_s * s.system.count / units::hour.si();
         if (t.price_per_device_hour) out.cost = *out.gpu_hours * *t.price_per_device_hour;
+    }
+    if (s.system.storage) {
+        data_pipeline_options o;
+        o.bytes_per_token = t.data_bytes_per_token;
+        o.sample_size = t.data_sample_size;
+        o.files_per_sample = t.data_files_per_sample;
+        o.decode_samples_per_s_per_node = t.data_decode_samples_per_s_per_node;
+        const data_pipeline_result d = data_pipeline(s.model, s.system, tp.tokens_per_s, t.seq_len, o);
+        out.data_read_bytes_per_s = d.needed.si();
+        out.data_supply_bytes_per_s = d.supplied.si();
+        out.data_wait_fraction = d.wait_fraction;
+        out.data_bottleneck = d.bottleneck;
     }
     r.training = out;
     duration compute, tp_comm, dp, bubble, optimizer;

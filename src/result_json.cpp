@@ -169,6 +169,11 @@ std::string to_json(const estimate_result& r, int indent) {
         if (t.time_to_train_s) tr["time_to_train_s"] = *t.time_to_train_s;
         if (t.gpu_hours) tr["gpu_hours"] = *t.gpu_hours;
         if (t.cost) tr["cost"] = *t.cost;
+        if (t.data_read_bytes_per_s) {
+            tr["data"] = {{"read_bytes_per_s", *t.data_read_bytes_per_s}, {"bottleneck", t.data_bottleneck}};
+            if (t.data_supply_bytes_per_s) tr["data"]["supply_bytes_per_s"] = *t.data_supply_bytes_per_s;
+            if (t.data_wait_fraction) tr["data"]["wait_fraction"] = *t.data_wait_fraction;
+        }
         j["training"] = tr;
     }
     if (r.flops) {

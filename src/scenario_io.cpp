@@ -229,6 +229,14 @@ training_spec read_training(object_reader& r) {
     t.optimizer_state_format = r.choice("optimizer_state_format", {"fp32", "bf16"}).value_or("fp32");
     t.offload_optimizer = r.boolean("offload_optimizer").value_or(false);
     t.async_checkpoint = r.boolean("async_checkpoint").value_or(true);
+    if (const json* d = r.get("data"); d && !d->is_null()) {
+        object_reader dr(*d, r.path("data"), true);
+        t.data_bytes_per_token = dr.quantity<data_size>("bytes_per_token");
+        t.data_sample_size = dr.quantity<data_size>("sample_size");
+        t.data_files_per_sample = dr.number("files_per_sample", 0.0).value_or(0.0);
+        t.data_decode_samples_per_s_per_node = dr.number("decode_samples_per_s_per_node", 0.0);
+        dr.finish();
+    }
     t.tokens = r.number("tokens", 1.0);
     t.price_per_device_hour = r.number("price_per_device_hour", 0.0);
     if (t.global_batch % t.micro_batch != 0)

@@ -64,6 +64,9 @@ struct training_result {
     std::int64_t micro_batches = 0;
     std::vector<std::tuple<std::string, double, double>> breakdown;  // (term, time_s, exposed_s) per step
     std::optional<double> time_to_train_s, gpu_hours, cost;
+    // Data loading (data_pipeline.hpp): what the job reads and what its storage supplies.
+    std::optional<double> data_read_bytes_per_s, data_supply_bytes_per_s, data_wait_fraction;
+    std::string data_bottleneck;
 };
 
 struct flops_result {

@@ -50,6 +50,11 @@ struct training_spec {
     std::string optimizer_state_format = "fp32";  // Adam moments: fp32 or bf16
     bool offload_optimizer = false;      // optimizer states (and master weights) in host memory
     bool async_checkpoint = true;        // training stalls only for the copy to host memory
+    // Data loading (data_pipeline.hpp): bytes per token (default by vocabulary), or per sample for
+    // non-token datasets, files per sample for small-file datasets, the host's decode rate.
+    std::optional<data_size> data_bytes_per_token, data_sample_size;
+    double data_files_per_sample = 0.0;
+    std::optional<double> data_decode_samples_per_s_per_node;
     std::optional<double> tokens;        // tokens to train on: gives time and GPU-hours
     std::optional<double> price_per_device_hour;  // gives the cost
 };
