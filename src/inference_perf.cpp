@@ -38,13 +38,12 @@ perf_setup perf_setup::from(const scenario& s) {
     out.memory_bandwidth = *a.memory_bandwidth;
     out.efficiency = default_perf_efficiency(a, s.precision.compute);
     const int tp = s.parallelism.tp;
+    out.system = s.system;
     auto grid = [&](collective_op op, int ranks) {
-        std::vector<std::pair<double, double>> g;
-        const collective_group group{ranks, std::min(ranks, s.system.per_node)};
-        for (int k = 0; k <= 36; ++k) {
-            const double bytes = std::ldexp(1.0, k);
-            g.emplace_back(bytes, collective_time(op, bytes * B, s.system, group).time.si());
-        }
+        perf_setup::collective_grid g;
+        g.op = op;
+        g.group = {ranks, std::min(ranks, s.system.per_node)};
+        g.seconds.assign(37, -1.0);
         return g;
     };
     if (tp > 1) out.allreduce_grid = grid(collective_op::all_reduce, tp);
@@ -73,20 +72,21 @@ perf_setup perf_setup::from(const scenario& s) {
     return out;
 }
 
-duration perf_setup::interpolate(const std::vector<std::pair<double, double>>& grid, data_size bytes) {
+duration perf_setup::collective_grid::at(const system_spec& sys, int k) const {
+    double& t = seconds[static_cast<std::size_t>(k)];
+    if (t < 0) t = collective_time(op, std::ldexp(1.0, k) * B, sys, group).time.si();
+    return t * s;
+}
+
+duration perf_setup::interpolate(const collective_grid& grid, data_size bytes) const {
     if (grid.empty() || bytes.si() <= 0) return {};
+    const int last = static_cast<int>(grid.seconds.size()) - 1;
     const double x = bytes.si();
-    if (x <= grid.front().first) return grid.front().second * s;
-    for (std::size_t i = 1; i < grid.size(); ++i) {
-        const auto& [x1, y1] = grid[i];
-        if (x <= x1) {
-            const auto& [x0, y0] = grid[i - 1];
-            return (y0 + (y1 - y0) * (x - x0) / (x1 - x0)) * s;
-        }
-    }
-    const auto& [xl, yl] = grid.back();
-    const auto& [xp, yp] = grid[grid.size() - 2];
-    return (yl + (yl - yp) / (xl - xp) * (x - xl)) * s;  // beyond the grid: the bandwidth slope
+    if (x <= 1.0) return grid.at(system, 0);
+    const int k = std::min(last - 1, static_cast<int>(std::floor(std::log2(x))));
+    const double x0 = std::ldexp(1.0, k), x1 = std::ldexp(1.0, k + 1);
+    const duration y0 = grid.at(system, k), y1 = grid.at(system, k + 1);
+    return y0 + (y1 - y0) * ((x - x0) / (x1 - x0));  // beyond the grid: the last segment's slope
 }
 
 step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {

@@ -60,9 +60,18 @@ struct perf_setup {
     flop_rate peak;            // dense peak of the compute format on one device
     byte_rate memory_bandwidth;
     perf_efficiency efficiency;
-    // Tensor-parallel all-reduce time by size: sampled on a grid of powers of two (interpolated).
-    std::vector<std::pair<double, double>> allreduce_grid;  // (bytes, seconds)
-    std::vector<std::pair<double, double>> alltoall_grid;   // expert-parallel dispatch/combine, same layout
+    // Collective times by size, from the collective model at powers of two, interpolated; each grid
+    // point is computed the first time a size near it is asked for (steps reuse a handful of sizes).
+    struct collective_grid {
+        collective_op op = collective_op::all_reduce;
+        collective_group group;
+        mutable std::vector<double> seconds;  // by log2(bytes); < 0 = not computed yet
+        bool empty() const { return group.gpus <= 1; }
+        duration at(const system_spec& sys, int k) const;
+    };
+    collective_grid allreduce_grid;  // tensor parallel
+    collective_grid alltoall_grid;   // expert-parallel dispatch/combine
+    system_spec system;
     flop_rate vector_peak;     // fp32 (non-tensor) peak: dequantising weight-only formats runs there
     double dequant_ops = 0.0;  // operations per weight element to dequantise (0: none)
     duration pipeline_send_latency;
@@ -71,7 +80,7 @@ struct perf_setup {
     static perf_setup from(const scenario& s);
     duration allreduce(data_size bytes) const { return interpolate(allreduce_grid, bytes); }
     duration alltoall(data_size bytes) const { return interpolate(alltoall_grid, bytes); }
-    static duration interpolate(const std::vector<std::pair<double, double>>& grid, data_size bytes);
+    duration interpolate(const collective_grid& grid, data_size bytes) const;
 };
 
 step_breakdown step_time_breakdown(const perf_setup& s, const batch_step& step);
