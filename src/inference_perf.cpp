@@ -48,6 +48,9 @@ perf_setup perf_setup::from(const scenario& s) {
     };
     if (tp > 1) out.allreduce_grid = grid(collective_op::all_reduce, tp);
     if (s.model.is_moe() && s.parallelism.ep > 1) out.alltoall_grid = grid(collective_op::all_to_all, s.parallelism.ep);
+    // The first point now: a system that cannot run these groups fails here, with its reason.
+    if (!out.allreduce_grid.empty()) out.allreduce_grid.at(out.system, 0);
+    if (!out.alltoall_grid.empty()) out.alltoall_grid.at(out.system, 0);
     // Weight-only integer formats (W8A16, W4A16) dequantise every weight on the vector units before
     // the 16-bit matrix multiply. Assumed operation counts per element (not measured): int8 2
     // (convert, scale), int4 3 (unpack, convert, scale); vector rate = the fp32 peak.
