@@ -3,6 +3,8 @@
 // figures checked against them below were read off the files by hand.
 #include <doctest/doctest.h>
 
+#include "test_support.hpp"
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -29,16 +31,7 @@ const char* a3mega = "gcp_a3mega_h100_2node_16gpu_all_reduce.txt";
 const char* mi300x = "rccl_mi300x_8gpu_all_reduce.txt";
 const char* coreweave = "coreweave_a100_sharp_multinode_all_reduce_oldformat.txt";
 
-template <class F>
-config_error error_of(F&& f) {
-    try {
-        f();
-    } catch (const config_error& e) {
-        return e;
-    }
-    FAIL("no config_error thrown");
-    return config_error("", "", "");
-}
+using test::error_of;
 
 // Points on the exact line time = latency + S * bus_factor / busbw, sizes 8 B .. 1 GiB.
 nccl_tests_run synthetic(collective_op op, int ranks, duration latency, byte_rate busbw) {

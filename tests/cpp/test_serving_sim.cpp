@@ -2,6 +2,8 @@
 // its own invariants (conservation, determinism, scheduler limits).
 #include <doctest/doctest.h>
 
+#include "test_support.hpp"
+
 #include <algorithm>
 #include <set>
 #include <string>
@@ -15,16 +17,7 @@ using arrival = workload_spec::arrival_kind;
 
 namespace {
 
-template <class F>
-config_error error_of(F&& f) {
-    try {
-        f();
-    } catch (const config_error& e) {
-        return e;
-    }
-    FAIL("no config_error thrown");
-    return config_error("", "", "");
-}
+using test::error_of;
 
 step_time_fn constant(duration d) {
     return [d](const batch_step&) { return d; };
