@@ -229,6 +229,7 @@ training_spec read_training(object_reader& r) {
     t.optimizer_state_format = r.choice("optimizer_state_format", {"fp32", "bf16"}).value_or("fp32");
     t.offload_optimizer = r.boolean("offload_optimizer").value_or(false);
     t.async_checkpoint = r.boolean("async_checkpoint").value_or(true);
+    t.straggler_factor = r.number("straggler_factor", 1.0).value_or(1.0);
     if (const json* d = r.get("data"); d && !d->is_null()) {
         object_reader dr(*d, r.path("data"), true);
         t.data_bytes_per_token = dr.quantity<data_size>("bytes_per_token");

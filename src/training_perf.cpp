@@ -67,7 +67,16 @@ training_performance assemble_training_performance(const scenario& s, const perf
         const duration core_per_layer = 3.0 * attention_core / static_cast<double>(m.layers);
         cp_comm = static_cast<double>(m.layers) / stages * std::max(duration{}, per_layer - core_per_layer);
     }
-    const duration per_mb = forward + backward + recompute + tp_comm + cp_comm;
+    // Expert parallelism: dispatch and combine all-to-alls of the routed tokens, forward and backward,
+    // per MoE layer (Lepikhin et al. 2020 GShard §2; DeepSeek-V3 §3.2), not overlapped.
+    duration ep_comm;
+    if (m.is_moe() && p.ep > 1)
+        ep_comm = 4.0 * static_cast<double>(m.moe_layer_count()) / stages *
+                  perf.alltoall(tokens * static_cast<double>(m.moe.experts_per_token) * static_cast<double>(m.hidden) *
+                                s.precision.activations.bytes_per_element() * B);
+    // Stragglers: the slowest rank sets the pace of every synchronous step (an optional factor >= 1).
+    const double straggler = t.straggler_factor;
+    const duration per_mb = straggler * (forward + backward + recompute) + tp_comm + cp_comm + ep_comm;
     const double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
     const duration compute = static_cast<double>(mb) * per_mb;
     const duration bubble = bubble_mbs * per_mb;
@@ -97,11 +106,13 @@ training_performance assemble_training_performance(const scenario& s, const perf
     const duration optimizer = optimizer_bytes / (perf.memory_bandwidth * perf.efficiency.memory);
 
     out.step = compute + bubble + dp_exposed + optimizer;
-    out.terms = {{"forward", static_cast<double>(mb) * forward, static_cast<double>(mb) * forward},
-                 {"backward", static_cast<double>(mb) * backward, static_cast<double>(mb) * backward},
-                 {"recompute", static_cast<double>(mb) * recompute, static_cast<double>(mb) * recompute},
+    const double smb = straggler * static_cast<double>(mb);
+    out.terms = {{"forward", smb * forward, smb * forward},
+                 {"backward", smb * backward, smb * backward},
+                 {"recompute", smb * recompute, smb * recompute},
                  {"tp communication", static_cast<double>(mb) * tp_comm, static_cast<double>(mb) * tp_comm},
                  {"cp ring exchange", static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_comm},
+                 {"ep all-to-all", static_cast<double>(mb) * ep_comm, static_cast<double>(mb) * ep_comm},
                  {"pipeline bubble", bubble, bubble},
                  {"dp gradients" + std::string(t.zero >= 3 ? " + zero-3 gathers" : ""), dp_time, dp_exposed},
                  {"optimizer step", optimizer, optimizer}};

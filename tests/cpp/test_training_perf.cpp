@@ -57,3 +57,13 @@ TEST_CASE("a batch that does not split over dp x micro_batch is an error naming 
     CHECK_THROWS_WITH_AS(run(R"({"tp": 8})", R"({"seq_len": 4096, "global_batch": 100, "micro_batch": 2})"),
                          doctest::Contains("/training/global_batch"), config_error);
 }
+
+TEST_CASE("stragglers scale compute; expert parallelism adds all-to-alls") {
+    const auto base = run(R"({"tp": 8})", R"({"seq_len": 4096, "global_batch": 64})");
+    const auto slow = run(R"({"tp": 8})", R"({"seq_len": 4096, "global_batch": 64, "straggler_factor": 1.2})");
+    CHECK(term(slow, "forward").si() == doctest::Approx(1.2 * term(base, "forward").si()));
+    const std::string moe = R"({"model": "Mixtral-8x7B", "system": {"preset": "DGX-H100", "count": 64},
+        "parallelism": {"tp": 1, "ep": 8}, "training": {"seq_len": 4096, "global_batch": 64}})";
+    const auto m = estimate_training_performance(read_scenario(moe, test::shipped_catalog()));
+    CHECK(term(m, "ep all-to-all").si() > 0.0);
+}

@@ -50,6 +50,7 @@ struct training_spec {
     std::string optimizer_state_format = "fp32";  // Adam moments: fp32 or bf16
     bool offload_optimizer = false;      // optimizer states (and master weights) in host memory
     bool async_checkpoint = true;        // training stalls only for the copy to host memory
+    double straggler_factor = 1.0;       // >= 1: the slowest rank's compute time / the model's
     // Data loading (data_pipeline.hpp): bytes per token (default by vocabulary), or per sample for
     // non-token datasets, files per sample for small-file datasets, the host's decode rate.
     std::optional<data_size> data_bytes_per_token, data_sample_size;
