@@ -41,6 +41,7 @@
 #include "capplan/analysis/cold_start.hpp"
 #include "capplan/analysis/parameters.hpp"
 #include "capplan/analysis/sharding.hpp"
+#include "capplan/analysis/storage_io.hpp"
 #include "capplan/analysis/training_memory.hpp"
 #include "capplan/catalog.hpp"
 #include "capplan/error.hpp"
@@ -259,49 +260,20 @@ inline std::optional<byte_rate> ck_host_link_rate(const system_spec& sys, const 
     return r;
 }
 
-struct ck_storage_rate {
-    byte_rate rate;          // per node, or the tier's total when aggregate
-    bool aggregate = false;
-};
-
-// The storage tier's write (or read) rate for the job, by its scope.
-inline std::optional<ck_storage_rate> ck_storage(const system_spec& sys, bool write, int ranks_per_node,
-                                                 const checkpoint_io_options& o, std::vector<std::string>& notes) {
-    const std::optional<storage_spec>& st = sys.storage;
-    const char* dir = write ? "write" : "read";
-    if (!st) {
-        notes.push_back(std::string("no storage tier: storage left out of the ") + dir + " chain");
+// The storage tier's write (or read) rate for the job, by its scope (storage_io.hpp).
+inline std::optional<storage_rate> ck_storage(const system_spec& sys, bool write, int ranks_per_node,
+                                              const checkpoint_io_options& o, std::vector<std::string>& notes) {
+    if (!sys.storage) {
+        notes.push_back(std::string("no storage tier: storage left out of the ") + (write ? "write" : "read") + " chain");
         return std::nullopt;
     }
-    const std::optional<byte_rate>& bw = write ? st->write_bandwidth : st->read_bandwidth;
-    if (!bw || !(bw->si() > 0)) {
-        notes.push_back("storage " + st->name + ": " + dir + " bandwidth unknown (null in the catalog), left out");
-        return std::nullopt;
-    }
-    ck_storage_rate r{*bw, false};
-    const std::string rate = format(*bw);
-    if (st->scope == "per_drive") {
-        const int drives = o.drives.value_or(ranks_per_node);
-        r.rate = static_cast<double>(drives) * *bw;
-        notes.push_back("storage " + st->name + " (" + dir + "): " + std::to_string(drives) + " drives x " + rate +
-                        " per node" + (o.drives ? "" : " (one drive per rank assumed)"));
-    } else if (st->scope == "per_connection") {
-        r.rate = static_cast<double>(o.connections) * *bw;
-        notes.push_back("storage " + st->name + " (" + dir + "): " + std::to_string(o.connections) +
-                        " connections x " + rate + " per node");
-    } else if (st->scope == "per_socket") {
-        const int sockets = o.sockets.value_or(1);
-        r.rate = static_cast<double>(sockets) * *bw;
-        notes.push_back("storage " + st->name + " (" + dir + "): " + std::to_string(sockets) + " socket(s) x " +
-                        rate + (o.sockets ? "" : " (one socket assumed)"));
-    } else if (st->scope == "aggregate") {
-        r.aggregate = true;
-        notes.push_back("storage " + st->name + " (" + dir + "): aggregate " + rate +
-                        " shared by the whole job (other jobs' traffic not modelled)");
-    } else {
-        notes.push_back("storage " + st->name + " (" + dir + "): " + rate + " per node (" + st->scope + ")");
-    }
-    return r;
+    storage_scope sc;
+    sc.drives = o.drives.value_or(ranks_per_node);
+    sc.drives_assumed = !o.drives;
+    sc.connections = o.connections;
+    sc.sockets = o.sockets.value_or(1);
+    sc.sockets_assumed = !o.sockets;
+    return storage_node_rate(*sys.storage, write, sc, notes);
 }
 
 inline std::optional<byte_rate> ck_network(const system_spec& sys, const checkpoint_io_options& o,
@@ -362,8 +334,8 @@ inline checkpoint_io checkpoint_time(const checkpoint_size& size, const system_s
     const data_size node_read = static_cast<double>(read_rpn) * size.restore_per_rank_max;
 
     const std::optional<byte_rate> link = ck_host_link_rate(sys, o, cat, notes);
-    const std::optional<ck_storage_rate> wst = ck_storage(sys, true, write_rpn, o, notes);
-    const std::optional<ck_storage_rate> rst = ck_storage(sys, false, read_rpn, o, notes);
+    const std::optional<storage_rate> wst = ck_storage(sys, true, write_rpn, o, notes);
+    const std::optional<storage_rate> rst = ck_storage(sys, false, read_rpn, o, notes);
     const std::optional<byte_rate> net = ck_network(sys, o, notes);
     const duration latency = sys.storage && sys.storage->latency ? *sys.storage->latency : duration{};
     if (sys.storage && is_remote_storage(sys.storage->kind) && !sys.storage->latency)
@@ -377,7 +349,7 @@ inline checkpoint_io checkpoint_time(const checkpoint_size& size, const system_s
     auto stage = [](std::string name, data_size bytes, byte_rate bw) {
         return checkpoint_stage{std::move(name), bytes, bw, bytes.si() > 0 ? bytes / bw : duration{}};
     };
-    auto build = [&](data_size node_bytes, data_size job_bytes, int rpn, const std::optional<ck_storage_rate>& st) {
+    auto build = [&](data_size node_bytes, data_size job_bytes, int rpn, const std::optional<storage_rate>& st) {
         std::vector<checkpoint_stage> v;
         if (link) v.push_back(stage("host_link", node_bytes, static_cast<double>(rpn) * *link));
         if (net) v.push_back(stage("network", node_bytes, *net));

@@ -40,6 +40,7 @@
 #include "capplan/spec/hardware_spec.hpp"
 #include "capplan/units.hpp"
 #include "capplan/units_parse.hpp"
+#include "capplan/analysis/storage_io.hpp"
 
 namespace capplan {
 
@@ -196,26 +197,19 @@ inline cold_start_result cold_start_time(data_size weights_per_device, int devic
         } else if (!st->read_bandwidth || !(st->read_bandwidth->si() > 0)) {
             note("storage " + st->name + ": read bandwidth unknown, left out of the chain");
         } else {
-            byte_rate bw = *st->read_bandwidth;
-            const std::string rate = format(*st->read_bandwidth);
-            if (st->scope == "per_drive") {
-                const int drives = o.drives.value_or(d);
-                bw = static_cast<double>(drives) * bw;
-                note("storage " + st->name + ": " + std::to_string(drives) + " drives x " + rate +
-                     (o.drives ? "" : " (one drive per device assumed)"));
-            } else if (st->scope == "per_connection") {
-                bw = static_cast<double>(o.connections) * bw;
-                note("storage " + st->name + ": " + std::to_string(o.connections) + " connections x " + rate);
-            } else if (st->scope == "per_socket") {
-                bw = static_cast<double>(sockets) * bw;
-                note("storage " + st->name + ": " + std::to_string(sockets) + " sockets x " + rate);
-            } else if (st->scope == "aggregate") {
-                bw = bw / static_cast<double>(nodes);
-                note("storage " + st->name + ": aggregate " + rate + " shared by the " + std::to_string(nodes) +
+            storage_scope sc;
+            sc.drives = o.drives.value_or(d);
+            sc.drives_assumed = !o.drives;
+            sc.connections = o.connections;
+            sc.sockets = sockets;
+            std::vector<std::string> scope_notes;
+            const storage_rate sr = *storage_node_rate(*st, false, sc, scope_notes);
+            for (const auto& n : scope_notes) note(n);
+            // An aggregate service is shared by the nodes loading at once.
+            byte_rate bw = sr.aggregate ? sr.rate / static_cast<double>(nodes) : sr.rate;
+            if (sr.aggregate)
+                note("storage " + st->name + ": aggregate " + format(sr.rate) + " shared by the " + std::to_string(nodes) +
                      " nodes loading at once");
-            } else if (st->scope == "per_client") {
-                note("storage " + st->name + ": " + rate + " per client, one mount per node");
-            }
             if (detail::is_remote_storage(st->kind)) {
                 std::optional<byte_rate> net = o.storage_network;
                 if (!net && sys.scale_out && sys.scale_out->nics_per_node > 0 &&
