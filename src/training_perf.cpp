@@ -76,7 +76,9 @@ training_performance assemble_training_performance(const scenario& s, const perf
                                 s.precision.activations.bytes_per_element() * B);
     // Stragglers: the slowest rank sets the pace of every synchronous step (an optional factor >= 1).
     const double straggler = t.straggler_factor;
-    const duration per_mb = straggler * (forward + backward + recompute) + tp_comm + cp_comm + ep_comm;
+    // A full recomputation reruns the forward's tensor-parallel all-reduces too.
+    const duration recompute_comm = t.recompute == recompute_kind::full ? f.communication / stages : duration{};
+    const duration per_mb = straggler * (forward + backward + recompute) + tp_comm + recompute_comm + cp_comm + ep_comm;
     const double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
     const duration compute = static_cast<double>(mb) * per_mb;
     const duration bubble = bubble_mbs * per_mb;
@@ -110,7 +112,8 @@ training_performance assemble_training_performance(const scenario& s, const perf
     out.terms = {{"forward", smb * forward, smb * forward},
                  {"backward", smb * backward, smb * backward},
                  {"recompute", smb * recompute, smb * recompute},
-                 {"tp communication", static_cast<double>(mb) * tp_comm, static_cast<double>(mb) * tp_comm},
+                 {"tp communication", static_cast<double>(mb) * (tp_comm + recompute_comm),
+                  static_cast<double>(mb) * (tp_comm + recompute_comm)},
                  {"cp ring exchange", static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_comm},
                  {"ep all-to-all", static_cast<double>(mb) * ep_comm, static_cast<double>(mb) * ep_comm},
                  {"pipeline bubble", bubble, bubble},
