@@ -226,6 +226,25 @@ def _cmd_size(args) -> str:
     return text
 
 
+def _cmd_batch(args) -> str:
+    from .batch import read_table, run_rows, write_table
+    from pathlib import Path
+    rows = read_table(args.file)
+    out = run_rows(rows, base_dir=Path(args.file).resolve().parent, progress=len(rows) > 1000)
+    errors = sum(1 for r in out if "error" in r)
+    if args.output:
+        write_table(out, args.output)
+        return f"wrote {args.output}: {len(out) - errors} results, {errors} errors"
+    buf = io.StringIO()
+    columns: list = []
+    for r in out:
+        columns += [k for k in r if k not in columns]
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(out)
+    return buf.getvalue().rstrip("\n")
+
+
 def _cmd_default(args) -> str:
     return _core.default_scenario_json()
 
@@ -292,6 +311,11 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--price", default=None, help="NAME=USD_PER_ACCELERATOR_HOUR,... to rank by cost")
     z.add_argument("--format", choices=["table", "json"], default="table")
     z.set_defaults(run=_cmd_size)
+
+    b = sub.add_parser("batch", help="one scenario per row of a CSV/XLSX (dotted column names) -> results table")
+    b.add_argument("file", help="scenarios.csv or scenarios.xlsx; columns like model, system.accelerator, inference.concurrency")
+    b.add_argument("-o", "--output", default=None, help="results.csv, results.xlsx or results.json (default: CSV on stdout)")
+    b.set_defaults(run=_cmd_batch)
 
     d = sub.add_parser("default-scenario", help="print the built-in default scenario (a starting point to edit)")
     d.set_defaults(run=_cmd_default)

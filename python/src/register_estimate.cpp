@@ -24,3 +24,38 @@ void register_estimate(py::module_& m) {
 }
 
 }  // namespace capplan::python
+
+#include <atomic>
+#include <thread>
+
+namespace capplan::python {
+
+// Many scenarios at once, on several threads, inside the core: (ok, result JSON or error text) each.
+void register_estimate_many(py::module_& m) {
+    m.def("estimate_many_json", [](const std::vector<std::string>& scenarios, const std::filesystem::path& base_dir, int threads) {
+            std::vector<std::pair<bool, std::string>> out(scenarios.size());
+            {
+                py::gil_scoped_release release;
+                const catalog& cat = default_catalog();
+                std::atomic<std::size_t> next{0};
+                auto work = [&] {
+                    for (std::size_t i = next++; i < scenarios.size(); i = next++) {
+                        try {
+                            out[i] = {true, to_json(estimate(read_scenario(scenarios[i], cat, base_dir), cat), -1)};
+                        } catch (const std::exception& e) {
+                            out[i] = {false, e.what()};
+                        }
+                    }
+                };
+                const int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+                std::vector<std::thread> pool;
+                for (int k = 1; k < n; ++k) pool.emplace_back(work);
+                work();
+                for (auto& t : pool) t.join();
+            }
+            return out;
+        }, py::arg("scenarios"), py::arg("base_dir") = std::filesystem::path{}, py::arg("threads") = 0,
+        "Estimate many scenarios (JSON texts) in the core; returns (ok, result JSON or error message) per scenario.");
+}
+
+}  // namespace capplan::python

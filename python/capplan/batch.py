@@ -1,0 +1,176 @@
+"""Sweeps and batches: many scenarios evaluated inside the core, as tables for notebooks and
+spreadsheets. Columns use dotted scenario keys for inputs (``system.accelerator``) and dotted
+result keys for outputs (``memory.per_device_bytes``); the unit is the key's suffix (_bytes, _s,
+_bytes_per_s, _per_s)."""
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from . import _core
+from .api import _jsonable
+from .result import flatten
+
+Row = Dict[str, Any]
+
+
+def _parse_cell(value: Any) -> Any:
+    """Spreadsheet text to a JSON value: numbers, true/false, JSON objects/lists; else the text."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text == "":
+        return None
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if text[:1] in "{[":
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    return text
+
+
+def set_dotted(target: Dict[str, Any], key: str, value: Any) -> None:
+    """set_dotted(s, "system.accelerator", "H100") sets s["system"]["accelerator"]."""
+    parts = key.split(".")
+    node = target
+    for part in parts[:-1]:
+        if not isinstance(node.get(part), dict):
+            node[part] = {} if part not in node or node[part] is None else node[part]
+            if not isinstance(node[part], dict):  # e.g. "system": "HGX-H200" refined by "system.count"
+                node[part] = {"preset": node[part]}
+        node = node[part]
+    node[parts[-1]] = value
+
+
+def scenario_from_row(row: Mapping[str, Any], base: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    scenario = copy.deepcopy(dict(base or {}))
+    for key, value in row.items():
+        if key is None or key == "" or key.startswith("#"):
+            continue
+        parsed = _parse_cell(value)
+        if parsed is not None:
+            set_dotted(scenario, key, parsed)
+    return scenario
+
+
+def _versions() -> Dict[str, str]:
+    return {"capplan_version": _core.__version__, "catalog_version": _core.catalog_version()}
+
+
+def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]] = None,
+             base_dir: Union[str, Path, None] = None, progress: bool = False) -> List[Row]:
+    """Each input row (dotted keys) echoed with the flattened result, or with an ``error`` column."""
+    scenarios = [scenario_from_row(r, base) for r in rows]
+    texts = [json.dumps(_jsonable(s)) for s in scenarios]
+    chunk = 256 if progress else max(1, len(texts))
+    results: List[Any] = []
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm
+            bar = tqdm(total=len(texts), unit="scenario")
+        except ImportError:
+            bar = None
+    try:
+        for start in range(0, len(texts), chunk):
+            results.extend(_core.estimate_many_json(texts[start:start + chunk], str(base_dir or Path.cwd())))
+            if bar is not None:
+                bar.update(min(chunk, len(texts) - start))
+    except KeyboardInterrupt:  # interruptible: keep what was computed
+        pass
+    finally:
+        if bar is not None:
+            bar.close()
+    out: List[Row] = []
+    versions = _versions()
+    for row, result in zip(rows, results):
+        ok, text = result
+        line: Row = {k: v for k, v in row.items() if k}
+        if ok:
+            # Inputs are echoed as given; a result key that repeats an input name goes under "result.".
+            for key, value in flatten(json.loads(text)).items():
+                line["result." + key if key in line else key] = value
+        else:
+            line["error"] = text
+        line.update(versions)
+        out.append(line)
+    return out
+
+
+def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progress: bool = True):
+    """Every combination of ``grid`` (dotted keys -> values) applied to ``scenario``, evaluated inside
+    the core: a pandas DataFrame (one row per point, inputs then results; units in the column names)
+    when pandas is installed, else a list of dicts. A point with bad input gets an ``error`` column."""
+    keys = list(grid)
+    points = [dict(zip(keys, combo)) for combo in itertools.product(*(list(grid[k]) for k in keys))]
+    rows = run_rows(points, base=_jsonable(dict(scenario)), progress=progress and len(points) > 1000)
+    try:
+        import pandas
+    except ImportError:
+        return rows
+    return pandas.DataFrame(rows)
+
+
+def read_table(path: Union[str, Path]) -> List[Row]:
+    """Rows of a CSV or XLSX file (first row: dotted column names)."""
+    path = Path(path)
+    if path.suffix.lower() in (".xlsx", ".xlsm"):
+        try:
+            import openpyxl
+        except ImportError:
+            raise _core.ConfigError(f"/: reading {path.name} needs openpyxl (Debian: python3-openpyxl)") from None
+        sheet = openpyxl.load_workbook(path, read_only=True, data_only=True).active
+        values = list(sheet.iter_rows(values_only=True))
+        if not values:
+            return []
+        header = [str(h) if h is not None else "" for h in values[0]]
+        return [{h: v for h, v in zip(header, r) if h} for r in values[1:] if any(c is not None for c in r)]
+    with open(path, newline="") as fh:
+        return [dict(r) for r in csv.DictReader(fh)]
+
+
+def write_table(rows: Sequence[Row], path: Union[str, Path]) -> None:
+    """CSV, XLSX (header row, units in the column names) or JSON, by the file's extension."""
+    path = Path(path)
+    columns: List[str] = []
+    for r in rows:
+        for k in r:
+            if k not in columns:
+                columns.append(k)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        path.write_text(json.dumps(list(rows), indent=2))
+    elif suffix in (".xlsx", ".xlsm"):
+        try:
+            import openpyxl
+        except ImportError:
+            raise _core.ConfigError(f"/: writing {path.name} needs openpyxl (Debian: python3-openpyxl)") from None
+        wb = openpyxl.Workbook()
+        ws = wb.active
+        ws.title = "capplan"
+        ws.append(columns)
+        for r in rows:
+            ws.append([r.get(c) if not isinstance(r.get(c), (dict, list)) else json.dumps(r.get(c)) for c in columns])
+        wb.save(path)
+    else:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        path.write_text(buf.getvalue())

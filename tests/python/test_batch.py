@@ -1,0 +1,68 @@
+"""Sweeps and the batch CLI for spreadsheets."""
+import csv
+import json
+import time
+
+import pytest
+
+import capplan
+from capplan.batch import read_table, run_rows, write_table
+
+
+def test_sweep_grid_rows_inputs_and_results():
+    rows = capplan.sweep({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
+                          "inference": {"input_tokens": 1000, "output_tokens": 200}},
+                         {"system.count": [1, 2], "inference.batch": [1, 8, 64]})
+    rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    assert len(rows) == 6
+    first = rows[0]
+    assert first["system.count"] == 1 and first["inference.batch"] == 1
+    assert first["model.parameters"] == 8_030_261_248
+    assert "memory.per_device_bytes" in first and "capplan_version" in first and "catalog_version" in first
+    # more requests never need less memory
+    by_count = [r for r in rows if r["system.count"] == 1]
+    mems = [r["memory.per_device_bytes"] for r in sorted(by_count, key=lambda r: r["inference.batch"])]
+    assert mems == sorted(mems)
+
+
+def test_batch_1000_rows_with_10_bad_in_under_5_s(tmp_path, run_cli):
+    path = tmp_path / "scenarios.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "system.accelerator", "system.count", "parallelism.tp", "inference.input_tokens",
+                    "inference.output_tokens", "inference.batch"])
+        for i in range(1000):
+            accel = "H1000" if i % 100 == 7 else ["H100", "H200", "A100-80GB", "MI300X"][i % 4]
+            w.writerow(["Llama-3.1-8B", accel, 2, 2, 500 + i, 100, 1 + i % 16])
+    out = tmp_path / "results.csv"
+    start = time.perf_counter()
+    code, msg, err = run_cli("batch", str(path), "-o", str(out))
+    elapsed = time.perf_counter() - start
+    assert code == 0, err
+    assert "990 results, 10 errors" in msg
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == 1000
+    bad = [r for r in rows if r["error"]]
+    assert len(bad) == 10 and all("unknown accelerator 'H1000'" in r["error"] for r in bad)
+    assert rows[0]["system.accelerator"] == "H100" and rows[0]["model.parameters"] == "8030261248"
+    assert elapsed < 5.0, elapsed
+
+
+def test_xlsx_round_trip(tmp_path):
+    pytest.importorskip("openpyxl")
+    rows = [{"model": "Qwen2.5-7B", "system.accelerator": "L40S", "inference.input_tokens": 100,
+             "inference.output_tokens": 10, "inference.batch": 4}]
+    src = tmp_path / "in.xlsx"
+    write_table(rows, src)
+    back = read_table(src)
+    assert back[0]["system.accelerator"] == "L40S" and back[0]["inference.batch"] == 4
+    out = run_rows(back)
+    dst = tmp_path / "out.xlsx"
+    write_table(out, dst)
+    import openpyxl
+    ws = openpyxl.load_workbook(dst).active
+    header = [c.value for c in next(ws.iter_rows(max_row=1))]
+    assert "memory.per_device_bytes" in header and "catalog_version" in header
+    json_out = tmp_path / "out.json"
+    write_table(out, json_out)
+    assert json.loads(json_out.read_text())[0]["model.name"] == "Qwen2.5-7B"
