@@ -163,13 +163,46 @@ class Result(Section):
         notes = self._data.get("notes", [])
         return "capplan estimate\n" + "\n".join(lines) + "".join(f"\nnote: {n}" for n in notes)
 
-    def _repr_html_(self) -> str:
+    def charts_svg(self, lang: str = "en") -> List[str]:
+        """Inline SVG charts: memory per device against what is usable, and the chain with its bottleneck."""
+        from .charts import stacked_bar
+        zh = lang == "zh"
+        d = self._data
+        mem = d.get("memory", {})
+        charts = []
+        labels = {"weights_bytes": "权重" if zh else "weights", "kv_cache_bytes": "KV 缓存" if zh else "KV cache",
+                  "activations_bytes": "激活" if zh else "activations", "logits_bytes": "logits",
+                  "gradients_bytes": "梯度" if zh else "gradients", "optimizer_bytes": "优化器" if zh else "optimizer",
+                  "master_weights_bytes": "主权重" if zh else "master weights",
+                  "overhead_bytes": "运行时预留" if zh else "runtime reserve"}
+        parts = [(labels[k], mem[k], str(Quantity.from_si(mem[k], SIZE))) for k in labels if mem.get(k)]
+        if parts:
+            limit = mem.get("usable_bytes", mem.get("capacity_bytes"))
+            marker = (("可用 " if zh else "usable ") + str(Quantity.from_si(limit, SIZE)), limit) if limit else None
+            charts.append(stacked_bar("每卡显存" if zh else "memory per device", parts, marker))
+        chain = d.get("chain", [])
+        if chain:
+            parts = [(c["stage"], c["time_s"], str(Quantity.from_si(c["time_s"], TIME))) for c in chain]
+            charts.append(stacked_bar("一步的链路（瓶颈加框）" if zh else "one step through the chain (bottleneck outlined)",
+                                      parts, highlight=d.get("bottleneck")))
+        cold = d.get("cold_start")
+        if cold:
+            parts = [(c["stage"], c["time_s"], str(Quantity.from_si(c["time_s"], TIME))) for c in cold["chain"]]
+            charts.append(stacked_bar("冷启动" if zh else "cold start", parts, highlight=cold["bottleneck"]))
+        return charts
+
+    def _repr_html_(self, lang: str = "en") -> str:
         body = "".join(
             f"<tr><th style='text-align:left'>{html.escape(a)}</th><td>{html.escape(b)}</td>"
             f"<td>{html.escape(c)}</td></tr>" for a, b, c in self.rows())
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in self._data.get("notes", []))
-        return (f"<div class='capplan-result'><table>{body}</table>"
+        charts = "".join(f"<div>{svg}</div>" for svg in self.charts_svg(lang))
+        return (f"<div class='capplan-result'><table>{body}</table>{charts}"
                 + (f"<ul>{notes}</ul>" if notes else "") + "</div>")
+
+    def html(self, lang: str = "en") -> str:
+        """The HTML view (as Jupyter shows it); lang="zh" labels the charts in Chinese."""
+        return self._repr_html_(lang)
 
     def to_flat_dict(self) -> Dict[str, Any]:
         return flatten(self._data)

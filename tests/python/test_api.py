@@ -194,3 +194,31 @@ def test_batch_max_with_replicas():
                                                                   "batch": "max"}})
     assert r.inference.batch == r.inference.max_batch and r.inference.max_batch % 4 == 0
     assert r.memory.fits is True
+
+
+def test_html_repr_is_valid_html_with_svg_charts():
+    from html.parser import HTMLParser
+
+    class Checker(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.stack, self.svgs = [], 0
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "svg":
+                self.svgs += 1
+            if tag not in ("rect", "line", "br"):
+                self.stack.append(tag)
+
+        def handle_endtag(self, tag):
+            if tag in ("rect", "line", "br"):
+                return
+            assert self.stack and self.stack[-1] == tag, (tag, self.stack[-3:])
+            self.stack.pop()
+
+    r = capplan.estimate(capplan.default_scenario())
+    for lang in ("en", "zh"):
+        c = Checker()
+        c.feed(r.html(lang))
+        assert c.stack == [] and c.svgs == 3  # memory, decode chain, cold start
+    assert "瓶颈" in r.html("zh") and "bottleneck" in r._repr_html_()
