@@ -24,3 +24,12 @@ def test_readme_commands_and_ci_agree():
     assert "bash scripts/demo.sh" in top and "bash scripts/test.sh" in top
     ci = (ROOT / ".ci" / "run").read_text()
     assert "bash scripts/test.sh" in ci
+
+
+def test_chinese_readme_has_the_two_commands_and_its_example_runs(capsys):
+    zh = (ROOT / "README.zh-CN.md").read_text()
+    top = zh.split("## 快速上手")[0]
+    assert "bash scripts/demo.sh" in top and "bash scripts/test.sh" in top
+    example = re.findall(r"```python\n(.*?)```", zh, re.S)[0]
+    exec(compile(example, "README.zh-CN.md", "exec"), {})
+    assert "70553706496" in capsys.readouterr().out
