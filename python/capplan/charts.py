@@ -36,3 +36,38 @@ def stacked_bar(title: str, parts: Sequence[Tuple[str, float, str]], limit: Opti
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
             f'aria-label="{html.escape(title)}"><text x="10" y="14" font-size="12" font-weight="bold">'
             f'{html.escape(title)}</text>{"".join(rects)}{marker}{"".join(legend)}</svg>')
+
+
+def line_chart(title: str, x_label: str, y_label: str, series: Sequence[Tuple[str, Sequence[Tuple[float, float]]]],
+               width: int = 560, height: int = 300, log_x: bool = False) -> str:
+    """A line chart of one or more series of (x, y) points, axes labelled, min/max ticks."""
+    import math
+    pts = [p for _, s in series for p in s]
+    if not pts:
+        return ""
+    fx = (lambda v: math.log10(v)) if log_x else (lambda v: v)
+    xs, ys = [fx(p[0]) for p in pts], [p[1] for p in pts]
+    x0, x1 = min(xs), max(xs)
+    y0, y1 = 0.0, max(ys) * 1.05 or 1.0
+    left, right, top, bottom = 60, 20, 30, 40
+    def px(v):
+        return left + (fx(v) - x0) / ((x1 - x0) or 1.0) * (width - left - right)
+    def py(v):
+        return height - bottom - (v - y0) / ((y1 - y0) or 1.0) * (height - top - bottom)
+    lines, legend = [], []
+    for i, (name, s) in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in s)
+        lines.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        legend.append(f'<text x="{left + 10 + i * 160}" y="{top + 12}" font-size="11" fill="{color}">'
+                      f'{html.escape(name)}</text>')
+    axes = (f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#333"/>'
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="#333"/>'
+            f'<text x="{left}" y="{height - bottom + 14}" font-size="10">{min(p[0] for p in pts):g}</text>'
+            f'<text x="{width - right - 40}" y="{height - bottom + 14}" font-size="10">{max(p[0] for p in pts):g}</text>'
+            f'<text x="4" y="{top + 4}" font-size="10">{y1:.3g}</text>'
+            f'<text x="{width / 2 - 40:.0f}" y="{height - 6}" font-size="11">{html.escape(x_label)}</text>'
+            f'<text x="4" y="{height / 2:.0f}" font-size="11">{html.escape(y_label)}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+            f'aria-label="{html.escape(title)}"><text x="{left}" y="16" font-size="12" font-weight="bold">'
+            f'{html.escape(title)}</text>{axes}{"".join(lines)}{"".join(legend)}</svg>')

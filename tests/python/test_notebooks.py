@@ -33,3 +33,6 @@ def test_notebook_runs(path, kernel):
     assert not errors
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert outputs, "a notebook that prints nothing answers nothing"
+    # Each answers its question backed by a plot: an SVG chart (inline, or in a result's HTML view).
+    svg = [o for o in outputs if "image/svg+xml" in o.get("data", {}) or "<svg" in o.get("data", {}).get("text/html", "")]
+    assert svg, "no chart in " + path.name

@@ -1,0 +1,129 @@
+"""Writes and executes the tutorial notebooks (outputs stored). Run: .venv/bin/python notebooks/make_notebooks.py"""
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+SVG = "from IPython.display import SVG, display\nfrom capplan.charts import line_chart, stacked_bar\n"
+
+NOTEBOOKS = {
+    "memory_long_context": [
+        new_markdown_cell("# Why does a long document run out of memory?\n\nThe KV cache grows with every token of "
+                          "context and with every user at once. Llama-3.1-8B on one H100:"),
+        new_code_cell("import capplan\n" + SVG +
+                      "base = {'model': 'Llama-3.1-8B', 'system': {'accelerator': 'H100'},\n"
+                      "        'inference': {'input_tokens': 1000, 'output_tokens': 500, 'batch': 1}}\n"
+                      "points = []\n"
+                      "for ctx in [2000, 8000, 32000, 64000, 128000]:\n"
+                      "    r = capplan.estimate({**base, 'inference': {'input_tokens': ctx - 500, 'output_tokens': 500, 'batch': 1}})\n"
+                      "    points.append((ctx, r.inference.max_batch))\n"
+                      "display(SVG(line_chart('concurrent requests that fit, by context length', 'tokens per request',\n"
+                      "                       'requests', [('Llama-3.1-8B, H100, bf16 KV', points)], log_x=True)))\n"
+                      "points"),
+        new_code_cell("kv = capplan.model('Llama-3.1-8B').kv_cache_bytes(128000)\n"
+                      "print(f'One 128K-token conversation holds {kv} of KV cache (131 kB per token); '\n"
+                      "      f'an fp8 cache halves it: {capplan.model(\"Llama-3.1-8B\").kv_cache_bytes(128000, kv_cache=\"fp8\")}.')"),
+    ],
+    "concurrency_latency": [
+        new_markdown_cell("# Why does latency swing when many ask at once?\n\nA continuous-batching server shares "
+                          "each decode step among all users; prompts wait for a slot. Simulated with Llama-3.1-70B on 8x H200:"),
+        new_code_cell("import capplan\n" + SVG +
+                      "rows = []\n"
+                      "for users in [1, 8, 32, 64, 128]:\n"
+                      "    r = capplan.estimate({'model': 'Llama-3.1-70B', 'system': {'preset': 'HGX-H200'},\n"
+                      "                          'parallelism': {'tp': 8},\n"
+                      "                          'inference': {'input_tokens': 2000, 'output_tokens': 300, 'concurrency': users}})\n"
+                      "    i = r.inference\n"
+                      "    rows.append((users, float(i.ttft_s), float(i.ttft_p99_s), float(i.tpot_s)))\n"
+                      "display(SVG(line_chart('time to first token', 'concurrent users', 'seconds',\n"
+                      "    [('p50', [(u, a) for u, a, b, c in rows]), ('p99', [(u, b) for u, a, b, c in rows])])))\n"
+                      "print(f'From 1 to 128 users, TPOT grows from {rows[0][3]*1e3:.1f} ms to {rows[-1][3]*1e3:.1f} ms and '\n"
+                      "      f'p99 TTFT from {rows[0][2]:.2f} s to {rows[-1][2]:.2f} s.')"),
+    ],
+    "cold_start": [
+        new_markdown_cell("# Why is the first request of the morning slow?\n\nWeights crawl from storage through host "
+                          "memory and PCIe into GPU memory, then the engine starts. Llama-3.1-70B on 8x H200:"),
+        new_code_cell("import capplan\n" + SVG +
+                      "for storage in ['NVMe-Gen4-8x', 'NFS', 'ObjectStore-S3']:\n"
+                      "    r = capplan.estimate({'model': 'Llama-3.1-70B', 'system': {'preset': 'HGX-H200', 'storage': storage},\n"
+                      "                          'parallelism': {'tp': 8},\n"
+                      "                          'inference': {'input_tokens': 1000, 'output_tokens': 100, 'batch': 1}})\n"
+                      "    c = r.to_dict()['cold_start']\n"
+                      "    display(SVG(stacked_bar(f'{storage}: {c[\"total_s\"]:.0f} s to first token',\n"
+                      "        [(s['stage'], s['time_s'], f\"{s['time_s']:.1f} s\") for s in c['chain']], highlight=c['bottleneck'])))"),
+        new_markdown_cell("With local NVMe the engine start (compilation, memory profiling, CUDA graphs) dominates; "
+                          "from one NFS mount or S3 the weights themselves are the bottleneck."),
+    ],
+    "training_70b": [
+        new_markdown_cell("# Training a 70B model on a cluster\n\nThe fastest layouts that fit memory for Llama-3.1-70B "
+                          "on 32 DGX H100 nodes, and how long 2 trillion tokens take:"),
+        new_code_cell("import capplan\n" + SVG +
+                      "scenario = {'model': 'Llama-3.1-70B', 'system': {'preset': 'DGX-H100', 'count': 256},\n"
+                      "            'training': {'seq_len': 8192, 'global_batch': 512}}\n"
+                      "best = capplan.search_training(scenario, top_k=3)['best']\n"
+                      "for b in best:\n"
+                      "    print({k: b[k] for k in ('tp', 'pp', 'dp', 'cp', 'vpp', 'micro_batch', 'recompute', 'zero')},\n"
+                      "          f\"step {b['step_time_s']:.2f} s, MFU {100*b['mfu']:.1f}%\")\n"
+                      "b = best[0]\n"
+                      "display(SVG(stacked_bar('step time by term (exposed)', [(t['term'], t['exposed_s'], f\"{t['exposed_s']:.2f} s\")\n"
+                      "                                                       for t in b['breakdown'] if t['exposed_s'] > 0])))"),
+        new_code_cell("r = capplan.estimate({**scenario, 'parallelism': {k: best[0][k] for k in ('tp', 'pp', 'cp', 'vpp')},\n"
+                      "                      'training': {**scenario['training'], 'recompute': best[0]['recompute'],\n"
+                      "                                   'micro_batch': best[0]['micro_batch'], 'zero': best[0]['zero'], 'tokens': 2e12}})\n"
+                      "t = r.to_dict()['training']\n"
+                      "print(f\"2T tokens take {t['time_to_train_s']/86400:.0f} days on 256 H100s ({t['gpu_hours']:.0f} GPU-hours).\")"),
+    ],
+    "idle_gpus": [
+        new_markdown_cell("# Why do new GPUs sit idle?\n\nAcross nodes, the network sets the pace of gradient "
+                          "all-reduces. All-reduce bus bandwidth by message size, inside one DGX H100 and across 8 of them:"),
+        new_code_cell("import capplan\n" + SVG +
+                      "one = capplan.collective_sweep('all_reduce', '1KiB:4GiB', system='DGX-H100')\n"
+                      "many = capplan.collective_sweep('all_reduce', '1KiB:4GiB', system={'preset': 'DGX-H100', 'count': 64})\n"
+                      "rows = lambda t: [(r['size_bytes'], r['busbw_GBps']) for r in (t.to_dict('records') if hasattr(t, 'to_dict') else t)]\n"
+                      "display(SVG(line_chart('all-reduce bus bandwidth', 'bytes', 'GB/s',\n"
+                      "    [('8 GPUs, NVLink + NVLS', rows(one)), ('64 GPUs, + 8x NDR 400 per node', rows(many))], log_x=True)))"),
+        new_markdown_cell("Small messages are latency-bound everywhere; large ones reach NVLink's rate inside a node but "
+                          "the NICs' rate across nodes, so communication-heavy layouts leave GPUs waiting."),
+    ],
+    "checkpoints_failures": [
+        new_markdown_cell("# Checkpoints and failures\n\nMore GPUs fail more often. With Llama 3's published failure "
+                          "rate, the optimal checkpoint interval (Young/Daly) and the goodput for a 70B run:"),
+        new_code_cell("import capplan\n" + SVG +
+                      "rows = []\n"
+                      "for n in [64, 256, 1024, 4096]:\n"
+                      "    r = capplan.estimate({'model': 'Llama-3.1-70B', 'system': {'preset': 'DGX-H100', 'count': n},\n"
+                      "                          'parallelism': {'tp': 8, 'pp': 4, 'sequence_parallel': True},\n"
+                      "                          'training': {'seq_len': 8192, 'global_batch': 2048, 'recompute': 'selective',\n"
+                      "                                       'distributed_optimizer': True}})\n"
+                      "    c = r.to_dict()['checkpoint']\n"
+                      "    rows.append((n, c['mtbf_s'] / 3600, c['interval_s'] / 60, c['goodput']))\n"
+                      "display(SVG(line_chart('mean time between failures', 'GPUs', 'hours', [('job MTBF', [(n, m) for n, m, i, g in rows])], log_x=True)))\n"
+                      "for n, m, i, g in rows: print(f'{n:5d} GPUs: MTBF {m:6.1f} h, checkpoint every {i:5.1f} min, goodput {100*g:.2f}%')"),
+    ],
+}
+
+
+def main():
+    spec = Path(tempfile.mkdtemp()) / "kernels" / "capplan-build"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "capplan", "language": "python"}))
+    os.environ["JUPYTER_PATH"] = str(spec.parents[1])
+    from nbclient import NotebookClient
+    for name, cells in NOTEBOOKS.items():
+        nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                "language": "python"}})
+        NotebookClient(nb, kernel_name="capplan-build", timeout=300, resources={"metadata": {"path": str(HERE)}}).execute()
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, HERE / f"{name}.ipynb")
+        print("wrote", name)
+
+
+if __name__ == "__main__":
+    main()
