@@ -181,6 +181,15 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     }
     out.throughput_tokens_per_s_per_device = *out.throughput_tokens_per_s / static_cast<double>(s.system.count);
     out.tokens_per_s_per_user = 1.0 / *out.tpot_s;
+    roofline_summary& roof = r.roofline.emplace();
+    roof.peak_flops_per_s = setup.peak.si();
+    roof.memory_bytes_per_s = setup.memory_bandwidth.si();
+    roof.gemm_efficiency = setup.efficiency.gemm;
+    roof.memory_efficiency = setup.efficiency.memory;
+    for (const auto* phase : {&e.prefill, &e.decode})
+        for (const auto& op : phase->ops)
+            roof.ops.push_back({phase == &e.prefill ? "prefill" : "decode", op.op, op.flops.si(), op.bytes.si(),
+                                op.time.si(), op.compute_bound});
     duration memory, compute;
     for (const auto& op : e.decode.ops) (op.compute_bound ? compute : memory) += op.time;
     const duration step = e.decode.total();

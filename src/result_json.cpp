@@ -190,6 +190,16 @@ std::string to_json(const estimate_result& r, int indent) {
                            {"stall_s", c.stall_s}, {"bottleneck", c.bottleneck}, {"interval_s", c.interval_s},
                            {"mtbf_s", c.mtbf_s}, {"goodput", c.goodput}, {"failures_per_day", c.failures_per_day}};
     }
+    if (r.roofline) {
+        const auto& rf = *r.roofline;
+        json ops = json::array();
+        for (const auto& o : rf.ops)
+            ops.push_back({{"phase", o.phase}, {"op", o.op}, {"flops", o.flops}, {"bytes", o.bytes},
+                           {"time_s", o.time_s}, {"bound", o.compute_bound ? "compute" : "memory"}});
+        j["roofline"] = {{"peak_flops_per_s", rf.peak_flops_per_s}, {"memory_bytes_per_s", rf.memory_bytes_per_s},
+                         {"gemm_efficiency", rf.gemm_efficiency}, {"memory_efficiency", rf.memory_efficiency},
+                         {"ops", ops}};
+    }
     if (r.cold_start) {
         json chain = json::array();
         for (const auto& c : r.cold_start->chain)

@@ -69,6 +69,10 @@ def scenario_from_row(row: Mapping[str, Any], base: Optional[Mapping[str, Any]] 
     return scenario
 
 
+# Per-operator lists are for charts, not spreadsheet cells (the estimate JSON keeps them).
+_NOT_TABULATED = {"roofline.ops"}
+
+
 def _versions() -> Dict[str, str]:
     return {"capplan_version": _core.__version__, "catalog_version": _core.catalog_version()}
 
@@ -105,6 +109,8 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
         if ok:
             # Inputs are echoed as given; a result key that repeats an input name goes under "result.".
             for key, value in flatten(json.loads(text)).items():
+                if key in _NOT_TABULATED:
+                    continue
                 line["result." + key if key in line else key] = value
         else:
             line["error"] = text

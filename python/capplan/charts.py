@@ -71,3 +71,69 @@ def line_chart(title: str, x_label: str, y_label: str, series: Sequence[Tuple[st
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
             f'aria-label="{html.escape(title)}"><text x="{left}" y="16" font-size="12" font-weight="bold">'
             f'{html.escape(title)}</text>{axes}{"".join(lines)}{"".join(legend)}</svg>')
+
+
+def roofline_chart(title: str, peak: float, bandwidth: float, points: Sequence[Tuple[str, str, float, float]],
+                   attainable: Optional[Tuple[float, float]] = None, width: int = 560, height: int = 320,
+                   labels: Tuple[str, str] = ("FLOP per byte", "FLOP/s")) -> str:
+    """A log-log roofline (Williams et al. 2009): the roof min(peak, bandwidth x intensity), the
+    roof the model attains (``attainable`` = (flops, bytes per second), dashed) and one dot per
+    (group, label, intensity, attained FLOP/s) point; groups get colours (prefill, decode)."""
+    import math
+    pts = [p for p in points if p[2] > 0 and p[3] > 0]
+    if not pts or peak <= 0 or bandwidth <= 0:
+        return ""
+    ridge = peak / bandwidth
+    x0 = math.log10(min(min(p[2] for p in pts), ridge) / 2)
+    x1 = math.log10(max(max(p[2] for p in pts), ridge) * 2)
+    y1 = math.log10(peak * 2)
+    y0 = math.log10(min(min(p[3] for p in pts), bandwidth * 10 ** x0) / 2)
+    left, right, top, bottom = 60, 20, 30, 40
+    def px(v):
+        return left + (math.log10(v) - x0) / (x1 - x0) * (width - left - right)
+    def py(v):
+        return height - bottom - (math.log10(v) - y0) / (y1 - y0) * (height - top - bottom)
+    def roof(flops, bw, style):
+        xa, xr, xb = 10 ** x0, flops / bw, 10 ** x1
+        return (f'<polyline points="{px(xa):.1f},{py(bw * xa):.1f} {px(xr):.1f},{py(flops):.1f} '
+                f'{px(xb):.1f},{py(flops):.1f}" fill="none" stroke="#333" stroke-width="2"{style}/>')
+    parts = [roof(peak, bandwidth, "")]
+    if attainable:
+        parts.append(roof(attainable[0], attainable[1], ' stroke-dasharray="5,4"'))
+    groups = list(dict.fromkeys(p[0] for p in pts))
+    for group, label, x, y in pts:
+        color = PALETTE[groups.index(group) % len(PALETTE)]
+        parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="4" fill="{color}">'
+                     f'<title>{html.escape(group)} {html.escape(label)}: {x:.3g} FLOP/B, {y:.3g} FLOP/s</title></circle>')
+    legend = "".join(f'<text x="{left + 10 + i * 120}" y="{top + 12}" font-size="11" '
+                     f'fill="{PALETTE[i % len(PALETTE)]}">● {html.escape(g)}</text>' for i, g in enumerate(groups))
+    axes = (f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#333"/>'
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="#333"/>'
+            f'<text x="{left}" y="{height - bottom + 14}" font-size="10">{10 ** x0:.2g}</text>'
+            f'<text x="{width - right - 40}" y="{height - bottom + 14}" font-size="10">{10 ** x1:.2g}</text>'
+            f'<text x="4" y="{top + 4}" font-size="10">{10 ** y1:.2g}</text>'
+            f'<text x="4" y="{height - bottom}" font-size="10">{10 ** y0:.2g}</text>'
+            f'<text x="{width / 2 - 40:.0f}" y="{height - 6}" font-size="11">{html.escape(labels[0])} (log)</text>'
+            f'<text x="4" y="{height / 2:.0f}" font-size="11">{html.escape(labels[1])}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+            f'aria-label="{html.escape(title)}"><text x="{left}" y="16" font-size="12" font-weight="bold">'
+            f'{html.escape(title)}</text>{axes}{"".join(parts)}{legend}</svg>')
+
+
+def bar_chart(title: str, items: Sequence[Tuple[str, float, str]], highlight: Optional[str] = None,
+              width: int = 560) -> str:
+    """One horizontal bar per (label, value, value text), on a common scale; ``highlight`` outlines one."""
+    top = max((v for _, v, _ in items), default=0.0) or 1.0
+    rows = []
+    for i, (label, value, text) in enumerate(items):
+        y = 26 + 24 * i
+        w = 300 * max(0.0, value) / top
+        stroke = ' stroke="#000" stroke-width="3"' if label == highlight else ""
+        rows.append(f'<text x="10" y="{y + 13}" font-size="11">{html.escape(label)}</text>'
+                    f'<rect x="170" y="{y}" width="{w:.1f}" height="18" fill="{PALETTE[i % len(PALETTE)]}"{stroke}/>'
+                    f'<text x="{176 + w:.1f}" y="{y + 13}" font-size="11">{html.escape(text)}'
+                    f'{" ◀" if label == highlight else ""}</text>')
+    height = 36 + 24 * len(items)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+            f'aria-label="{html.escape(title)}"><text x="10" y="14" font-size="12" font-weight="bold">'
+            f'{html.escape(title)}</text>{"".join(rows)}</svg>')

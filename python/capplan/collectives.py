@@ -6,6 +6,7 @@ compare directly with an nccl-tests table.
 """
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
@@ -47,12 +48,32 @@ class CollectiveResult(_Record):
                 f"{self.time}, algbw {self.algbw}, busbw {self.busbw}, {d['algorithm']}/{d['protocol']}"
                 + (", calibrated" if d["calibrated"] else "") + (f"; {tiers}" if tiers else "") + ")")
 
-    def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in (
-            ("operation", self._data["op"]), ("size", self.size), ("GPUs", self._data["gpus"]),
-            ("time", self.time), ("algbw", self.algbw), ("busbw", self.busbw),
-            ("algorithm", f"{self._data['algorithm']} / {self._data['protocol']}")))
-        return f"<table>{rows}</table>"
+    def charts_svg(self, lang: str = "en") -> List[str]:
+        """The fixed latency and each tier's transfer time (tiers are pipelined: the slowest sets the pace)."""
+        from .charts import bar_chart
+        zh = lang == "zh"
+        d = self._data
+        items = [("延迟" if zh else "latency", d["latency_s"], str(Quantity.from_si(d["latency_s"], TIME)))]
+        items += [(f"{t['tier']} {t['link']}", t["time_s"], str(Quantity.from_si(t["time_s"], TIME))) for t in d["tiers"]]
+        slowest = max(items[1:], key=lambda i: i[1])[0] if len(items) > 1 else None
+        return [bar_chart(("各层传输时间（最慢者加框）" if zh else "time per tier (the slowest outlined)"), items, slowest)]
+
+    def _repr_html_(self, lang: str = "en") -> str:
+        zh = lang == "zh"
+        d = self._data
+        rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+                       for k, v in (
+            ("操作" if zh else "operation", d["op"]), ("大小" if zh else "size", self.size),
+            ("GPU 数" if zh else "GPUs", f"{d['gpus']} ({d['nodes']} node(s) of {d['per_node']})"),
+            ("时间" if zh else "time", self.time), ("algbw", self.algbw), ("busbw", self.busbw),
+            ("算法" if zh else "algorithm", f"{d['algorithm']} / {d['protocol']}"
+             + (" (calibrated)" if d["calibrated"] else ""))))
+        charts = "".join(f"<div>{svg}</div>" for svg in self.charts_svg(lang))
+        return f"<div class='capplan-collective'><table>{rows}</table>{charts}</div>"
+
+    def html(self, lang: str = "en") -> str:
+        """The HTML view (as Jupyter shows it); lang="zh" labels it in Chinese."""
+        return self._repr_html_(lang)
 
 
 def _system_json(system: SystemArg) -> str:

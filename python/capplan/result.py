@@ -189,7 +189,87 @@ class Result(Section):
         if cold:
             parts = [(c["stage"], c["time_s"], str(Quantity.from_si(c["time_s"], TIME))) for c in cold["chain"]]
             charts.append(stacked_bar("冷启动" if zh else "cold start", parts, highlight=cold["bottleneck"]))
-        return charts
+        roof = d.get("roofline")
+        if roof:
+            from .charts import roofline_chart
+            phases = {"prefill": "预填充" if zh else "prefill", "decode": "解码" if zh else "decode"}
+            points = [(phases[o["phase"]], o["op"], o["flops"] / o["bytes"], o["flops"] / o["time_s"])
+                      for o in roof["ops"] if o["flops"] > 0 and o["bytes"] > 0 and o["time_s"] > 0]
+            charts.append(roofline_chart(
+                "主要算子的屋顶线（虚线：模型可达）" if zh else "roofline of the main operators (dashed: attainable)",
+                roof["peak_flops_per_s"], roof["memory_bytes_per_s"], points,
+                (roof["peak_flops_per_s"] * roof["gemm_efficiency"],
+                 roof["memory_bytes_per_s"] * roof["memory_efficiency"]),
+                labels=("FLOP/字节" if zh else "FLOP per byte", "FLOP/s")))
+        return [c for c in charts if c]
+
+    def plot(self, lang: str = "en"):
+        """The same charts with matplotlib (when installed): memory per device, the decode chain,
+        the cold start and the roofline. Returns the Figure."""
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as e:
+            raise ImportError("Result.plot() needs matplotlib (Debian: apt install python3-matplotlib); "
+                              "the HTML view (Result.html()) draws the same charts without it") from e
+        zh = lang == "zh"
+        d = self._data
+        panels = []
+        mem = d.get("memory", {})
+        keys = [k for k in ("weights_bytes", "kv_cache_bytes", "activations_bytes", "logits_bytes", "gradients_bytes",
+                            "optimizer_bytes", "master_weights_bytes", "overhead_bytes") if mem.get(k)]
+        if keys:
+            panels.append("memory")
+        if d.get("chain"):
+            panels.append("chain")
+        if d.get("cold_start"):
+            panels.append("cold")
+        if d.get("roofline"):
+            panels.append("roofline")
+        fig, axes = plt.subplots(len(panels) or 1, 1, figsize=(7, 2.6 * max(1, len(panels))), squeeze=False)
+        gib = 1.0 / 2**30  # bytes -> GiB
+
+        def stacked(ax, title, items, unit, highlight=None, limit=None):
+            left = 0.0
+            for label, value in items:
+                ax.barh(0, value, left=left, label=label, edgecolor="black" if label == highlight else None,
+                        linewidth=3 if label == highlight else 0)
+                left += value
+            if limit:
+                ax.axvline(limit, color="#d62728")
+            ax.set_yticks([])
+            ax.set_xlabel(unit)
+            ax.set_title(title)
+            ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.45))
+
+        for ax, panel in zip(axes[:, 0], panels):
+            if panel == "memory":
+                limit = mem.get("usable_bytes", mem.get("capacity_bytes"))
+                stacked(ax, "每卡显存" if zh else "memory per device",
+                        [(k[:-6].replace("_", " "), mem[k] * gib) for k in keys], "GiB", limit=(limit or 0) * gib)
+            elif panel == "chain":
+                stacked(ax, "一步的链路" if zh else "one decode or training step through the chain",
+                        [(c["stage"], c["time_s"] * 1e3) for c in d["chain"]], "ms", highlight=d.get("bottleneck"))
+            elif panel == "cold":
+                cold = d["cold_start"]
+                stacked(ax, "冷启动" if zh else "cold start", [(c["stage"], c["time_s"]) for c in cold["chain"]], "s",
+                        highlight=cold["bottleneck"])
+            else:
+                roof = d["roofline"]
+                peak, bw = roof["peak_flops_per_s"], roof["memory_bytes_per_s"]
+                ops = [o for o in roof["ops"] if o["flops"] > 0 and o["bytes"] > 0]
+                xs = [o["flops"] / o["bytes"] for o in ops]
+                grid = sorted(set([min(xs + [peak / bw]) / 2, peak / bw, max(xs + [peak / bw]) * 2]))
+                ax.loglog(grid, [min(peak, bw * x) for x in grid], color="black")
+                for phase in ("prefill", "decode"):
+                    sel = [o for o in ops if o["phase"] == phase]
+                    ax.scatter([o["flops"] / o["bytes"] for o in sel], [o["flops"] / o["time_s"] for o in sel],
+                               label=phase)
+                ax.set_xlabel("FLOP/字节" if zh else "FLOP per byte")
+                ax.set_ylabel("FLOP/s")
+                ax.set_title("屋顶线" if zh else "roofline of the main operators")
+                ax.legend(fontsize=7)
+        fig.tight_layout()
+        return fig
 
     def _repr_html_(self, lang: str = "en") -> str:
         body = "".join(

@@ -1,12 +1,100 @@
 """Sizing to a latency target: the cheapest hardware and layout that serves N users."""
 from __future__ import annotations
 
+import html
 import json
 from typing import Any, Dict, Iterable, Optional, Union
 
 from . import _core
 from .catalog import Model
-from .units import TIME, quantity
+from .units import SIZE, TIME, Quantity, quantity
+
+
+def _table_html(headers, rows) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _text_table(headers, rows) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    return "\n".join("  ".join(f"{str(c):<{w}}" for c, w in zip(r, widths)).rstrip() for r in [headers, *rows])
+
+
+class SizingResult(dict):
+    """``size_inference``'s answer: a dict {"options", "rejected"} that shows itself as a table and,
+    in Jupyter, a chart of each option's cost (or device count) with the cheapest outlined."""
+
+    _HEAD = ("accelerator", "count", "tp", "replicas", "weights", "kv cache", "p99 TTFT", "p99 TPOT", "tokens/s",
+             "cost/hour")
+
+    def _rows(self):
+        t = lambda v: str(Quantity.from_si(v, TIME))  # noqa: E731
+        return [(o["accelerator"], o["count"], o["tp"], o["replicas"], o["weights"], o["kv_cache"], t(o["ttft_p99_s"]),
+                 t(o["tpot_p99_s"]), f"{o['output_tokens_per_s']:.0f}",
+                 f"{o['cost_per_hour']:g}" if "cost_per_hour" in o else "") for o in self["options"]]
+
+    def __repr__(self) -> str:
+        text = "capplan sizing (cheapest first)\n" + _text_table(self._HEAD, self._rows())
+        return text + "".join(f"\nrejected {r['accelerator']}: {r['reason']}" for r in self["rejected"])
+
+    def charts_svg(self, lang: str = "en"):
+        from .charts import bar_chart
+        zh = lang == "zh"
+        opts = self["options"]
+        if not opts:
+            return []
+        priced = all("cost_per_hour" in o for o in opts)
+        items = [(f"{o['count']}x {o['accelerator']} tp={o['tp']}", o["cost_per_hour"] if priced else o["count"],
+                  f"{o['cost_per_hour']:g} /h" if priced else f"{o['count']} devices") for o in opts]
+        title = ("每小时成本（最便宜者加框）" if zh else "cost per hour (the cheapest outlined)") if priced else \
+                ("设备数" if zh else "devices (the first option outlined)")
+        return [bar_chart(title, items, items[0][0])]
+
+    def _repr_html_(self, lang: str = "en") -> str:
+        rejected = "".join(f"<li>{html.escape(r['accelerator'])}: {html.escape(r['reason'])}</li>"
+                           for r in self["rejected"])
+        charts = "".join(f"<div>{svg}</div>" for svg in self.charts_svg(lang))
+        return (f"<div class='capplan-sizing'>{_table_html(self._HEAD, self._rows())}{charts}"
+                + (f"<ul>{rejected}</ul>" if rejected else "") + "</div>")
+
+    def html(self, lang: str = "en") -> str:
+        return self._repr_html_(lang)
+
+
+class TrainingSearchResult(dict):
+    """``search_training``'s answer: a dict {"best", "enumerated", "fit", "evaluated"} that shows the
+    fastest layouts as a table and, in Jupyter, the best layout's step time by term."""
+
+    _HEAD = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro-batch", "recompute", "zero", "step", "tokens/s", "MFU",
+             "memory/device")
+
+    def _rows(self):
+        return [(b["tp"], b["pp"], b["dp"], b["cp"], b["ep"], b["vpp"], b["micro_batch"], b["recompute"], b["zero"],
+                 str(Quantity.from_si(b["step_time_s"], TIME)), f"{b['tokens_per_s']:.0f}", f"{100 * b['mfu']:.1f}%",
+                 str(Quantity.from_si(b["memory_per_device_bytes"], SIZE))) for b in self["best"]]
+
+    def __repr__(self) -> str:
+        return (f"capplan training layouts: {self['enumerated']} enumerated, {self['fit']} fit memory; fastest first\n"
+                + _text_table(self._HEAD, self._rows()))
+
+    def charts_svg(self, lang: str = "en"):
+        from .charts import stacked_bar
+        if not self["best"]:
+            return []
+        terms = [(t["term"], t["exposed_s"], str(Quantity.from_si(t["exposed_s"], TIME)))
+                 for t in self["best"][0]["breakdown"] if t["exposed_s"] > 0]
+        worst = max(terms, key=lambda t: t[1])[0] if terms else None
+        return [stacked_bar("最快布局的一步（不可隐藏的时间）" if lang == "zh" else "the fastest layout's step (exposed time)",
+                            terms, highlight=worst)]
+
+    def _repr_html_(self, lang: str = "en") -> str:
+        charts = "".join(f"<div>{svg}</div>" for svg in self.charts_svg(lang))
+        return (f"<div class='capplan-layouts'><p>{self['enumerated']} layouts enumerated, {self['fit']} fit memory"
+                f"</p>{_table_html(self._HEAD, self._rows())}{charts}</div>")
+
+    def html(self, lang: str = "en") -> str:
+        return self._repr_html_(lang)
 
 
 def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int, output_tokens: int,
@@ -23,8 +111,8 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
         ref, is_config = model, False
     ttft = quantity(ttft_p99, TIME, "/ttft_p99").si
     tpot = quantity(tpot_p99, TIME, "/tpot_p99").si
-    return json.loads(_core.size_inference_json(ref, is_config, int(concurrency), int(input_tokens), int(output_tokens),
-                                                ttft, tpot, list(accelerators or []), dict(prices or {})))
+    return SizingResult(json.loads(_core.size_inference_json(ref, is_config, int(concurrency), int(input_tokens), int(output_tokens),
+                                                ttft, tpot, list(accelerators or []), dict(prices or {}))))
 
 
 def search_training(scenario, top_k: int = 10, threads: int = 0) -> Dict[str, Any]:
@@ -34,4 +122,4 @@ def search_training(scenario, top_k: int = 10, threads: int = 0) -> Dict[str, An
     ignored; its training.seq_len and global_batch are kept."""
     from .api import scenario_text
     text, base = scenario_text(scenario)
-    return json.loads(_core.search_training_json(text, str(base), int(top_k), int(threads)))
+    return TrainingSearchResult(json.loads(_core.search_training_json(text, str(base), int(top_k), int(threads))))

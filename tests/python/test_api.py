@@ -220,5 +220,5 @@ def test_html_repr_is_valid_html_with_svg_charts():
     for lang in ("en", "zh"):
         c = Checker()
         c.feed(r.html(lang))
-        assert c.stack == [] and c.svgs == 3  # memory, decode chain, cold start
+        assert c.stack == [] and c.svgs == 4  # memory, decode chain, cold start, roofline
     assert "瓶颈" in r.html("zh") and "bottleneck" in r._repr_html_()

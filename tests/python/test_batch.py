@@ -1,6 +1,7 @@
 """Sweeps and the batch CLI for spreadsheets."""
 import csv
 import json
+import sys
 import time
 
 import pytest
@@ -66,3 +67,15 @@ def test_xlsx_round_trip(tmp_path):
     json_out = tmp_path / "out.json"
     write_table(out, json_out)
     assert json.loads(json_out.read_text())[0]["model.name"] == "Qwen2.5-7B"
+
+
+def test_sweep_is_a_dataframe_with_pandas_and_a_list_without(monkeypatch):
+    pandas = pytest.importorskip("pandas")  # installed by scripts/setup.sh (python3-pandas)
+    base = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
+            "inference": {"input_tokens": 1000, "output_tokens": 200}}
+    df = capplan.sweep(base, {"inference.batch": [1, 8]})
+    assert isinstance(df, pandas.DataFrame) and list(df["inference.batch"]) == [1, 8]
+    assert "inference.tpot_s" in df.columns and "roofline.ops" not in df.columns  # per-op list stays in the JSON
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
+    rows = capplan.sweep(base, {"inference.batch": [1, 8]})
+    assert isinstance(rows, list) and rows[1]["inference.tpot_s"] == df["inference.tpot_s"][1]

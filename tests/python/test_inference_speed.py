@@ -153,3 +153,36 @@ def test_open_loop_workload_distributions_and_trace(tmp_path):
     with pytest.raises(capplan.ConfigError) as e:  # a closed loop needs its users
         capplan.estimate({**base, "inference": {"input_tokens": 10, "output_tokens": 5, "workload": {"arrival": "closed_loop"}}})
     assert e.value.field == "/inference/concurrency"
+
+
+def test_roofline_points_lie_under_the_roof_and_decode_intensity_matches_the_batch():
+    # Default scenario: Llama-3.1-70B bf16, tp=8, 50 users -> one decode step at batch 50.
+    r = capplan.estimate(capplan.default_scenario())
+    roof = r.to_dict()["roofline"]
+    assert roof["peak_flops_per_s"] == pytest.approx(989.5e12)   # H200 dense BF16 (catalog, NVIDIA datasheet)
+    assert roof["memory_bytes_per_s"] == pytest.approx(4.8e12)   # H200 HBM3e
+    assert {o["phase"] for o in roof["ops"]} == {"prefill", "decode"}
+    for o in roof["ops"]:
+        # Williams et al. 2009: attained FLOP/s <= min(peak, bandwidth x intensity), launches only slow it.
+        if o["flops"] > 0:
+            assert o["flops"] / o["time_s"] <= min(roof["peak_flops_per_s"],
+                                                   roof["memory_bytes_per_s"] * o["flops"] / o["bytes"]) * 1.0001
+        assert o["bound"] in ("compute", "memory")
+    # Hand calculation: a decode GEMM reads each bf16 weight (2 bytes) once and does 2 FLOPs with it
+    # per token, so at 50 tokens its intensity is ~50 FLOP/byte (activations add a little traffic).
+    proj = next(o for o in roof["ops"] if o["phase"] == "decode" and o["op"] == "attention projections")
+    assert proj["flops"] / proj["bytes"] == pytest.approx(50, rel=0.06) and proj["bound"] == "memory"
+    # The decode chain's memory and compute stages are the decode operators' times, split by bound.
+    decode = [o for o in roof["ops"] if o["phase"] == "decode"]
+    chain = {c["stage"]: c["time_s"] for c in r.to_dict()["chain"]}
+    assert chain["gpu memory"] + chain["compute"] == pytest.approx(sum(o["time_s"] for o in decode))
+
+
+def test_plot_draws_the_charts_with_matplotlib():
+    matplotlib = pytest.importorskip("matplotlib")  # installed by scripts/setup.sh (python3-matplotlib)
+    matplotlib.use("Agg")
+    r = capplan.estimate(capplan.default_scenario())
+    fig = r.plot()
+    assert [ax.get_title() for ax in fig.axes] == ["memory per device", "one decode or training step through the chain",
+                                                   "cold start", "roofline of the main operators"]
+    assert fig.axes[3].get_xscale() == "log"

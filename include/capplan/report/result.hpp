@@ -82,6 +82,22 @@ struct chain_stage {
     double utilization = 0.0;
 };
 
+// Where one operator of an engine step sits on the roofline (Williams et al. 2009, CACM 52(4)):
+// arithmetic intensity = flops / bytes; attained rate = flops / time (launches included).
+struct roofline_op {
+    std::string phase;  // "prefill" (one prompt) or "decode" (one step at the batch)
+    std::string op;     // summed over the layers on one device
+    double flops = 0.0, bytes = 0.0, time_s = 0.0;
+    bool compute_bound = false;
+};
+
+struct roofline_summary {
+    double peak_flops_per_s = 0.0;       // dense peak of the compute format (catalog)
+    double memory_bytes_per_s = 0.0;     // peak memory bandwidth (catalog)
+    double gemm_efficiency = 0.0, memory_efficiency = 0.0;  // the roofs the model attains
+    std::vector<roofline_op> ops;
+};
+
 struct checkpoint_summary {
     double size_bytes = 0.0, save_s = 0.0, restore_s = 0.0, stall_s = 0.0;
     std::string bottleneck;
@@ -118,6 +134,7 @@ struct estimate_result {
     std::optional<training_result> training;
     std::optional<cold_start_summary> cold_start;
     std::optional<checkpoint_summary> checkpoint;
+    std::optional<roofline_summary> roofline;  // inference: the main operators of prefill and decode
     std::vector<chain_stage> chain;
     std::optional<std::string> bottleneck;
     std::optional<bool> feasible;

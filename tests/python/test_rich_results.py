@@ -1,0 +1,83 @@
+"""Every result type shows itself: a readable repr, and a _repr_html_ that is well-formed HTML with
+inline SVG charts (issue 7.1), labelled in Chinese with lang="zh" (issue 7.5)."""
+from html.parser import HTMLParser
+
+import pytest
+
+import capplan
+
+VOID = {"rect", "line", "br", "polyline", "circle"}
+
+
+class _Checker(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.stack, self.svgs, self.outlined = [], 0, 0
+
+    def handle_starttag(self, tag, attrs):
+        self.svgs += tag == "svg"
+        self.outlined += dict(attrs).get("stroke-width") == "3"
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.svgs += tag == "svg"
+        self.outlined += dict(attrs).get("stroke-width") == "3"
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            return
+        assert self.stack and self.stack[-1] == tag, (tag, self.stack[-3:])
+        self.stack.pop()
+
+
+def _check(html_text):
+    c = _Checker()
+    c.feed(html_text)
+    c.close()
+    assert c.stack == [], c.stack
+    return c
+
+
+def test_collective_result_html_has_the_tier_chart_with_the_slowest_outlined():
+    r = capplan.collective("all_reduce", "1GiB", system={"preset": "DGX-H100", "count": 16})
+    c = _check(r._repr_html_())
+    assert c.svgs == 1 and c.outlined == 1
+    # Two nodes: NVLink within, InfiniBand across; the model's time is latency + the slowest tier.
+    tiers = r._data["tiers"]
+    assert r.time.si == pytest.approx(max(t["time_s"] for t in tiers) + r._data["latency_s"])
+    assert "IB-NDR" in r._repr_html_() and "延迟" in r.html("zh")
+    assert repr(r).startswith("CollectiveResult(all_reduce of 1.074 GB on 16 GPUs")  # 1 GiB, shown in GB
+
+
+def test_sizing_result_is_a_dict_with_a_table_and_a_cost_chart():
+    r = capplan.size_inference("Llama-3.1-8B", 20, 1000, 200, accelerators=["H100-SXM", "L40S"],
+                               prices={"H100-SXM": 3.0, "L40S": 1.0})
+    assert isinstance(r, dict) and r["options"]  # the dict interface scripts rely on is kept
+    costs = [o["cost_per_hour"] for o in r["options"]]
+    assert costs == sorted(costs)
+    c = _check(r._repr_html_())
+    assert c.svgs == 1 and c.outlined == 1   # the cheapest option outlined
+    assert repr(r).splitlines()[1].split()[:2] == ["accelerator", "count"]
+    assert "每小时成本" in r.html("zh")
+
+
+def test_training_search_result_shows_the_fastest_layouts_and_their_step():
+    r = capplan.search_training({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16},
+                                 "training": {"seq_len": 4096, "global_batch": 256}}, top_k=3)
+    assert len(r["best"]) == 3
+    steps = [b["step_time_s"] for b in r["best"]]
+    assert steps == sorted(steps)
+    c = _check(r._repr_html_())
+    assert c.svgs == 1 and c.outlined == 1   # the largest exposed term outlined
+    assert repr(r).count("\n") == 4 and "fit memory" in repr(r)
+    assert "最快布局" in r.html("zh")
+
+
+def test_estimate_result_html_for_training_has_memory_and_chain():
+    r = capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+                          "parallelism": {"dp": 8}, "training": {"seq_len": 4096, "global_batch": 64}})
+    c = _check(r._repr_html_())
+    assert c.svgs == 3 and c.outlined == 2   # memory per device; the step's chain and the weights' load, bottlenecks outlined
+    assert "one step through the chain" in r.html() and "roofline" not in r.to_dict()  # the roofline is for inference
+    assert "training step" in repr(r)
