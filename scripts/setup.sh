@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 APT_PKGS=(g++ cmake ninja-build python3-dev python3-venv python3-pip python3-setuptools python3-wheel
           pybind11-dev libeigen3-dev nlohmann-json3-dev libfmt-dev doctest-dev libbenchmark-dev
           python3-numpy python3-pytest python3-jsonschema python3-openpyxl python3-nbclient python3-nbformat python3-ipykernel
-          python3-pandas python3-matplotlib
+          python3-pandas python3-matplotlib python3-tqdm
           ccache)
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -65,6 +65,21 @@ def flatten(data: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
     return out
 
 
+# Row labels of the summary table in Chinese (html(lang="zh")); values and details stay as computed.
+_ZH_LABELS = {
+    "model": "模型", "system": "系统", "weights per device": "每卡权重", "gradients": "梯度",
+    "optimizer states": "优化器状态", "master weights": "主权重", "KV cache": "KV 缓存", "activations": "激活",
+    "logits / sampler": "logits / 采样", "runtime reservation": "运行时预留", "host memory": "主机内存",
+    "total per device": "每卡合计", "device memory": "显存容量", "fits": "放得下", "requests at once": "同时请求数",
+    "max requests": "最多请求数", "max context": "最长上下文", "smallest tp": "最小 TP",
+    "time to first token": "首 token 时间", "time per output token": "每输出 token 时间",
+    "end-to-end latency": "端到端延迟", "throughput": "吞吐", "bottleneck": "瓶颈", "training step": "训练一步",
+    "time to train": "训练总时间", "checkpoint": "检查点", "cold start": "冷启动", "prefill FLOPs": "预填充 FLOPs",
+    "FLOPs per output token": "每输出 token FLOPs", "model FLOPs / step": "模型 FLOPs / 步",
+    "hardware FLOPs / step": "硬件 FLOPs / 步", "feasible": "可行", "warning": "警告",
+}
+
+
 class Result(Section):
     """What capplan computed for a scenario. ``to_dict()`` gives the public result JSON."""
 
@@ -272,8 +287,9 @@ class Result(Section):
         return fig
 
     def _repr_html_(self, lang: str = "en") -> str:
+        label = (lambda a: _ZH_LABELS.get(a, a)) if lang == "zh" else (lambda a: a)  # noqa: E731
         body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(a)}</th><td>{html.escape(b)}</td>"
+            f"<tr><th style='text-align:left'>{html.escape(label(a))}</th><td>{html.escape(b)}</td>"
             f"<td>{html.escape(c)}</td></tr>" for a, b, c in self.rows())
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in self._data.get("notes", []))
         charts = "".join(f"<div>{svg}</div>" for svg in self.charts_svg(lang))

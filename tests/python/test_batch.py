@@ -79,3 +79,13 @@ def test_sweep_is_a_dataframe_with_pandas_and_a_list_without(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
     rows = capplan.sweep(base, {"inference.batch": [1, 8]})
     assert isinstance(rows, list) and rows[1]["inference.tpot_s"] == df["inference.tpot_s"][1]
+
+
+def test_long_sweep_shows_a_tqdm_progress_bar_and_keeps_every_point(capsys):
+    pytest.importorskip("tqdm")  # installed by scripts/setup.sh (python3-tqdm)
+    base = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
+            "inference": {"input_tokens": 1000, "output_tokens": 200}}
+    rows = capplan.sweep(base, {"inference.batch": list(range(1, 41)), "inference.input_tokens": list(range(100, 3100, 100))})
+    rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    assert len(rows) == 1200 and not any("error" in r for r in rows)
+    assert "1200/1200" in capsys.readouterr().err  # the bar reached the end

@@ -81,3 +81,17 @@ def test_estimate_result_html_for_training_has_memory_and_chain():
     assert c.svgs == 3 and c.outlined == 2   # memory per device; the step's chain and the weights' load, bottlenecks outlined
     assert "one step through the chain" in r.html() and "roofline" not in r.to_dict()  # the roofline is for inference
     assert "training step" in repr(r)
+
+
+def test_every_summary_row_label_has_a_chinese_label():
+    from capplan.result import _ZH_LABELS
+    scenarios = [capplan.default_scenario(),
+                 {"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": 64},
+                  "parallelism": {"tp": 8, "pp": 2, "dp": 4}, "training": {"seq_len": 4096, "global_batch": 256,
+                                                                          "tokens": 1e12, "zero": 1}}]
+    for sc in scenarios:
+        r = capplan.estimate(sc)
+        labels = {row[0] for row in r.rows()}
+        assert labels <= set(_ZH_LABELS), labels - set(_ZH_LABELS)
+        zh = r.html("zh")
+        assert all(f">{_ZH_LABELS[a]}<" in zh for a in labels)
