@@ -137,3 +137,30 @@ def bar_chart(title: str, items: Sequence[Tuple[str, float, str]], highlight: Op
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
             f'aria-label="{html.escape(title)}"><text x="10" y="14" font-size="12" font-weight="bold">'
             f'{html.escape(title)}</text>{"".join(rows)}</svg>')
+
+
+def pyplot():
+    """matplotlib.pyplot, or an ImportError that says how to get it (plot() methods are optional)."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise ImportError("plot() needs matplotlib (Debian: apt install python3-matplotlib); the HTML view "
+                          "(.html(), shown by Jupyter) draws the same charts without it") from e
+    return plt
+
+
+def plot_bars(title: str, items: Sequence[Tuple[str, float]], unit: str, highlight: Optional[str] = None):
+    """The matplotlib twin of bar_chart: one horizontal bar per (label, value), ``highlight`` outlined."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 0.5 + 0.4 * max(1, len(items))))
+    labels = [label for label, _ in items][::-1]
+    values = [value for _, value in items][::-1]
+    bars = ax.barh(labels, values, color=[PALETTE[i % len(PALETTE)] for i in range(len(items))][::-1])
+    for bar, label in zip(bars, labels):
+        if label == highlight:
+            bar.set_edgecolor("black")
+            bar.set_linewidth(3)
+    ax.set_xlabel(unit)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig

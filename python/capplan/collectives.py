@@ -75,6 +75,14 @@ class CollectiveResult(_Record):
         """The HTML view (as Jupyter shows it); lang="zh" labels it in Chinese."""
         return self._repr_html_(lang)
 
+    def plot(self):
+        """The tier chart with matplotlib (when installed): latency and each tier's time, in µs."""
+        from .charts import plot_bars
+        d = self._data
+        items = [("latency", d["latency_s"] * 1e6)] + [(f"{t['tier']} {t['link']}", t["time_s"] * 1e6) for t in d["tiers"]]
+        slowest = max(items[1:], key=lambda i: i[1])[0] if len(items) > 1 else None
+        return plot_bars(f"{d['op']} of {self.size} on {d['gpus']} GPUs: time per tier", items, "µs", slowest)
+
 
 def _system_json(system: SystemArg) -> str:
     if isinstance(system, str):

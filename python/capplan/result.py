@@ -221,11 +221,8 @@ class Result(Section):
     def plot(self, lang: str = "en"):
         """The same charts with matplotlib (when installed): memory per device, the decode chain,
         the cold start and the roofline. Returns the Figure."""
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as e:
-            raise ImportError("Result.plot() needs matplotlib (Debian: apt install python3-matplotlib); "
-                              "the HTML view (Result.html()) draws the same charts without it") from e
+        from .charts import pyplot
+        plt = pyplot()
         zh = lang == "zh"
         d = self._data
         panels = []

@@ -61,6 +61,16 @@ class SizingResult(dict):
     def html(self, lang: str = "en") -> str:
         return self._repr_html_(lang)
 
+    def plot(self):
+        """Each option's cost per hour (or device count) with matplotlib, the first (cheapest) outlined."""
+        from .charts import plot_bars
+        opts = self["options"]
+        priced = bool(opts) and all("cost_per_hour" in o for o in opts)
+        items = [(f"{o['count']}x {o['accelerator']} tp={o['tp']}", o["cost_per_hour"] if priced else o["count"])
+                 for o in opts]
+        return plot_bars("options that meet the targets", items, "cost per hour" if priced else "devices",
+                         items[0][0] if items else None)
+
 
 class TrainingSearchResult(dict):
     """``search_training``'s answer: a dict {"best", "enumerated", "fit", "evaluated"} that shows the
@@ -95,6 +105,13 @@ class TrainingSearchResult(dict):
 
     def html(self, lang: str = "en") -> str:
         return self._repr_html_(lang)
+
+    def plot(self):
+        """Step time of each of the fastest layouts with matplotlib, the fastest outlined."""
+        from .charts import plot_bars
+        items = [(f"tp{b['tp']} pp{b['pp']} dp{b['dp']} cp{b['cp']} mb{b['micro_batch']} {b['recompute']} z{b['zero']}",
+                  b["step_time_s"]) for b in self["best"]]
+        return plot_bars("the fastest training layouts", items, "step time, s", items[0][0] if items else None)
 
 
 def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int, output_tokens: int,

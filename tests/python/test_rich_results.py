@@ -95,3 +95,27 @@ def test_every_summary_row_label_has_a_chinese_label():
         assert labels <= set(_ZH_LABELS), labels - set(_ZH_LABELS)
         zh = r.html("zh")
         assert all(f">{_ZH_LABELS[a]}<" in zh for a in labels)
+
+
+def test_plot_methods_draw_with_matplotlib_and_outline_the_slowest_or_cheapest():
+    matplotlib = pytest.importorskip("matplotlib")  # installed by scripts/setup.sh (python3-matplotlib)
+    matplotlib.use("Agg")
+    c = capplan.collective("all_reduce", "1GiB", system={"preset": "DGX-H100", "count": 16})
+    ax = c.plot().axes[0]
+    slowest = max(t["time_s"] for t in c._data["tiers"]) * 1e6
+    outlined = [p.get_width() for p in ax.patches if p.get_linewidth() == 3]
+    assert outlined == [pytest.approx(slowest)]  # the slowest tier, in µs, outlined
+    s = capplan.size_inference("Llama-3.1-8B", 20, 1000, 200, accelerators=["H100-SXM", "L40S"],
+                               prices={"H100-SXM": 3.0, "L40S": 1.0})
+    assert len(s.plot().axes[0].patches) == len(s["options"])
+    t = capplan.search_training({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16},
+                                 "training": {"seq_len": 4096, "global_batch": 256}}, top_k=3)
+    assert sorted(p.get_width() for p in t.plot().axes[0].patches) == sorted(b["step_time_s"] for b in t["best"])
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match="python3-matplotlib"):
+        capplan.estimate(capplan.default_scenario()).plot()
