@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <cmath>
 #include <string>
 
@@ -53,6 +54,25 @@ measurement measure(std::string probe, std::string kind, probe_work work, const 
     m.spread = relative_iqr(times);
     m.runs = static_cast<int>(times.size());
     return m;
+}
+
+std::string measurements_json(const provenance& p, const std::vector<measurement>& ms, int indent) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& m : ms) {
+        nlohmann::ordered_json row{{"probe", m.probe}, {"kind", m.kind}};
+        if (!m.format.empty()) row["format"] = m.format;
+        if (m.m > 0) row.update({{"m", m.m}, {"n", m.n}, {"k", m.k}});
+        row.update({{"flops", m.work.flops.si()}, {"bytes", m.work.bytes.si()}, {"time_s", m.time.si()},
+                    {"spread", m.spread}, {"runs", m.runs}, {"converged", m.converged},
+                    {"achieved_flops_per_s", m.achieved_flops().si()},
+                    {"achieved_bytes_per_s", m.achieved_bandwidth().si()}});
+        rows.push_back(row);
+    }
+    nlohmann::ordered_json j{{"provenance",
+                              {{"backend", p.backend}, {"device", p.device}, {"runtime", p.runtime},
+                               {"clocks", p.clocks}, {"date", p.date}, {"threads", p.threads}}},
+                             {"measurements", rows}};
+    return j.dump(indent);
 }
 
 }  // namespace capplan

@@ -180,6 +180,31 @@ def _cmd_calibrate_collectives(args) -> str:
     return text
 
 
+def _cmd_calibrate(args) -> str:
+    from .calibration import measure_cpu
+    if args.backend != "cpu":
+        raise _UsageError(f"--backend: '{args.backend}' has no probes yet (the CUDA GEMM/bandwidth probes are "
+                          "issue 8.3); allowed: cpu")
+    try:
+        tokens = tuple(int(t) for t in args.tokens.split(","))
+    except ValueError:
+        raise _UsageError(f"--tokens: '{args.tokens}' is not a list of token counts; allowed: e.g. 1,16,128")
+    run = measure_cpu(model=args.model, formats=args.format or ["fp32"], array=args.array, max_time=args.max_time,
+                      tokens=tokens)
+    text = json.dumps(run, indent=2)
+    lines = [f"{m['probe']:<32} {m['time_s'] * 1e3:10.3f} ms  " +
+             (f"{m['achieved_flops_per_s'] / 1e9:8.1f} GFLOP/s" if m["kind"] == "gemm" else
+              f"{m['achieved_bytes_per_s'] / 1e9:8.1f} GB/s") +
+             f"  spread {100 * m['spread']:.1f}% over {m['runs']} runs" + ("" if m["converged"] else " (not converged)")
+             for m in run["measurements"]]
+    head = f"{run['provenance']['device']} ({run['provenance']['runtime']})"
+    if args.output:
+        with open(args.output, "w") as fh:
+            fh.write(text + "\n")
+        return "\n".join([head, *lines, f"wrote {args.output}"])
+    return text
+
+
 def _cmd_size_training(args) -> str:
     from .sizing import search_training
     system: Any = {"preset": args.system, "count": args.count} if args.count else args.system
@@ -293,6 +318,16 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--in-place", action="store_true", help="fit the in-place columns")
     k.add_argument("-o", "--output", default=None, help="write the calibration entry here")
     k.set_defaults(run=_cmd_calibrate_collectives)
+
+    cal = sub.add_parser("calibrate", help="measure this machine's kernels (GEMM by shape, memory bandwidth)")
+    cal.add_argument("--backend", default="cpu", help="cpu (the CUDA probes are not built yet)")
+    cal.add_argument("--model", default=None, help="measure the GEMM shapes of this model's layer (default: squares)")
+    cal.add_argument("--tokens", default="1,16,128", help="token counts (GEMM m) for --model's shapes")
+    cal.add_argument("--format", action="append", help="GEMM number format, repeatable (cpu: fp32, fp64)")
+    cal.add_argument("--array", default="256 MiB", help="size of each STREAM array (0 to skip memory)")
+    cal.add_argument("--max-time", default="2 s", help="timed budget per probe")
+    cal.add_argument("-o", "--output", default=None, help="write the measurements (JSON) here")
+    cal.set_defaults(run=_cmd_calibrate)
 
     z = sub.add_parser("size", help="the cheapest hardware and layout that meets a latency target")
     z.add_argument("workload", choices=["inference", "training"])

@@ -17,4 +17,5 @@ PYBIND11_MODULE(_core, m) {
     capplan::python::register_collectives(m);
     capplan::python::register_sizing(m);
     capplan::python::register_layout_search(m);
+    capplan::python::register_calibration(m);
 }

@@ -12,5 +12,6 @@ void register_estimate_many(pybind11::module_& m);
 void register_collectives(pybind11::module_& m);
 void register_sizing(pybind11::module_& m);
 void register_layout_search(pybind11::module_& m);
+void register_calibration(pybind11::module_& m);
 
 }  // namespace capplan::python

@@ -61,4 +61,8 @@ double relative_iqr(const std::vector<double>& samples);
 measurement measure(std::string probe, std::string kind, probe_work work, const std::function<duration()>& run_once,
                     const measure_options& options = {});
 
+// {"provenance": {...}, "measurements": [{probe, kind, format, m, n, k, flops, bytes, time_s, spread,
+// runs, converged, achieved_flops_per_s, achieved_bytes_per_s}]}: the raw table a fit is made from.
+std::string measurements_json(const provenance& p, const std::vector<measurement>& ms, int indent = 2);
+
 }  // namespace capplan
