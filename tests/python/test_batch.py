@@ -89,3 +89,21 @@ def test_long_sweep_shows_a_tqdm_progress_bar_and_keeps_every_point(capsys):
     rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
     assert len(rows) == 1200 and not any("error" in r for r in rows)
     assert "1200/1200" in capsys.readouterr().err  # the bar reached the end
+
+
+def test_interrupted_long_sweep_keeps_the_points_already_computed(monkeypatch):
+    import capplan.batch as batch
+    real, calls = batch._core.estimate_many_json, []
+
+    def interrupt_on_second_chunk(texts, base_dir):
+        calls.append(len(texts))
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C while the core computes the second chunk
+        return real(texts, base_dir)
+
+    monkeypatch.setattr(batch._core, "estimate_many_json", interrupt_on_second_chunk)
+    base = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
+            "inference": {"input_tokens": 1000, "output_tokens": 200}}
+    rows = capplan.sweep(base, {"inference.batch": list(range(1, 1101))})
+    rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    assert calls == [256, 256] and len(rows) == 256 and rows[-1]["inference.batch"] == 256
