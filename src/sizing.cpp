@@ -57,6 +57,9 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                            "input and output must be at least one token", "integers >= 1");
     if (q.ttft_p99.si() <= 0 || q.tpot_p99.si() <= 0)
         throw config_error("/ttft_p99", "", "latency targets must be positive", "e.g. 2s and 50ms");
+    for (const auto& w : q.weights)
+        if (w != "bf16" && w != "fp16" && w != "fp8" && w != "int8" && w != "int4")
+            throw config_error("/weights", w, "not a weight format sizing can try", "bf16, fp16, fp8, int8, int4");
     // Candidates: the named accelerators, else every one a system preset uses; each on its preset node.
     std::vector<std::string> accels = q.accelerators;
     if (accels.empty())
@@ -85,10 +88,19 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
             }
         }
         const bool fp8 = acc.peak("fp8").status == peak_rate::state::known;
-        std::vector<std::pair<std::string, std::string>> formats{{"bf16", "bf16"}};
-        if (fp8) formats.insert(formats.end(), {{"fp8", "bf16"}, {"fp8", "fp8"}});
+        std::vector<std::pair<std::string, std::string>> formats;
+        for (const auto& w : q.weights.empty() ? std::vector<std::string>{"bf16", "fp8"} : q.weights) {
+            if (w == "fp8") {
+                if (fp8) formats.insert(formats.end(), {{"fp8", "bf16"}, {"fp8", "fp8"}});
+            } else {
+                formats.emplace_back(w, "bf16");
+            }
+        }
         std::optional<sizing_option> best;
-        std::string why = "no layout fits the weights and " + std::to_string(q.concurrency) + " users' caches";
+        std::string why = formats.empty() ? "none of the weight formats runs here (fp8 needs an fp8 peak; allowed "
+                                            "here: bf16, fp16, int8, int4)"
+                                          : "no layout fits the weights and " + std::to_string(q.concurrency) +
+                                                " users' caches";
         for (int tp = 1; tp <= base.per_node; tp *= 2) {
             if (q.model.heads % tp != 0) continue;
             for (const auto& [w, kv] : formats) {
@@ -102,7 +114,8 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                     if (sc.system.count % sc.system.per_node != 0) continue;
                     sc.precision.weights = find_format(w);
                     sc.precision.kv_cache = find_format(kv);
-                    sc.precision.compute = find_format(w);
+                    // Integer formats are weight-only (W8A16, W4A16): the GEMMs run in bf16 after dequantising.
+                    sc.precision.compute = find_format(w == "int8" || w == "int4" ? "bf16" : w);
                     sc.parallelism.tp = tp;
                     sc.parallelism.etp = tp;
                     sc.parallelism.dp = r;

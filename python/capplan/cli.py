@@ -237,7 +237,8 @@ def _cmd_size(args) -> str:
         raise _UsageError("capplan size inference: give --concurrency, --input and --output")
     accels = [a.strip() for a in (args.accelerators or "").split(",") if a.strip()]
     r = size_inference(args.model, args.concurrency, args.input, args.output, ttft_p99=args.ttft_p99,
-                       tpot_p99=args.tpot_p99, accelerators=accels, prices=prices)
+                       tpot_p99=args.tpot_p99, accelerators=accels, prices=prices,
+                       weights=[w.strip() for w in (args.weights or "").split(",") if w.strip()])
     if args.format == "json":
         return json.dumps(r, indent=2)
     header = ["accelerator", "count", "tp", "replicas", "weights", "kv", "p99 ttft", "p99 tpot", "tokens/s", "$/h"]
@@ -343,6 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--ttft-p99", default="2s", help="p99 time to first token, e.g. 2s")
     z.add_argument("--tpot-p99", default="50ms", help="p99 time per output token, e.g. 50ms")
     z.add_argument("--accelerators", default=None, help="comma-separated names (default: all with a system preset)")
+    z.add_argument("--weights", default=None,
+                   help="inference: weight formats to try, e.g. bf16,fp8,int4 (default: bf16, and fp8 where supported)")
     z.add_argument("--price", default=None, help="NAME=USD_PER_ACCELERATOR_HOUR,... to rank by cost")
     z.add_argument("--format", choices=["table", "json"], default="table")
     z.set_defaults(run=_cmd_size)

@@ -14,7 +14,7 @@ void register_sizing(py::module_& m) {
     m.def("size_inference_json",
           [](const std::string& model, bool is_config, std::int64_t concurrency, std::int64_t input, std::int64_t output,
              double ttft_p99_s, double tpot_p99_s, const std::vector<std::string>& accelerators,
-             const std::map<std::string, double>& prices) {
+             const std::map<std::string, double>& prices, const std::vector<std::string>& weights) {
               std::string text;
               {
                   py::gil_scoped_release release;
@@ -27,6 +27,7 @@ void register_sizing(py::module_& m) {
                   q.ttft_p99 = ttft_p99_s * units::s;
                   q.tpot_p99 = tpot_p99_s * units::s;
                   q.accelerators = accelerators;
+                  q.weights = weights;
                   for (const auto& [k, v] : prices) q.price_per_hour[cat.accelerator(k, "/prices").name] = v;
                   const sizing_result r = size_inference(q, cat);
                   nlohmann::ordered_json j;
@@ -48,7 +49,8 @@ void register_sizing(py::module_& m) {
           },
           py::arg("model"), py::arg("is_config"), py::arg("concurrency"), py::arg("input_tokens"),
           py::arg("output_tokens"), py::arg("ttft_p99_s"), py::arg("tpot_p99_s"),
-          py::arg("accelerators") = std::vector<std::string>{}, py::arg("prices") = std::map<std::string, double>{});
+          py::arg("accelerators") = std::vector<std::string>{}, py::arg("prices") = std::map<std::string, double>{},
+          py::arg("weights") = std::vector<std::string>{});
 }
 
 }  // namespace capplan::python

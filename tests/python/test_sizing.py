@@ -36,3 +36,26 @@ def test_cli_size(run_cli):
     code, out, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "16", "--input", "500",
                              "--output", "100", "--accelerators", "H1000")
     assert code == 2 and "H100" in err and len(err.strip().splitlines()) == 1
+
+
+def test_weight_formats_to_try_include_weight_only_integers():
+    # Llama-3.1-70B: 70.6 B parameters. bf16 = 141 GB cannot sit on one 80 GB A100, so its smallest
+    # layout needs tp >= 2; int4 (4 bits + a 16-bit scale and 4-bit zero per 128, ~37 GB with 16-bit
+    # embeddings) fits one device per replica, so the int4 plan uses tp = 1 and no more devices.
+    base = dict(accelerators=["A100-80GB-SXM"], ttft_p99="2 s", tpot_p99="50 ms")
+    bf16 = capplan.size_inference("Llama-3.1-70B", 8, 1000, 200, **base)["options"][0]
+    int4 = capplan.size_inference("Llama-3.1-70B", 8, 1000, 200, weights=["int4"], **base)["options"][0]
+    assert bf16["weights"] == "bf16" and bf16["tp"] >= 2
+    assert int4["weights"] == "int4" and int4["kv_cache"] == "bf16" and int4["tp"] == 1
+    assert int4["count"] <= bf16["count"]
+    # fp8 needs an fp8 peak (A100 has none): rejected with the reason, not silently replaced.
+    r = capplan.size_inference("Llama-3.1-70B", 8, 1000, 200, weights=["fp8"], **base)
+    assert r["options"] == [] and "fp8 needs an fp8 peak" in r["rejected"][0]["reason"]
+    with pytest.raises(capplan.ConfigError, match="bf16, fp16, fp8, int8, int4"):
+        capplan.size_inference("Llama-3.1-70B", 8, 1000, 200, weights=["int3"], **base)
+
+
+def test_cli_size_weights(run_cli):
+    code, out, _ = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "4", "--input", "500",
+                           "--output", "100", "--accelerators", "L40S", "--weights", "int8")
+    assert code == 0 and "int8" in out

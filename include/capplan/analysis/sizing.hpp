@@ -21,6 +21,9 @@ struct sizing_request {
     duration ttft_p99, tpot_p99;
     std::vector<std::string> accelerators;           // empty: every accelerator with a system preset
     std::map<std::string, double> price_per_hour;     // per accelerator-hour, by accelerator name
+    // Weight formats to try (bf16, fp16, fp8, int8, int4; integer formats are weight-only and compute
+    // in bf16). Empty: bf16, plus fp8 (with bf16 and fp8 KV caches) where the accelerator has an fp8 peak.
+    std::vector<std::string> weights;
     int max_replicas = 64;
 };
 
