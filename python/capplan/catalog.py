@@ -59,6 +59,18 @@ class _Record:
     def to_dict(self) -> Dict[str, Any]:
         return json.loads(json.dumps(self._data))
 
+    def _html_rows(self):  # (label, value) lines of the HTML table; each record type lists its own
+        return []
+
+    def _repr_html_(self) -> str:
+        import html
+        rows = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
+                       for k, v in self._html_rows())
+        source = self._data.get("source")
+        cite = f"<p style='font-size:smaller'>source: {html.escape(source)}</p>" if source else ""
+        return f"<div class='capplan-{type(self).__name__.lower()}'><b>{html.escape(repr(self))}</b>" \
+               f"<table>{rows}</table>{cite}</div>"
+
 
 class Model(_Record):
     """A model architecture with its parameter counts (exact, from the config)."""
@@ -104,6 +116,17 @@ class Model(_Record):
                 f"{d['num_hidden_layers']} layers, hidden {d['hidden_size']}, {d['attention']} "
                 f"{d['num_attention_heads']}/{d['num_key_value_heads']} heads)")
 
+    def _html_rows(self):
+        d = self._data
+        rows = [("parameters", format_count(d["parameters"])), ("active per token", format_count(d["active_parameters"])),
+                ("layers", d["num_hidden_layers"]), ("hidden size", d["hidden_size"]),
+                ("attention", f"{d['attention']}: {d['num_attention_heads']} heads, {d['num_key_value_heads']} KV heads "
+                              f"of {d['head_dim']}"),
+                ("MLP width", d["intermediate_size"]), ("vocabulary", d["vocab_size"]),
+                ("context", d["max_position_embeddings"]),
+                ("weights (bf16)", self.weights_bytes("bf16")), ("KV cache per token (bf16)", self.kv_cache_bytes(1))]
+        return rows
+
 
 def model(name: str) -> Model:
     return Model(json.loads(_core.model_json(name)))
@@ -140,6 +163,18 @@ class Accelerator(_Record):
         return (f"Accelerator({self.name}: {_fmt(self.memory)}, {_fmt(self.memory_bandwidth)}, "
                 f"BF16 {_fmt(self.peak('bf16'))} dense, FP8 {_fmt(self.peak('fp8'))})")
 
+    def _html_rows(self):
+        rows = [("memory", _fmt(self.memory)), ("memory bandwidth", _fmt(self.memory_bandwidth)), ("TDP", _fmt(self.tdp))]
+        bw = self._data["memory_bandwidth_bytes_per_s"]
+        for fmt, v in self._data["peak_dense_flops_per_s"].items():
+            if isinstance(v, (int, float)):
+                ridge = f"; ridge {v / bw:.0f} FLOP/byte" if bw else ""  # roofline: compute-bound above this
+                rows.append((f"{fmt} dense peak", f"{Quantity.from_si(v, FLOP_RATE)}{ridge}"))
+            else:
+                rows.append((f"{fmt} dense peak", v if v is not None else "unknown"))
+        rows += [("scale-up link", self._data.get("scale_up_link") or "none"), ("host link", self._data.get("host_link"))]
+        return rows
+
 
 def accelerator(name: str) -> Accelerator:
     return Accelerator(json.loads(_core.accelerator_json(name)))
@@ -158,6 +193,16 @@ class System(_Record):
         out = d["scale_out"]["link"]["name"] if d.get("scale_out") else "none"
         return (f"System({d['preset']}: {d['count']}x {d['accelerator']['name']} in {d['nodes']} node(s) of "
                 f"{d['per_node']}, scale-up {up} ({d['scale_up_topology']}), scale-out {out})")
+
+    def _html_rows(self):
+        d = self._data
+        up = d.get("scale_up")
+        out = d.get("scale_out")
+        return [("accelerator", d["accelerator"]["name"]), ("count", f"{d['count']} in {d['nodes']} node(s) of {d['per_node']}"),
+                ("scale-up", f"{up['name']} ({d['scale_up_topology']}, domain {d['scale_up_domain']})" if up else "none"),
+                ("scale-out", out["link"]["name"] if out else "none"),
+                ("storage", (d.get("storage") or {}).get("name", "none") if isinstance(d.get("storage"), dict)
+                 else d.get("storage") or "none")]
 
 
 def system(name: str) -> System:

@@ -119,3 +119,17 @@ def test_plot_without_matplotlib_says_how_to_get_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(ImportError, match="python3-matplotlib"):
         capplan.estimate(capplan.default_scenario()).plot()
+
+
+def test_catalog_records_show_a_table_with_their_source():
+    h200 = capplan.accelerator("H200")._repr_html_()
+    _check(h200)
+    # Ridge point of the roofline = peak / bandwidth: 989.5 TFLOP/s dense BF16 / 4.8 TB/s = 206 FLOP/byte.
+    assert "ridge 206 FLOP/byte" in h200 and "source:" in h200
+    llama = capplan.model("Llama-3.1-8B")._repr_html_()
+    _check(llama)
+    # KV per token: 2 (K, V) x 32 layers x 8 KV heads x 128 dims x 2 bytes = 131,072 B.
+    assert "131.1 kB" in llama
+    dgx = capplan.system("DGX-H100")._repr_html_()
+    _check(dgx)
+    assert "NVLink-4 (nvswitch, domain 8)" in dgx
