@@ -32,6 +32,15 @@ static void scenario_to_estimate(benchmark::State& state) {
     const std::string text = default_scenario_json();
     for (auto _ : state) benchmark::DoNotOptimize(estimate(read_scenario(text, c), c));
 }
-BENCHMARK(scenario_to_estimate)->Unit(benchmark::kMicrosecond);
+BENCHMARK(scenario_to_estimate)->Unit(benchmark::kMicrosecond);  // 50 users: includes the serving simulation
+
+// A static batch (no simulation): memory, roofline speed, FLOPs, cold start and the result.
+static void scenario_to_estimate_static_batch(benchmark::State& state) {
+    const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
+    const std::string text = R"({"model": "Llama-3.1-70B", "system": {"preset": "HGX-H200", "count": 8},
+        "parallelism": {"tp": 8}, "inference": {"input_tokens": 2000, "output_tokens": 500, "batch": 50}})";
+    for (auto _ : state) benchmark::DoNotOptimize(estimate(read_scenario(text, c), c));
+}
+BENCHMARK(scenario_to_estimate_static_batch)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();
