@@ -108,21 +108,31 @@ NOTEBOOKS = {
 }
 
 
-def main():
-    spec = Path(tempfile.mkdtemp()) / "kernels" / "capplan-build"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "capplan", "language": "python"}))
-    os.environ["JUPYTER_PATH"] = str(spec.parents[1])
+_KERNEL = []
+
+
+def write_executed(name, cells):
+    """Executes the cells on this interpreter (a throw-away kernelspec: Debian's default kernel cannot
+    see the venv) and writes notebooks/NAME.ipynb with its outputs, labelled for the python3 kernel."""
+    if not _KERNEL:
+        spec = Path(tempfile.mkdtemp()) / "kernels" / "capplan-build"
+        spec.mkdir(parents=True)
+        (spec / "kernel.json").write_text(json.dumps({
+            "argv": [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "capplan", "language": "python"}))
+        os.environ["JUPYTER_PATH"] = str(spec.parents[1])
+        _KERNEL.append(spec)
     from nbclient import NotebookClient
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb = new_notebook(cells=cells, metadata={"kernelspec": kernelspec})
+    NotebookClient(nb, kernel_name="capplan-build", timeout=300, resources={"metadata": {"path": str(HERE)}}).execute()
+    nbformat.write(nb, HERE / f"{name}.ipynb")
+    print("wrote", name)
+
+
+def main():
     for name, cells in NOTEBOOKS.items():
-        nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                "language": "python"}})
-        NotebookClient(nb, kernel_name="capplan-build", timeout=300, resources={"metadata": {"path": str(HERE)}}).execute()
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(nb, HERE / f"{name}.ipynb")
-        print("wrote", name)
+        write_executed(name, cells)
 
 
 if __name__ == "__main__":

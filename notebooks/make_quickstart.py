@@ -2,14 +2,8 @@
 
 Run with the venv's interpreter: .venv/bin/python notebooks/make_quickstart.py
 """
-import json
-import os
-import sys
-import tempfile
-from pathlib import Path
-
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from make_notebooks import write_executed  # the script's folder is on sys.path
+from nbformat.v4 import new_code_cell, new_markdown_cell
 
 cells = [
     new_markdown_cell(
@@ -49,17 +43,4 @@ cells = [
         "except capplan.UnknownNameError as e:\n"
         "    print(e)"),
 ]
-nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
-# Execute with a throw-away kernelspec on this interpreter (Debian's default kernel cannot see the venv).
-spec = Path(tempfile.mkdtemp()) / "kernels" / "capplan-build"
-spec.mkdir(parents=True)
-(spec / "kernel.json").write_text(json.dumps({
-    "argv": [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-    "display_name": "capplan", "language": "python"}))
-os.environ["JUPYTER_PATH"] = str(spec.parents[1])
-from nbclient import NotebookClient  # noqa: E402
-
-here = Path(__file__).resolve().parent
-NotebookClient(nb, kernel_name="capplan-build", timeout=300, resources={"metadata": {"path": str(here)}}).execute()
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nbformat.write(nb, here / "quickstart.ipynb")
+write_executed("quickstart", cells)

@@ -192,9 +192,11 @@ def _cmd_calibrate(args) -> str:
     run = measure_cpu(model=args.model, formats=args.format or ["fp32"], array=args.array, max_time=args.max_time,
                       tokens=tokens)
     text = json.dumps(run, indent=2)
-    lines = [f"{m['probe']:<32} {m['time_s'] * 1e3:10.3f} ms  " +
-             (f"{m['achieved_flops_per_s'] / 1e9:8.1f} GFLOP/s" if m["kind"] == "gemm" else
-              f"{m['achieved_bytes_per_s'] / 1e9:8.1f} GB/s") +
+    from .units import BYTE_RATE, FLOP_RATE, TIME
+    lines = [f"{m['probe']:<32} {Quantity.from_si(m['time_s'], TIME).in_('ms'):10.3f} ms  " +
+             (f"{Quantity.from_si(m['achieved_flops_per_s'], FLOP_RATE).in_('GFLOP/s'):8.1f} GFLOP/s"
+              if m["kind"] == "gemm" else
+              f"{Quantity.from_si(m['achieved_bytes_per_s'], BYTE_RATE).in_('GB/s'):8.1f} GB/s") +
              f"  spread {100 * m['spread']:.1f}% over {m['runs']} runs" + ("" if m["converged"] else " (not converged)")
              for m in run["measurements"]]
     head = f"{run['provenance']['device']} ({run['provenance']['runtime']})"

@@ -238,7 +238,7 @@ class Result(Section):
         if d.get("roofline"):
             panels.append("roofline")
         fig, axes = plt.subplots(len(panels) or 1, 1, figsize=(7, 2.6 * max(1, len(panels))), squeeze=False)
-        gib = 1.0 / 2**30  # bytes -> GiB
+        gib = Quantity.from_si(1.0, SIZE).in_("GiB")  # GiB per byte
 
         def stacked(ax, title, items, unit, highlight=None, limit=None):
             left = 0.0
