@@ -48,6 +48,7 @@ const std::vector<std::string>& cpu_gemm_formats() {
 
 measurement cpu_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& format,
                      const measure_options& o) {
+    // Bounds catch typos before they allocate: 65536^2 fp64 elements is already 32 GiB per matrix.
     for (auto [name, v] : {std::pair{"/m", m}, std::pair{"/n", n}, std::pair{"/k", k}})
         if (v < 1 || v > 65536) throw config_error(name, std::to_string(v), "out of range", "an integer in [1, 65536]");
     if (format == "fp32") return gemm<float>(m, n, k, format, o);
@@ -58,6 +59,8 @@ measurement cpu_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::
 measurement cpu_memory(const std::string& kind, data_size array, const measure_options& o) {
     if (kind != "copy" && kind != "triad") throw config_error("/kind", kind, "not a memory probe", "copy, triad");
     const auto elems = static_cast<std::size_t>(array.si() / sizeof(double));
+    // At least 8 KiB to time anything; at most 16 GiB per array (48 GiB for triad's three) to stay
+    // within the memory of the machines this runs on.
     if (elems < 1024 || array.in(GiB) > 16.0)
         throw config_error("/array", std::to_string(array.si()) + " B", "out of range", "8 KiB to 16 GiB");
     // First touch writes every page, so the timed runs measure bandwidth, not page faults.

@@ -1,26 +1,24 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <cmath>
 #include <string>
 
 #include "capplan/calibration/harness.hpp"
+#include "capplan/detail/percentile.hpp"
 #include "capplan/error.hpp"
 
 namespace capplan {
 
 double percentile(std::vector<double> v, double q) {
-    if (v.empty()) return 0.0;
     std::sort(v.begin(), v.end());
-    const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(pos));
-    const std::size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+    return detail::percentile_of_sorted(v, q);
 }
 
 double relative_iqr(const std::vector<double>& samples) {
     if (samples.size() < 2) return 0.0;
-    const double median = percentile(samples, 50.0);
-    return median > 0 ? (percentile(samples, 75.0) - percentile(samples, 25.0)) / median : 0.0;
+    std::vector<double> v = samples;
+    std::sort(v.begin(), v.end());
+    const double median = detail::percentile_of_sorted(v, 50.0);
+    return median > 0 ? (detail::percentile_of_sorted(v, 75.0) - detail::percentile_of_sorted(v, 25.0)) / median : 0.0;
 }
 
 measurement measure(std::string probe, std::string kind, probe_work work, const std::function<duration()>& run_once,

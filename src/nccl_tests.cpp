@@ -173,28 +173,20 @@ nccl_tests_point read_row(const std::vector<std::string_view>& toks, const table
                            "expected " + std::to_string(l.columns) + " columns (" + layout_text(l) + ", from the header at line " +
                                std::to_string(l.line) + ") in " + source + ", got " + std::to_string(toks.size()),
                            "a complete nccl-tests result row");
-    auto integer = [&](int col) {
+    // Column `col` as a non-negative T (an integer count or a decimal number), or an error naming it.
+    auto column = [&]<class T>(int col, T, const char* what, const char* allowed) {
         const auto t = toks[static_cast<std::size_t>(col)];
-        std::int64_t v = 0;
+        T v{};
         const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
         if (ec != std::errc() || p != t.data() + t.size() || v < 0)
             throw config_error(where, "'" + std::string(t) + "'",
                                "column " + std::to_string(col + 1) + " '" + l.names[static_cast<std::size_t>(col)] + "' in " +
-                                   source + " is not a non-negative integer",
-                               "an integer");
+                                   source + " is not a non-negative " + what,
+                               allowed);
         return v;
     };
-    auto number = [&](int col) {
-        const auto t = toks[static_cast<std::size_t>(col)];
-        double v = 0;
-        const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-        if (ec != std::errc() || p != t.data() + t.size() || v < 0)
-            throw config_error(where, "'" + std::string(t) + "'",
-                               "column " + std::to_string(col + 1) + " '" + l.names[static_cast<std::size_t>(col)] + "' in " +
-                                   source + " is not a non-negative number",
-                               "a number such as 123.4 or 47535");
-        return v;
-    };
+    auto integer = [&](int col) { return column(col, std::int64_t{}, "integer", "an integer"); };
+    auto number = [&](int col) { return column(col, double{}, "number", "a number such as 123.4 or 47535"); };
     nccl_tests_point p;
     p.size = bytes(static_cast<double>(integer(l.size)));
     p.count = integer(l.count);

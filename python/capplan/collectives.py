@@ -48,15 +48,21 @@ class CollectiveResult(_Record):
                 f"{self.time}, algbw {self.algbw}, busbw {self.busbw}, {d['algorithm']}/{d['protocol']}"
                 + (", calibrated" if d["calibrated"] else "") + (f"; {tiers}" if tiers else "") + ")")
 
+    def _tier_items(self, latency_label: str = "latency"):
+        """(label, seconds) for the fixed latency and each tier (tiers are pipelined: the slowest sets
+        the pace), and the slowest tier's label."""
+        d = self._data
+        items = [(latency_label, d["latency_s"])] + [(f"{t['tier']} {t['link']}", t["time_s"]) for t in d["tiers"]]
+        slowest = max(items[1:], key=lambda i: i[1])[0] if len(items) > 1 else None
+        return items, slowest
+
     def charts_svg(self, lang: str = "en") -> List[str]:
-        """The fixed latency and each tier's transfer time (tiers are pipelined: the slowest sets the pace)."""
+        """The fixed latency and each tier's transfer time, the slowest outlined."""
         from .charts import bar_chart
         zh = lang == "zh"
-        d = self._data
-        items = [("延迟" if zh else "latency", d["latency_s"], str(Quantity.from_si(d["latency_s"], TIME)))]
-        items += [(f"{t['tier']} {t['link']}", t["time_s"], str(Quantity.from_si(t["time_s"], TIME))) for t in d["tiers"]]
-        slowest = max(items[1:], key=lambda i: i[1])[0] if len(items) > 1 else None
-        return [bar_chart(("各层传输时间（最慢者加框）" if zh else "time per tier (the slowest outlined)"), items, slowest)]
+        items, slowest = self._tier_items("延迟" if zh else "latency")
+        bars = [(label, t, str(Quantity.from_si(t, TIME))) for label, t in items]
+        return [bar_chart(("各层传输时间（最慢者加框）" if zh else "time per tier (the slowest outlined)"), bars, slowest)]
 
     def _repr_html_(self, lang: str = "en") -> str:
         zh = lang == "zh"
@@ -79,9 +85,9 @@ class CollectiveResult(_Record):
         """The tier chart with matplotlib (when installed): latency and each tier's time, in µs."""
         from .charts import plot_bars
         d = self._data
-        items = [("latency", d["latency_s"] * 1e6)] + [(f"{t['tier']} {t['link']}", t["time_s"] * 1e6) for t in d["tiers"]]
-        slowest = max(items[1:], key=lambda i: i[1])[0] if len(items) > 1 else None
-        return plot_bars(f"{d['op']} of {self.size} on {d['gpus']} GPUs: time per tier", items, "µs", slowest)
+        items, slowest = self._tier_items()
+        us = [(label, Quantity.from_si(t, TIME).in_("us")) for label, t in items]
+        return plot_bars(f"{d['op']} of {self.size} on {d['gpus']} GPUs: time per tier", us, "µs", slowest)
 
 
 def _system_json(system: SystemArg) -> str:

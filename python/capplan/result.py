@@ -80,6 +80,18 @@ _ZH_LABELS = {
 }
 
 
+# The parts of device memory the charts stack, in order, with their labels (English, Chinese).
+_MEMORY_PARTS = (("weights_bytes", "weights", "权重"), ("kv_cache_bytes", "KV cache", "KV 缓存"),
+                 ("activations_bytes", "activations", "激活"), ("logits_bytes", "logits", "logits"),
+                 ("gradients_bytes", "gradients", "梯度"), ("optimizer_bytes", "optimizer", "优化器"),
+                 ("master_weights_bytes", "master weights", "主权重"), ("overhead_bytes", "runtime reserve", "运行时预留"))
+
+
+def _memory_parts(mem: Dict[str, Any], zh: bool = False) -> List[Tuple[str, str]]:
+    """(key, label) of the memory parts present in a result's memory section."""
+    return [(k, zh_label if zh else label) for k, label, zh_label in _MEMORY_PARTS if mem.get(k)]
+
+
 class Result(Section):
     """What capplan computed for a scenario. ``to_dict()`` gives the public result JSON."""
 
@@ -185,12 +197,7 @@ class Result(Section):
         d = self._data
         mem = d.get("memory", {})
         charts = []
-        labels = {"weights_bytes": "权重" if zh else "weights", "kv_cache_bytes": "KV 缓存" if zh else "KV cache",
-                  "activations_bytes": "激活" if zh else "activations", "logits_bytes": "logits",
-                  "gradients_bytes": "梯度" if zh else "gradients", "optimizer_bytes": "优化器" if zh else "optimizer",
-                  "master_weights_bytes": "主权重" if zh else "master weights",
-                  "overhead_bytes": "运行时预留" if zh else "runtime reserve"}
-        parts = [(labels[k], mem[k], str(Quantity.from_si(mem[k], SIZE))) for k in labels if mem.get(k)]
+        parts = [(label, mem[k], str(Quantity.from_si(mem[k], SIZE))) for k, label in _memory_parts(mem, zh)]
         if parts:
             limit = mem.get("usable_bytes", mem.get("capacity_bytes"))
             marker = (("可用 " if zh else "usable ") + str(Quantity.from_si(limit, SIZE)), limit) if limit else None
@@ -227,8 +234,7 @@ class Result(Section):
         d = self._data
         panels = []
         mem = d.get("memory", {})
-        keys = [k for k in ("weights_bytes", "kv_cache_bytes", "activations_bytes", "logits_bytes", "gradients_bytes",
-                            "optimizer_bytes", "master_weights_bytes", "overhead_bytes") if mem.get(k)]
+        keys = _memory_parts(mem, zh)
         if keys:
             panels.append("memory")
         if d.get("chain"):
@@ -257,7 +263,7 @@ class Result(Section):
             if panel == "memory":
                 limit = mem.get("usable_bytes", mem.get("capacity_bytes"))
                 stacked(ax, "每卡显存" if zh else "memory per device",
-                        [(k[:-6].replace("_", " "), mem[k] * gib) for k in keys], "GiB", limit=(limit or 0) * gib)
+                        [(label, mem[k] * gib) for k, label in keys], "GiB", limit=(limit or 0) * gib)
             elif panel == "chain":
                 stacked(ax, "一步的链路" if zh else "one decode or training step through the chain",
                         [(c["stage"], c["time_s"] * 1e3) for c in d["chain"]], "ms", highlight=d.get("bottleneck"))

@@ -38,18 +38,23 @@ class SizingResult(dict):
         text = "capplan sizing (cheapest first)\n" + _text_table(self._HEAD, self._rows())
         return text + "".join(f"\nrejected {r['accelerator']}: {r['reason']}" for r in self["rejected"])
 
+    def _option_bars(self):
+        """(label, cost per hour or device count) per option, and whether every option has a price."""
+        opts = self["options"]
+        priced = bool(opts) and all("cost_per_hour" in o for o in opts)
+        return [(f"{o['count']}x {o['accelerator']} tp={o['tp']}", o["cost_per_hour"] if priced else o["count"])
+                for o in opts], priced
+
     def charts_svg(self, lang: str = "en"):
         from .charts import bar_chart
         zh = lang == "zh"
-        opts = self["options"]
-        if not opts:
+        items, priced = self._option_bars()
+        if not items:
             return []
-        priced = all("cost_per_hour" in o for o in opts)
-        items = [(f"{o['count']}x {o['accelerator']} tp={o['tp']}", o["cost_per_hour"] if priced else o["count"],
-                  f"{o['cost_per_hour']:g} /h" if priced else f"{o['count']} devices") for o in opts]
+        bars = [(label, v, f"{v:g} /h" if priced else f"{v} devices") for label, v in items]
         title = ("每小时成本（最便宜者加框）" if zh else "cost per hour (the cheapest outlined)") if priced else \
                 ("设备数" if zh else "devices (the first option outlined)")
-        return [bar_chart(title, items, items[0][0])]
+        return [bar_chart(title, bars, items[0][0])]
 
     def _repr_html_(self, lang: str = "en") -> str:
         rejected = "".join(f"<li>{html.escape(r['accelerator'])}: {html.escape(r['reason'])}</li>"
@@ -64,10 +69,7 @@ class SizingResult(dict):
     def plot(self):
         """Each option's cost per hour (or device count) with matplotlib, the first (cheapest) outlined."""
         from .charts import plot_bars
-        opts = self["options"]
-        priced = bool(opts) and all("cost_per_hour" in o for o in opts)
-        items = [(f"{o['count']}x {o['accelerator']} tp={o['tp']}", o["cost_per_hour"] if priced else o["count"])
-                 for o in opts]
+        items, priced = self._option_bars()
         return plot_bars("options that meet the targets", items, "cost per hour" if priced else "devices",
                          items[0][0] if items else None)
 

@@ -233,10 +233,10 @@ TEST_CASE("percentiles are ordered and every step keeps the scheduler limits") {
 TEST_CASE("percentile is numpy's linear interpolation") {
     // np.percentile([1, 2, 3, 4], [50, 90, 99]) = 2.5, 3.7, 3.97.
     const std::vector<double> v{1, 2, 3, 4};
-    CHECK(detail::sim::percentile(v, 50) == doctest::Approx(2.5));
-    CHECK(detail::sim::percentile(v, 90) == doctest::Approx(3.7));
-    CHECK(detail::sim::percentile(v, 99) == doctest::Approx(3.97));
-    CHECK(detail::sim::percentile({7.0}, 99) == 7.0);
+    CHECK(detail::percentile_of_sorted(v, 50) == doctest::Approx(2.5));
+    CHECK(detail::percentile_of_sorted(v, 90) == doctest::Approx(3.7));
+    CHECK(detail::percentile_of_sorted(v, 99) == doctest::Approx(3.97));
+    CHECK(detail::percentile_of_sorted({7.0}, 99) == 7.0);
 }
 
 TEST_CASE("closed loop: N users keep at most N requests in flight; Little's law N = X (R + Z)") {

@@ -37,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "capplan/detail/percentile.hpp"
 #include "capplan/analysis/step_model.hpp"
 #include "capplan/error.hpp"
 #include "capplan/units.hpp"
@@ -265,15 +266,6 @@ inline std::int64_t draw_length(const length_dist& d, rng& r, const std::vector<
     return 1;
 }
 
-// Linear-interpolation percentile of sorted values (numpy's default, Hyndman & Fan 1996 type 7).
-inline double percentile(const std::vector<double>& sorted, double p) {
-    if (sorted.empty()) return 0.0;
-    const double h = (static_cast<double>(sorted.size()) - 1.0) * p / 100.0;
-    const auto lo = static_cast<std::size_t>(std::floor(h));
-    if (lo + 1 >= sorted.size()) return sorted.back();
-    return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[lo + 1] - sorted[lo]);
-}
-
 inline latency_summary summarise(std::vector<double>& seconds) {
     latency_summary s;
     s.count = static_cast<std::int64_t>(seconds.size());
@@ -282,9 +274,9 @@ inline latency_summary summarise(std::vector<double>& seconds) {
     double sum = 0.0;
     for (double v : seconds) sum += v;
     s.mean = (sum / static_cast<double>(seconds.size())) * units::s;
-    s.p50 = percentile(seconds, 50) * units::s;
-    s.p90 = percentile(seconds, 90) * units::s;
-    s.p99 = percentile(seconds, 99) * units::s;
+    s.p50 = percentile_of_sorted(seconds, 50) * units::s;
+    s.p90 = percentile_of_sorted(seconds, 90) * units::s;
+    s.p99 = percentile_of_sorted(seconds, 99) * units::s;
     s.max = seconds.back() * units::s;
     return s;
 }
