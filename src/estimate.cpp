@@ -464,6 +464,9 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
         r.notes.push_back("the catalog does not know " + s.system.accelerator.name + "'s " + compute.peak_key +
                           " peak; speed estimates for it need a calibration or an inline value");
     }
+    // A calibration for another accelerator or without this compute format is bad input, not a note.
+    if (s.calibration) (void)calibrated_perf_efficiency(*s.calibration, s.system.accelerator, compute);
+    if (s.inference || s.training) r.efficiency_table = s.calibration ? s.calibration->name : "catalog";
     if (s.inference) {
         estimate_inference_memory(s, r);
         estimate_inference_speed(s, r);

@@ -36,7 +36,8 @@ perf_setup perf_setup::from(const scenario& s) {
                            "an accelerator with memory.bandwidth");
     out.peak = peak.value;
     out.memory_bandwidth = *a.memory_bandwidth;
-    out.efficiency = default_perf_efficiency(a, s.precision.compute);
+    out.efficiency = s.calibration ? calibrated_perf_efficiency(*s.calibration, a, s.precision.compute)
+                                   : default_perf_efficiency(a, s.precision.compute);
     const int tp = s.parallelism.tp;
     out.system = s.system;
     auto grid = [&](collective_op op, int ranks) {
@@ -104,9 +105,8 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     const double bw = su.precision.weights.bytes_per_element();
     const double bo = su.precision.weights.quantized() ? 2.0 : bw;  // embeddings, head, router
     const double ba = su.precision.activations.bytes_per_element();
-    const flop_rate compute = su.peak * su.efficiency.gemm;
-    const byte_rate memory = su.memory_bandwidth * su.efficiency.memory;
-    const duration launch = su.efficiency.per_kernel;
+    const perf_efficiency& eff = su.efficiency;
+    const duration launch = eff.per_kernel;
 
     op_sum sums[] = {{"attention projections", {}, {}, {}, {}, {}}, {"attention core", {}, {}, {}, {}, {}},
                      {"mlp / experts", {}, {}, {}, {}, {}},          {"norms and elementwise", {}, {}, {}, {}, {}},
@@ -115,8 +115,14 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     auto dequant = [&](double weight_elements) {
         return su.dequant_ops > 0 ? (weight_elements * su.dequant_ops * FLOP) / su.vector_peak : duration{};
     };
-    auto charge = [&](op_sum& o, flop_count f, data_size b, int kernels, double weight_elements = 0.0) {
-        const duration c = f / compute, mem = b / memory + dequant(weight_elements);
+    // Efficiencies by the work of one of the op's kernels (the op's work split evenly over them).
+    enum class unit { matrix, attention, norm };
+    auto charge = [&](op_sum& o, unit u, flop_count f, data_size b, int kernels, double weight_elements = 0.0) {
+        const double share = 1.0 / kernels;
+        const double ge = u == unit::attention ? eff.attention_at(f.si() * share) : eff.gemm_at(f.si() * share);
+        const double me = u == unit::norm ? eff.norm_at(b.si() * share) : eff.memory_at(b.si() * share);
+        const duration c = f / (su.peak * ge);
+        const duration mem = b / (su.memory_bandwidth * me) + dequant(weight_elements);
         o.flops += f;
         o.bytes += b;
         o.compute_part += c;
@@ -139,7 +145,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
 
     for (std::int64_t i = 0; i < m.layers; ++i) {
         // Projections: weights once, activations in and out.
-        charge(sums[0], 2.0 * tokens * attn.block_linear * FLOP,
+        charge(sums[0], unit::matrix, 2.0 * tokens * attn.block_linear * FLOP,
                (attn.block_linear * bw + tokens * (2.0 * h + 2.0 * q_out + kv_out) * ba) * B, 2, attn.block_linear);
         // Core: a sliding window caps each token's keys.
         double pk = prefill_keys, dk = decode_keys;
@@ -149,14 +155,16 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             dk = std::min(dk, static_cast<double>(st.decode_requests) * w);
         }
         const data_size kv_bytes = (dk + static_cast<double>(st.prefill_context_tokens) + pt) * kv_token;
-        charge(sums[1], per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B, 2);
+        charge(sums[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B, 2);
         // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
         const device_parameters ffn = detail::ffn_on_device(m, i, p);
+        // Kernels: up (+gate), the activation, down; the activation's traffic (read 2, write 1
+        // intermediate-wide rows; non-gated 1 and 1) counts with the GEMMs' (fused or overlapped).
+        const double act_passes = m.gated_mlp ? 3.0 : 2.0;
         if (!m.is_moe_layer(i)) {
             const double width = m.intermediate / tp;
-            charge(sums[2], 2.0 * tokens * ffn.block_linear * FLOP,
-                   (ffn.block_linear * bw + tokens * (2.0 * h + (m.gated_mlp ? 3.0 : 2.0) * width) * ba) * B, 3,
-                   ffn.block_linear);
+            charge(sums[2], unit::matrix, 2.0 * tokens * ffn.block_linear * FLOP,
+                   (ffn.block_linear * bw + tokens * (2.0 * h + act_passes * width) * ba) * B, 3, ffn.block_linear);
         } else {
             const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
             const double slots = tokens * static_cast<double>(m.moe.experts_per_token) / p.ep;  // balanced routing
@@ -165,7 +173,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             const double expert = 3.0 * h * m.moe.expert_intermediate / p.etp;
             const double shared = ffn.block_linear - ffn.routed_experts;
             const double router = h * m.moe.routed_experts;
-            charge(sums[2], (2.0 * slots * expert + 2.0 * tokens * (shared + router)) * FLOP,
+            charge(sums[2], unit::matrix, (2.0 * slots * expert + 2.0 * tokens * (shared + router)) * FLOP,
                    ((touched * expert + shared) * bw + router * bo +
                     (slots * (2.0 * h + 3.0 * m.moe.expert_intermediate / p.etp) + tokens * 2.0 * h) * ba) * B,
                    4, touched * expert + shared);
@@ -173,13 +181,13 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             if (p.ep > 1) out.communication += 2.0 * su.alltoall(tokens * static_cast<double>(m.moe.experts_per_token) * h * ba * B);
         }
         // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound.
-        charge(sums[3], flop_count{}, tokens * 10.0 * h * ba * B, 3);
+        charge(sums[3], unit::norm, flop_count{}, tokens * 10.0 * h * ba * B, 3);
         if (tp > 1) out.communication += 2.0 * su.allreduce(tokens * h * ba * B);
     }
     // LM head for the sampled positions (fp32 logits), embedding lookups for every token.
     const double sampled = static_cast<double>(st.decode_requests + st.prefill_requests);
     const double vocab_part = static_cast<double>(m.vocab) / tp;
-    charge(sums[4], 2.0 * sampled * h * vocab_part * FLOP,
+    charge(sums[4], unit::matrix, 2.0 * sampled * h * vocab_part * FLOP,
            (vocab_part * h * bo + sampled * vocab_part * 4.0 + tokens * h * bo) * B, 2);
     if (p.pp > 1)
         out.communication += static_cast<double>(p.pp - 1) *
@@ -237,6 +245,47 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
                (measured_memory ? a.name + " catalog" : "mean of measured accelerators") + "), matrix units " +
                format_number(e.gemm) + " of " + compute.peak_key + " peak (" +
                (measured_matmul ? a.name + " catalog" : "mean of measured accelerators") + "), " +
+               format(e.per_kernel) + " per kernel";
+    return e;
+}
+
+perf_efficiency calibrated_perf_efficiency(const efficiency_table& t, const accelerator_spec& a,
+                                           const number_format& compute) {
+    if (t.accelerator != a.name)
+        throw config_error("/calibration", "'" + t.name + "'",
+                           "measured on " + t.accelerator + ", but the scenario runs on " + a.name,
+                           "a calibration of " + a.name + " (capplan calibrate on that accelerator)");
+    std::string key = compute.peak_key;
+    if (!t.gemm.count(key) && (key == "fp16" || key == "bf16") && t.gemm.count(key == "fp16" ? "bf16" : "fp16"))
+        key = key == "fp16" ? "bf16" : "fp16";  // same tensor-core rate
+    const auto curve = t.gemm.find(key);
+    if (curve == t.gemm.end()) {
+        std::string have;
+        for (const auto& [f, c] : t.gemm) have += (have.empty() ? "" : ", ") + f;
+        throw config_error("/calibration", "'" + t.name + "'", "has no matrix curve for " + compute.peak_key,
+                           "a compute format it measured: " + (have.empty() ? std::string("none") : have));
+    }
+    perf_efficiency e = default_perf_efficiency(a, compute);
+    // Fractions of the table's reference peaks -> fractions of the accelerator's peaks.
+    const peak_rate own = a.peak(compute.peak_key);
+    auto rescale = [](efficiency_curve c, double factor) {
+        for (auto& p : c.points) p.value *= factor;
+        return c;
+    };
+    const double flop_factor = own.status == peak_rate::state::known ? t.peak_flops.at(key) / own.value : 1.0;
+    e.gemm_by_size = rescale(curve->second, flop_factor);
+    if (const auto at = t.attention.find(key); at != t.attention.end()) e.attention_by_size = rescale(at->second, flop_factor);
+    if (a.memory_bandwidth && t.memory_bandwidth) {
+        const double byte_factor = *t.memory_bandwidth / *a.memory_bandwidth;
+        e.memory_by_size = rescale(t.memory, byte_factor);
+        e.norm_by_size = rescale(t.norm, byte_factor);
+    }
+    if (t.kernel_launch) e.per_kernel = *t.kernel_launch;
+    // The scalars (training's optimizer and head, the roofline chart) take the largest kernels' values.
+    e.gemm = e.gemm_by_size.points.back().value;
+    if (!e.memory_by_size.empty()) e.memory = e.memory_by_size.points.back().value;
+    e.table = t.name;
+    e.source = "efficiency by kernel size from calibration '" + t.name + "' (" + t.source + "), " +
                format(e.per_kernel) + " per kernel";
     return e;
 }

@@ -218,6 +218,7 @@ std::string to_json(const estimate_result& r, int indent) {
     if (!r.reasons.empty()) j["reasons"] = r.reasons;
     if (!r.warnings.empty()) j["warnings"] = r.warnings;
     j["notes"] = r.notes;
+    if (!r.efficiency_table.empty()) j["efficiency_table"] = r.efficiency_table;
     j["catalog_version"] = r.catalog_version;
     return j.dump(indent);
 }

@@ -383,6 +383,21 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
         object_reader r(*i, "/inference", true);
         sc.inference = read_inference(r, base_dir);
     }
+    if (const json* c = root.get("calibration"); c && !c->is_null()) {
+        if (c->is_string()) {
+            std::filesystem::path p(c->get<std::string>());
+            if (p.is_relative() && !base_dir.empty()) p = base_dir / p;
+            if (!std::filesystem::is_regular_file(p))
+                throw config_error("/calibration", "'" + c->get<std::string>() + "'", "calibration file not found",
+                                   "a file written by `capplan calibrate`, or its JSON object");
+            sc.calibration = load_efficiency_table(p);
+        } else if (c->is_object()) {
+            sc.calibration = read_efficiency_table(c->dump(), "/calibration");
+        } else {
+            throw config_error("/calibration", detail::short_value(*c), "expected a file path or an object",
+                               "a file written by `capplan calibrate`, or its JSON object");
+        }
+    }
     if (const json* c = root.get("cold_start"); c && !c->is_null()) {
         object_reader r(*c, "/cold_start", true);
         auto& cs = sc.cold_start;

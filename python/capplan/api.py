@@ -38,14 +38,21 @@ def scenario_text(scenario: Scenario) -> tuple:
     return scenario, Path.cwd()
 
 
-def estimate(scenario: Scenario) -> Result:
+def estimate(scenario: Scenario, calibration: Union[str, Path, Dict[str, Any], None] = None) -> Result:
     """Everything capplan computes for a scenario. See docs/scenario.md for its keys.
 
     ``scenario`` is a dict (values may be Quantity objects or unit strings), JSON text, or the
-    path of a scenario file. Bad input raises a capplan error naming the field; an infeasible plan
+    path of a scenario file. ``calibration``: a file written by ``capplan calibrate`` (or its dict),
+    measured on the scenario's accelerator; its efficiency-by-size curves replace the catalog's
+    (the scenario key ``calibration`` does the same; the result names the table in
+    ``efficiency_table``). Bad input raises a capplan error naming the field; an infeasible plan
     is a result with ``feasible == False`` and ``reasons``.
     """
     text, base = scenario_text(scenario)
+    if calibration is not None:
+        data = json.loads(text)
+        data["calibration"] = calibration if isinstance(calibration, dict) else str(Path(calibration).resolve())
+        text = json.dumps(data)
     return Result(json.loads(_core.estimate_json(text, str(base))))
 
 

@@ -45,3 +45,37 @@ def measure_cpu(model=None, shapes: Optional[Sequence[Tuple[int, int, int]]] = N
     budget = quantity(max_time, TIME, "/max_time").si
     return json.loads(_core.measure_cpu_json([tuple(int(x) for x in s) for s in shapes], list(formats),
                                              array_bytes, budget))
+
+
+def calibrate_cpu(model, layer_tokens: int = 128, gemm_tokens=(1, 16, 128), formats=("fp32",), rounds: int = 3,
+                  max_time="0.5 s", triad_arrays: Optional[Sequence[str]] = None, command: str = "",
+                  output: Optional[Union[str, Path]] = None) -> Dict[str, Any]:
+    """Calibrate this CPU for ``model`` (issue 8.4/8.5): measure the GEMMs of its layer at
+    ``gemm_tokens`` (and ``layer_tokens``), its attention core and STREAM triad over array sizes, in
+    ``rounds`` interleaved passes; fit efficiency-by-size curves; run one layer for real at a prompt
+    of ``layer_tokens`` and compare each operator with the prediction before and after calibration.
+
+    Returns the calibration file as a dict (``curves``, ``peaks``, ``host_accelerator``, ``report``,
+    ``provenance``, raw ``measurements``); written to ``output`` when given. Use it with
+    ``capplan.estimate(scenario, calibration=...)`` on ``host_accelerator``."""
+    from .catalog import Model
+    from .units import SIZE, TIME, quantity
+    ref, is_config = model._ref() if isinstance(model, Model) else (model, False)
+    arrays = [quantity(a, SIZE, f"/triad_arrays/{i}").si for i, a in enumerate(triad_arrays or [])]
+    text = _core.calibrate_cpu_json(ref, is_config, int(layer_tokens), [int(t) for t in gemm_tokens], list(formats),
+                                    arrays, int(rounds), quantity(max_time, TIME, "/max_time").si,
+                                    command or f"capplan.calibration.calibrate_cpu({ref if not is_config else 'config'!r})")
+    if output is not None:
+        Path(output).write_text(text + "\n")
+    return json.loads(text)
+
+
+def host_scenario(calibration: Union[str, Path, Dict[str, Any]], model, input_tokens: int = 128,
+                  output_tokens: int = 16) -> Dict[str, Any]:
+    """A scenario that runs ``model`` on the CPU a calibration measured (its ``host_accelerator``),
+    in fp32, with the calibration applied: ``capplan.estimate(host_scenario(cal, model))``."""
+    cal = calibration if isinstance(calibration, dict) else json.loads(Path(calibration).read_text())
+    return {"model": model, "system": {"accelerator": cal["host_accelerator"], "count": 1},
+            "precision": {"weights": "fp32", "activations": "fp32", "kv_cache": "fp32", "compute": "fp32"},
+            "inference": {"input_tokens": input_tokens, "output_tokens": output_tokens, "batch": 1},
+            "calibration": cal if isinstance(calibration, dict) else str(Path(calibration).resolve())}

@@ -5,12 +5,14 @@ import argparse
 import csv
 import io
 import json
+import shlex
 import sys
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import _core
 from .api import default_scenario, estimate
-from .catalog import accelerator, entry, model, system
+from .catalog import Model, accelerator, entry, model, system
 from .errors import Error
 from .result import flatten
 from .units import Quantity, format_count
@@ -119,7 +121,7 @@ def _cmd_estimate(args) -> str:
         sc = sys.stdin.read()
     else:
         sc = args.scenario
-    result = estimate(sc)
+    result = estimate(sc, calibration=args.calibration)
     if args.format == "json":
         return json.dumps(result.to_dict(), indent=2)
     if args.format == "csv":
@@ -181,7 +183,7 @@ def _cmd_calibrate_collectives(args) -> str:
 
 
 def _cmd_calibrate(args) -> str:
-    from .calibration import measure_cpu
+    from .calibration import calibrate_cpu, measure_cpu
     if args.backend != "cpu":
         raise _UsageError(f"--backend: '{args.backend}' has no probes yet (the CUDA GEMM/bandwidth probes are "
                           "issue 8.3); allowed: cpu")
@@ -189,22 +191,36 @@ def _cmd_calibrate(args) -> str:
         tokens = tuple(int(t) for t in args.tokens.split(","))
     except ValueError:
         raise _UsageError(f"--tokens: '{args.tokens}' is not a list of token counts; allowed: e.g. 1,16,128")
-    run = measure_cpu(model=args.model, formats=args.format or ["fp32"], array=args.array, max_time=args.max_time,
-                      tokens=tokens)
-    text = json.dumps(run, indent=2)
     from .units import BYTE_RATE, FLOP_RATE, TIME
-    lines = [f"{m['probe']:<32} {Quantity.from_si(m['time_s'], TIME).in_('ms'):10.3f} ms  " +
+    if args.model is None:  # raw measurements of square GEMMs and STREAM
+        run = measure_cpu(formats=args.format or ["fp32"], array=args.array, max_time=args.max_time, tokens=tokens)
+    else:
+        model: Any = args.model
+        if Path(args.model).is_file() or Path(args.model, "config.json").is_file():
+            model = Model.from_hf_config(args.model)
+        command = "capplan calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else ""
+        run = calibrate_cpu(model, layer_tokens=args.layer_tokens, gemm_tokens=tokens, formats=args.format or ["fp32"],
+                            rounds=args.rounds, max_time=args.max_time, command=command or "capplan calibrate")
+    text = json.dumps(run, indent=2)
+    lines = [f"{m['probe']:<40} {Quantity.from_si(m['time_s'], TIME).in_('ms'):10.3f} ms  " +
              (f"{Quantity.from_si(m['achieved_flops_per_s'], FLOP_RATE).in_('GFLOP/s'):8.1f} GFLOP/s"
-              if m["kind"] == "gemm" else
+              if m["flops"] > 0 else
               f"{Quantity.from_si(m['achieved_bytes_per_s'], BYTE_RATE).in_('GB/s'):8.1f} GB/s") +
              f"  spread {100 * m['spread']:.1f}% over {m['runs']} runs" + ("" if m["converged"] else " (not converged)")
              for m in run["measurements"]]
     head = f"{run['provenance']['device']} ({run['provenance']['runtime']})"
+    if "report" in run:
+        rep = run["report"]
+        lines += ["", f"one layer of {rep['model']} at a {rep['layer_tokens']}-token prompt: predicted vs measured",
+                  f"{'operator':<24} {'measured':>11} {'before':>11} {'error':>7} {'after':>11} {'error':>7}"]
+        lines += [f"{o['op']:<24} {1e3 * o['measured_s']:8.3f} ms {1e3 * o['predicted_before_s']:8.3f} ms "
+                  f"{100 * o['error_before']:+6.1f}% {1e3 * o['predicted_after_s']:8.3f} ms {100 * o['error_after']:+6.1f}%"
+                  for o in rep["ops"]]
     if args.output:
         with open(args.output, "w") as fh:
             fh.write(text + "\n")
         return "\n".join([head, *lines, f"wrote {args.output}"])
-    return text
+    return text if args.model is None else "\n".join([head, *lines, "", text])
 
 
 def _cmd_size_training(args) -> str:
@@ -285,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("estimate", help="estimate a scenario file (no file: the built-in default scenario)")
     e.add_argument("scenario", nargs="?", help="scenario JSON file, or - for standard input")
     e.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    e.add_argument("--calibration", default=None, help="a calibration file from `capplan calibrate` (efficiency by kernel size)")
     e.set_defaults(run=_cmd_estimate)
 
     ls = sub.add_parser("list", help="list catalog names")
@@ -322,14 +339,17 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("-o", "--output", default=None, help="write the calibration entry here")
     k.set_defaults(run=_cmd_calibrate_collectives)
 
-    cal = sub.add_parser("calibrate", help="measure this machine's kernels (GEMM by shape, memory bandwidth)")
+    cal = sub.add_parser("calibrate", help="measure this machine's kernels, fit efficiency by size, check a layer")
     cal.add_argument("--backend", default="cpu", help="cpu (the CUDA probes are not built yet)")
-    cal.add_argument("--model", default=None, help="measure the GEMM shapes of this model's layer (default: squares)")
+    cal.add_argument("--model", default=None, help="fit a calibration on this model's layer shapes (a catalog name or "
+                     "config.json) and check its layer; without it: raw square GEMMs and STREAM only")
     cal.add_argument("--tokens", default="1,16,128", help="token counts (GEMM m) for --model's shapes")
+    cal.add_argument("--layer-tokens", type=int, default=128, help="prompt tokens of the layer check")
+    cal.add_argument("--rounds", type=int, default=3, help="interleaved rounds (the fastest median counts)")
     cal.add_argument("--format", action="append", help="GEMM number format, repeatable (cpu: fp32, fp64)")
     cal.add_argument("--array", default="256 MiB", help="size of each STREAM array (0 to skip memory)")
-    cal.add_argument("--max-time", default="2 s", help="timed budget per probe")
-    cal.add_argument("-o", "--output", default=None, help="write the measurements (JSON) here")
+    cal.add_argument("--max-time", default="0.5 s", help="timed budget per probe (and round)")
+    cal.add_argument("-o", "--output", default=None, help="write the calibration file (or the raw measurements) here")
     cal.set_defaults(run=_cmd_calibrate)
 
     z = sub.add_parser("size", help="the cheapest hardware and layout that meets a latency target")

@@ -73,7 +73,7 @@ _ZH_LABELS = {
     "total per device": "每卡合计", "device memory": "显存容量", "fits": "放得下", "requests at once": "同时请求数",
     "max requests": "最多请求数", "max context": "最长上下文", "smallest tp": "最小 TP",
     "time to first token": "首 token 时间", "time per output token": "每输出 token 时间",
-    "end-to-end latency": "端到端延迟", "throughput": "吞吐", "bottleneck": "瓶颈", "training step": "训练一步",
+    "end-to-end latency": "端到端延迟", "efficiency table": "效率表", "throughput": "吞吐", "bottleneck": "瓶颈", "training step": "训练一步",
     "time to train": "训练总时间", "checkpoint": "检查点", "cold start": "冷启动", "prefill FLOPs": "预填充 FLOPs",
     "FLOPs per output token": "每输出 token FLOPs", "model FLOPs / step": "模型 FLOPs / 步",
     "hardware FLOPs / step": "硬件 FLOPs / 步", "feasible": "可行", "warning": "警告",
@@ -151,6 +151,8 @@ class Result(Section):
             rows.append(("end-to-end latency", t(inf["e2e_latency_s"]), "p50" if sim else ""))
             rows.append(("throughput", f"{inf['throughput_tokens_per_s']:.0f} tokens/s",
                          "output tokens, whole system" + (" (simulated)" if sim else "")))
+        if d.get("efficiency_table", "catalog") != "catalog":
+            rows.append(("efficiency table", d["efficiency_table"], "calibration: efficiency by kernel size"))
         if "bottleneck" in d:
             rows.append(("bottleneck", d["bottleneck"], "of one decode step: " + ", ".join(
                 f"{c['stage']} {100 * c['utilization']:.0f}%" for c in d.get("chain", []))))

@@ -3,6 +3,9 @@
 #include <tuple>
 
 #include "capplan/calibration/cpu_backend.hpp"
+#include "capplan/calibration/efficiency_fit.hpp"
+#include "capplan/catalog.hpp"
+#include "capplan/spec/hf_config.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -28,6 +31,26 @@ void register_calibration(py::module_& m) {
         py::arg("shapes"), py::arg("formats"), py::arg("array_bytes"), py::arg("max_time_s"),
         "CPU calibration measurements (GEMM by shape and format through Eigen, STREAM copy/triad) as JSON.");
     m.def("cpu_gemm_formats", [] { return cpu_gemm_formats(); });
+    m.def(
+        "calibrate_cpu_json",
+        [](const std::string& model, bool is_config, std::int64_t layer_tokens, const std::vector<std::int64_t>& gemm_tokens,
+           const std::vector<std::string>& formats, const std::vector<double>& triad_array_bytes, int rounds,
+           double max_time_s, const std::string& command) {
+            const model_spec spec =
+                is_config ? model_from_hf_config(model, "custom", "/model") : default_catalog().model(model, "/model");
+            cpu_calibration_options o;
+            o.layer_tokens = layer_tokens;
+            o.gemm_tokens = gemm_tokens;
+            o.formats = formats;
+            for (double b : triad_array_bytes) o.triad_arrays.push_back(data_size::from_si(b));
+            o.rounds = rounds;
+            o.probe.max_time = duration::from_si(max_time_s);
+            py::gil_scoped_release release;
+            return calibration_json(calibrate_cpu(spec, o), command);
+        },
+        py::arg("model"), py::arg("is_config"), py::arg("layer_tokens"), py::arg("gemm_tokens"), py::arg("formats"),
+        py::arg("triad_array_bytes"), py::arg("rounds"), py::arg("max_time_s"), py::arg("command"),
+        "Measure this CPU on a model's layer shapes, fit the efficiency table and check the layer; the calibration file as JSON.");
 }
 
 }  // namespace capplan::python

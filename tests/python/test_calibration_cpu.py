@@ -39,11 +39,134 @@ def test_bad_calibration_input_is_a_typed_error():
 
 
 def test_cli_calibrate_writes_the_measurements(tmp_path, run_cli):
-    out = tmp_path / "cal.json"
-    code, stdout, _ = run_cli("calibrate", "--backend", "cpu", "--array", "8MiB", "--max-time", "0.1s",
-                              "--model", "Llama-3.2-1B", "--tokens", "1,4", "-o", str(out))
+    out = tmp_path / "raw.json"
+    code, stdout, _ = run_cli("calibrate", "--backend", "cpu", "--array", "8MiB", "--max-time", "0.1s", "-o", str(out))
     assert code == 0 and f"wrote {out}" in stdout and "GB/s" in stdout
     data = json.loads(out.read_text())
-    assert len(data["measurements"]) == 4 * 2 + 2   # four GEMMs at 1 and 4 tokens, copy, triad
+    assert len(data["measurements"]) == 4 + 2   # four square GEMMs, copy, triad
     code, _, stderr = run_cli("calibrate", "--backend", "cuda")
     assert code == 2 and "allowed: cpu" in stderr
+
+
+# A small dense transformer layer (GQA, gated MLP): big enough that its GEMMs take milliseconds on
+# one core, small enough for CI.
+TINY = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 2,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 1000,
+        "max_position_embeddings": 4096}
+
+
+@pytest.fixture(scope="module")
+def tiny_calibration(tmp_path_factory):
+    """Calibrate on the tiny layer until every operator is within 15% after calibration (issue 8.5),
+    at most three times: CI machines share their cores, and a run disturbed by a neighbour is
+    repeated rather than judged. Returns (calibration, attempts)."""
+    from capplan.calibration import calibrate_cpu
+    out = tmp_path_factory.mktemp("cal") / "cpu.json"
+    model = capplan.Model.from_hf_config(TINY, "tiny")
+    for attempt in range(1, 4):
+        cal = calibrate_cpu(model, layer_tokens=128, gemm_tokens=(1, 16, 128), max_time="0.2 s", output=out)
+        if all(abs(o["error_after"]) <= 0.15 for o in cal["report"]["ops"]):
+            break
+    return cal, out
+
+
+def test_layer_ops_within_15_percent_after_cpu_calibration(tiny_calibration):
+    cal, _ = tiny_calibration
+    ops = {o["op"]: o for o in cal["report"]["ops"]}
+    assert sorted(ops) == ["attention core", "attention projections", "mlp / experts", "norms and elementwise"]
+    for name, o in ops.items():
+        assert o["predicted_after_s"] == pytest.approx(o["measured_s"], rel=0.15), (name, o)
+    # The catalog's single efficiency pair cannot describe a CPU whose norms run from cache: the
+    # uncalibrated norm prediction is off by more than the calibrated one.
+    norms = ops["norms and elementwise"]
+    assert abs(norms["error_before"]) > abs(norms["error_after"])
+
+
+def test_calibration_file_has_curves_peaks_provenance_and_raw_measurements(tiny_calibration):
+    cal, _ = tiny_calibration
+    assert cal["kind"] == "efficiency_calibration" and cal["accelerator"] == cal["host_accelerator"]["name"]
+    assert set(cal["curves"]) == {"gemm", "attention", "memory", "norm"}
+    for points in [cal["curves"]["gemm"]["fp32"], cal["curves"]["memory"]]:
+        sizes = [p.get("flops", p.get("bytes")) for p in points]
+        assert sizes == sorted(sizes) and all(p["efficiency"] > 0 for p in points)
+    # The reference peak is the best GEMM measured, so no fitted GEMM point is far above 1.
+    assert max(p["efficiency"] for p in cal["curves"]["gemm"]["fp32"]) < 1.2
+    kinds = {m["kind"] for m in cal["measurements"]}
+    assert kinds == {"gemm", "attention", "norm", "memory_triad", "layer_op"}
+    assert cal["provenance"]["backend"] == "cpu" and cal["fit"].startswith("least-squares")
+
+
+def test_estimate_uses_the_calibration_and_names_it(tiny_calibration):
+    from capplan.calibration import host_scenario
+    cal, path = tiny_calibration
+    scenario = host_scenario(path, TINY, input_tokens=128, output_tokens=8)
+    r = capplan.estimate(scenario)
+    assert r.to_dict()["efficiency_table"] == cal["name"]
+    assert any(cal["name"] in n for n in r.notes)
+    plain = dict(scenario)
+    del plain["calibration"]
+    assert capplan.estimate(plain).to_dict()["efficiency_table"] == "catalog"
+    assert capplan.estimate(plain, calibration=path).to_dict()["efficiency_table"] == cal["name"]
+    # Prefill of the calibrated estimate = the layer check's operators x layers (+ head, overhead).
+    layer = sum(o["predicted_after_s"] for o in cal["report"]["ops"])
+    assert float(r.inference.ttft_s) > 2 * layer
+
+
+def test_calibration_for_another_accelerator_or_format_is_a_typed_error(tiny_calibration):
+    from capplan.calibration import host_scenario
+    _, path = tiny_calibration
+    scenario = host_scenario(path, TINY)
+    with pytest.raises(capplan.ConfigError, match="/calibration.*measured on host-cpu.*H100-SXM"):
+        capplan.estimate({**scenario, "system": {"accelerator": "H100-SXM", "count": 1}})
+    with pytest.raises(capplan.ConfigError, match="/calibration.*no matrix curve for bf16.*fp32"):
+        capplan.estimate({**scenario, "precision": {"weights": "bf16"}})
+    with pytest.raises(capplan.ConfigError, match="/calibration.*calibration file not found"):
+        capplan.estimate({**scenario, "calibration": "no-such-file.json"})
+
+
+def test_bad_calibration_files_name_the_field(tiny_calibration, tmp_path):
+    from capplan.calibration import host_scenario
+    cal, _ = tiny_calibration
+    scenario = host_scenario(cal, TINY)
+    bad = json.loads(json.dumps(cal))
+    bad["curves"]["memory"] = list(reversed(bad["curves"]["memory"]))
+    with pytest.raises(capplan.ConfigError, match="/calibration/curves/memory/1/bytes.*increasing"):
+        capplan.estimate({**scenario, "calibration": bad})
+    bad = json.loads(json.dumps(cal))
+    bad["kind"] = "collective_calibration"
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(bad))
+    with pytest.raises(capplan.ConfigError, match="bad.json#/kind"):
+        capplan.estimate({**scenario, "calibration": str(f)})
+    bad = json.loads(json.dumps(cal))
+    bad["curves"]["gemm"]["fp33"] = bad["curves"]["gemm"]["fp32"]
+    with pytest.raises(capplan.ConfigError, match="/calibration/curves/gemm/fp33.*not a number format"):
+        capplan.estimate({**scenario, "calibration": bad})
+
+
+def test_cli_calibrate_with_a_model_writes_the_table_and_prints_the_report(tmp_path, run_cli):
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "config.json").write_text(json.dumps(TINY))
+    out = tmp_path / "cal.json"
+    code, stdout, _ = run_cli("calibrate", "--backend", "cpu", "--model", str(tmp_path / "tiny"), "--tokens", "1,32",
+                              "--layer-tokens", "32", "--rounds", "1", "--max-time", "0.05s", "-o", str(out))
+    assert code == 0 and f"wrote {out}" in stdout
+    assert "predicted vs measured" in stdout and "attention projections" in stdout
+    data = json.loads(out.read_text())
+    assert data["report"]["layer_tokens"] == 32 and data["command"].startswith("capplan calibrate")
+    from capplan.calibration import host_scenario
+    scenario = host_scenario(data, str(tmp_path / "tiny" / "config.json"))
+    del scenario["calibration"]
+    code, stdout, _ = run_cli("estimate", "--calibration", str(out), "-", stdin=json.dumps(scenario))
+    assert code == 0 and "efficiency table" in stdout and data["name"] in stdout
+
+
+def test_calibration_file_and_its_host_accelerator_match_the_schemas(tiny_calibration):
+    import jsonschema
+    from test_catalog_schema import SCHEMA_DIR, _store
+    cal, _ = tiny_calibration
+    schema = json.loads((SCHEMA_DIR / "efficiency_calibration.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    resolver = jsonschema.RefResolver(base_uri=schema["$id"], referrer=schema, store=_store())
+    errors = list(jsonschema.Draft202012Validator(schema, resolver=resolver).iter_errors(cal))
+    assert not errors, [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]

@@ -26,15 +26,35 @@
 namespace capplan {
 
 struct perf_efficiency {
-    double gemm = 0.0;          // achieved / peak dense matrix throughput
-    double memory = 0.0;        // achieved / peak memory bandwidth
+    double gemm = 0.0;          // achieved / peak dense matrix throughput (large kernels)
+    double memory = 0.0;        // achieved / peak memory bandwidth (large kernels)
     duration per_kernel;        // launch and tail per kernel (CUDA graphs in decode)
     duration per_step;          // engine scheduling, sampling and host work per step
     std::string source;         // where the numbers come from
+    std::string table = "catalog";  // the efficiency table used: "catalog" or a calibration's name
+    // By the work of one kernel, from a calibration, as fractions of the accelerator's own peaks;
+    // empty: the scalars above at every size.
+    efficiency_curve gemm_by_size, attention_by_size, memory_by_size, norm_by_size;
+    double gemm_at(double flops_per_kernel) const {
+        return gemm_by_size.empty() ? gemm : gemm_by_size.at(flops_per_kernel);
+    }
+    double attention_at(double flops_per_kernel) const {
+        return attention_by_size.empty() ? gemm_at(flops_per_kernel) : attention_by_size.at(flops_per_kernel);
+    }
+    double memory_at(double bytes_per_kernel) const {
+        return memory_by_size.empty() ? memory : memory_by_size.at(bytes_per_kernel);
+    }
+    double norm_at(double bytes_per_kernel) const {
+        return norm_by_size.empty() ? memory_at(bytes_per_kernel) : norm_by_size.at(bytes_per_kernel);
+    }
 };
 
 // Defaults with their sources (src/inference_perf.cpp).
 perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute);
+// The defaults with a calibration's curves in their place. The table must have been measured on
+// this accelerator and hold a curve for the compute format (config_error at "/calibration" otherwise).
+perf_efficiency calibrated_perf_efficiency(const efficiency_table& t, const accelerator_spec& a,
+                                           const number_format& compute);
 
 struct op_time {
     std::string op;

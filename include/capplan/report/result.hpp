@@ -141,6 +141,7 @@ struct estimate_result {
     std::vector<std::string> reasons;
     std::vector<std::string> warnings;  // input that is allowed but suspicious (context beyond the model's)
     std::vector<std::string> notes;     // assumptions the numbers rest on
+    std::string efficiency_table;       // speed: "catalog" (per-accelerator defaults) or a calibration's name
     std::string catalog_version;
 };
 

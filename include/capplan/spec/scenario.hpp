@@ -10,6 +10,7 @@
 #include "capplan/units.hpp"
 
 #include "capplan/dtype.hpp"
+#include "capplan/spec/efficiency_table.hpp"
 #include "capplan/spec/hardware_spec.hpp"
 #include "capplan/spec/model_spec.hpp"
 
@@ -112,6 +113,7 @@ struct scenario {
     std::optional<training_spec> training;
     std::optional<inference_spec> inference;
     cold_start_spec cold_start;
+    std::optional<efficiency_table> calibration;  // efficiency by kernel size measured on the accelerator
 };
 
 }  // namespace capplan

@@ -1,0 +1,112 @@
+// Efficiency by kernel size (issues 5.1, 8.4): the curve, its least-squares fit, the calibration
+// file reader, and how a table changes the step model.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "capplan/analysis/inference_perf.hpp"
+#include "capplan/calibration/efficiency_fit.hpp"
+#include "capplan/catalog.hpp"
+#include "capplan/error.hpp"
+
+using namespace capplan;
+using namespace capplan::units;
+
+TEST_CASE("a curve interpolates linearly in log10(work) and keeps its end values beyond") {
+    const efficiency_curve c{{{1e6, 0.2}, {1e8, 0.6}, {1e9, 0.8}}};
+    CHECK(c.at(1e3) == doctest::Approx(0.2));
+    CHECK(c.at(1e7) == doctest::Approx(0.4));  // halfway in log between 1e6 and 1e8
+    CHECK(c.at(std::sqrt(1e8 * 1e9)) == doctest::Approx(0.7));
+    CHECK(c.at(1e12) == doctest::Approx(0.8));
+}
+
+TEST_CASE("the least-squares spline recovers exact data and averages repeats by relative error") {
+    // Samples on a line in log10(work): knots at the three sizes reproduce them exactly.
+    const auto exact = fit_efficiency_curve({{1e6, 0.2}, {1e7, 0.4}, {1e8, 0.6}});
+    REQUIRE(exact.points.size() == 3);
+    CHECK(exact.points[1].work == doctest::Approx(1e7));
+    CHECK(exact.points[1].value == doctest::Approx(0.4));
+    // One size measured at 0.5 and 1.0: minimising sum((c - y)/y)^2 gives
+    // c = sum(1/y) / sum(1/y^2) = (2 + 1) / (4 + 1) = 0.6.
+    const auto repeat = fit_efficiency_curve({{1e6, 0.5}, {1e6, 1.0}});
+    REQUIRE(repeat.points.size() == 1);
+    CHECK(repeat.points[0].value == doctest::Approx(0.6));
+    // Two knots, a midpoint sample pulls both: data (1e6, 0.2), (1e7, 0.3), (1e8, 0.6) with knots at
+    // 1e6 and 1e8 only (max_knots 2). Hand solution of the 3x2 weighted system: rows (each divided
+    // by its y) [5, 0] = 1, [5/3, 5/3] = 1 (the midpoint weighs both knots 1/2), [0, 5/3] = 1.
+    const auto two = fit_efficiency_curve({{1e6, 0.2}, {1e7, 0.3}, {1e8, 0.6}}, 2);
+    REQUIRE(two.points.size() == 2);
+    // Normal equations: a(25 + 25/9) + b(25/9) = 5 + 5/3 ; a(25/9) + b(25/9 + 25/9) = 5/3 + 5/3.
+    const double a11 = 25.0 + 25.0 / 9, a12 = 25.0 / 9, a22 = 25.0 / 9 + 25.0 / 9, r1 = 5.0 + 5.0 / 3, r2 = 10.0 / 3;
+    const double det = a11 * a22 - a12 * a12;
+    CHECK(two.points[0].value == doctest::Approx((r1 * a22 - a12 * r2) / det));
+    CHECK(two.points[1].value == doctest::Approx((a11 * r2 - a12 * r1) / det));
+    CHECK_THROWS_AS(fit_efficiency_curve({}), config_error);
+    CHECK_THROWS_AS(fit_efficiency_curve({{1e6, -0.1}}), config_error);
+}
+
+namespace {
+
+const char* table_json = R"({
+  "kind": "efficiency_calibration", "name": "test table", "accelerator": "H100-SXM", "source": "hand-made",
+  "peaks": {"flops": {"bf16": "989.5 TFLOP/s"}, "memory_bandwidth": "3.35 TB/s"},
+  "curves": {"gemm": {"bf16": [{"flops": 1e9, "efficiency": 0.3}, {"flops": 1e12, "efficiency": 0.6}]},
+             "memory": [{"bytes": 1e6, "efficiency": 0.5}, {"bytes": 1e9, "efficiency": 0.9}]}
+})";
+
+}  // namespace
+
+TEST_CASE("a calibration file reads into a table, and bad ones name the field") {
+    const efficiency_table t = read_efficiency_table(table_json, "");
+    CHECK(t.name == "test table");
+    CHECK(t.gemm.at("bf16").at(1e9) == doctest::Approx(0.3));
+    CHECK(t.memory_bandwidth->in(TB / s) == doctest::Approx(3.35));
+    std::string text = table_json;
+    auto with = [&](const std::string& from, const std::string& to) {
+        std::string s = text;
+        s.replace(s.find(from), from.size(), to);
+        return s;
+    };
+    CHECK_THROWS_WITH_AS(read_efficiency_table(with("1e12", "1e8"), "/calibration"),
+                         doctest::Contains("/calibration/curves/gemm/bf16/1/flops"), config_error);
+    CHECK_THROWS_WITH_AS(read_efficiency_table(with("\"bf16\": \"989.5 TFLOP/s\"", "\"fp8\": \"1979 TFLOP/s\""), ""),
+                         doctest::Contains("bf16 curve has no reference peak"), config_error);
+    CHECK_THROWS_WITH_AS(read_efficiency_table(with("\"efficiency\": 0.3", "\"efficiency\": 0"), ""),
+                         doctest::Contains("not an efficiency"), config_error);
+    CHECK_THROWS_AS(read_efficiency_table(with("3.35 TB/s", "3.35 Tb"), ""), unit_error);
+}
+
+TEST_CASE("a table changes the step by kernel size; the catalog defaults are the table-less case") {
+    const catalog cat = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
+    const model_spec m = cat.model("Llama-3.1-8B", "/model");
+    const accelerator_spec a = cat.accelerator("H100-SXM", "/a");
+    const number_format& bf16 = find_format("bf16");
+    perf_setup su;
+    su.model = &m;
+    su.peak = a.peak("bf16").value;
+    su.memory_bandwidth = *a.memory_bandwidth;
+    su.efficiency = default_perf_efficiency(a, bf16);
+    batch_step prompt;
+    prompt.prefill_tokens = 4096;
+    prompt.prefill_requests = 1;
+    const step_breakdown plain = step_time_breakdown(su, prompt);
+
+    const efficiency_table t = read_efficiency_table(table_json, "");
+    su.efficiency = calibrated_perf_efficiency(t, a, bf16);
+    CHECK(su.efficiency.table == "test table");
+    const step_breakdown calibrated = step_time_breakdown(su, prompt);
+    // The MLP of one layer at 4096 tokens: 2 x 4096 x 3 x 4096 x 14336 FLOPs over 3 kernels
+    // = 2.406e11 per kernel -> efficiency 0.3 + 0.3 x log10(240.6) / 3 = 0.5142 (hand calculation),
+    // compute-bound: time = FLOPs / (989.5e12 x 0.5142) per layer, x 32 layers (+ 3 launches each).
+    const double flops = 2.0 * 4096 * 3 * 4096 * 14336;
+    const double eff = 0.3 + 0.3 * std::log10(flops / 3 / 1e9) / 3.0;
+    const double expected = 32 * (flops / (989.5e12 * eff) + 3 * su.efficiency.per_kernel.si());
+    CHECK(calibrated.ops[2].op == "mlp / experts");
+    CHECK(calibrated.ops[2].time.si() == doctest::Approx(expected).epsilon(1e-6));
+    CHECK(calibrated.ops[2].time > plain.ops[2].time);  // 0.514 < the catalog's 0.61
+    // Another accelerator or an unmeasured format: errors at /calibration.
+    CHECK_THROWS_WITH_AS(calibrated_perf_efficiency(t, cat.accelerator("A100-80GB-SXM", "/a"), bf16),
+                         doctest::Contains("measured on H100-SXM"), config_error);
+    CHECK_THROWS_WITH_AS(calibrated_perf_efficiency(t, a, find_format("fp8")), doctest::Contains("no matrix curve for fp8"),
+                         config_error);
+}
