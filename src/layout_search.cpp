@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "capplan/analysis/inference_memory.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/sharding.hpp"
 #include "capplan/analysis/training_memory.hpp"
@@ -40,12 +41,13 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
     const int n = base.system.count;
     const int per_node = base.system.per_node;
 
-    // Shapes: tp within a node, pp dividing the layers, cp dividing the sequence, ep dividing the experts.
+    // Shapes: tp within a node, pp dividing the layers, cp (up to 32, as Llama 3 used 16 at 128k tokens)
+    // dividing the sequence, ep dividing the experts.
     std::vector<shape> shapes;
     for (int tp : powers_of_two_up_to(per_node)) {
         if (m.heads % tp != 0) continue;
         for (int pp : divisors(m.layers, n / tp)) {
-            for (int cp : powers_of_two_up_to(8)) {
+            for (int cp : powers_of_two_up_to(32)) {
                 if (static_cast<std::int64_t>(tp) * pp * cp > n || n % (tp * pp * cp) != 0) continue;
                 if (t0.seq_len % (2 * cp) != 0 && cp > 1) continue;
                 const int dp = n / (tp * pp * cp);
@@ -59,11 +61,22 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
 
     layout_search_result out;
     std::mutex lock;
-    std::vector<layout_candidate> found;
+    // Candidates keep only what ranks them; the breakdown is assembled for the winners at the end.
+    struct ranked {
+        duration step;
+        parallelism_spec parallelism;
+        training_spec training;
+        data_size memory;
+    };
+    auto faster = [](const ranked& a, const ranked& b) { return a.step < b.step; };
+    std::vector<ranked> found;
     std::int64_t evaluated = 0, enumerated = 0, fit = 0;
+    const data_size usable = base.system.accelerator.usable_memory().value_or(data_size{});
+    training_memory_options quiet;
+    quiet.explain = false;
 
     auto work = [&](std::size_t first, std::size_t step) {
-        std::vector<layout_candidate> local;
+        std::vector<ranked> local;  // a max-heap of the k fastest
         std::int64_t ev = 0, en = 0, ft = 0;
         for (std::size_t i = first; i < shapes.size(); i += step) {
             const shape& sh = shapes[i];
@@ -73,41 +86,64 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
             p.tp = sh.tp, p.pp = sh.pp, p.cp = sh.cp, p.ep = sh.ep;
             p.etp = sh.ep > 1 ? 1 : sh.tp;
             p.dp = n / (sh.tp * sh.pp * sh.cp);
-            p.sequence_parallel = sh.tp > 1;
             const perf_setup perf = perf_setup::from(sc);
             const weight_sharding w = shard_weights(m, p);
             if (!w.problems.empty()) continue;
-            std::map<std::int64_t, step_breakdown> forward;  // by micro-batch
-            for (std::int64_t mbs : {1, 2, 4, 8}) {
-                if (t0.global_batch % (static_cast<std::int64_t>(p.dp) * mbs) != 0) continue;
-                const std::int64_t mb = t0.global_batch / (p.dp * mbs);
+            // The runtime's own reservation counts against the memory, as in an estimate's "fits".
+            const data_size reserve = default_runtime_reserve(p.tp * p.pp * p.dp).total();
+            const std::int64_t stage_layers = m.layers / sh.pp;
+            const std::int64_t per_replica = t0.global_batch / p.dp;
+            if (t0.global_batch % p.dp != 0) continue;
+            for (std::int64_t mbs = 1; mbs <= std::min<std::int64_t>(per_replica, 64); mbs *= 2) {
+                if (per_replica % mbs != 0) continue;
+                const std::int64_t mb = per_replica / mbs;
                 batch_step fwd;
                 fwd.prefill_tokens = mbs * t0.seq_len / sh.cp;
                 fwd.prefill_requests = mbs;
-                const step_breakdown& f = forward.emplace(mbs, step_time_breakdown(perf, fwd)).first->second;
-                const std::int64_t stage_layers = m.layers / sh.pp;
-                for (int vpp : {1, 2, 3, 4, 6, 8}) {
-                    if (vpp > 1 && (sh.pp == 1 || stage_layers % vpp != 0 || mb % sh.pp != 0)) continue;
-                    for (recompute_kind rc : {recompute_kind::none, recompute_kind::selective, recompute_kind::full}) {
-                        for (int zero : {0, 1, 2, 3}) {
-                            ++en;
-                            p.vpp = vpp;
-                            training_spec& t = *sc.training;
-                            t.micro_batch = mbs;
-                            t.recompute = rc;
-                            t.zero = zero;
-                            t.shard_group = p.dp;
-                            t.distributed_optimizer = false;
-                            const training_memory mem = estimate_training_memory(m, w, sc.precision, p, t);
-                            if (mem.total() > *sc.system.accelerator.usable_memory()) continue;
-                            ++ft;
-                            layout_candidate c{p, mbs, rc, zero, assemble_training_performance(sc, perf, f, w), mem.total()};
-                            ++ev;
-                            local.push_back(std::move(c));
-                            std::sort(local.begin(), local.end(), [](const auto& a, const auto& b) {
-                                return a.performance.step < b.performance.step;
-                            });
-                            if (static_cast<int>(local.size()) > top_k) local.pop_back();
+                const step_breakdown f = step_time_breakdown(perf, fwd);
+                for (std::int64_t vpp = 1; vpp <= stage_layers; ++vpp) {
+                    // Interleaving (Narayanan et al. 2021 §2.2) needs whole layers per chunk and a
+                    // micro-batch count divisible by pp.
+                    if (stage_layers % vpp != 0 || (vpp > 1 && (sh.pp == 1 || mb % sh.pp != 0))) continue;
+                    p.vpp = static_cast<int>(vpp);
+                    for (bool sp : {false, true}) {
+                        if (sp && sh.tp == 1) continue;
+                        p.sequence_parallel = sp;
+                        for (recompute_kind rc : {recompute_kind::none, recompute_kind::selective, recompute_kind::full}) {
+                            for (int zero = 0; zero <= 3; ++zero) {
+                                // Stage 0: Megatron's distributed optimizer or not; stages 1-3: the shard
+                                // group, all of dp or an HSDP divisor (powers of two).
+                                std::vector<std::pair<bool, int>> options;
+                                if (zero == 0) options = {{false, p.dp}, {true, p.dp}};
+                                else
+                                    for (int g = p.dp; g >= 1; g /= 2) {
+                                        if (p.dp % g == 0) options.push_back({false, g});
+                                        if (g % 2 != 0) break;
+                                    }
+                                for (const auto& [dist_opt, group] : options) {
+                                    ++en;
+                                    training_spec& t = *sc.training;
+                                    t.micro_batch = mbs;
+                                    t.recompute = rc;
+                                    t.zero = zero;
+                                    t.shard_group = group;
+                                    t.distributed_optimizer = dist_opt;
+                                    const data_size mem =
+                                        estimate_training_memory(m, w, sc.precision, p, t, quiet).total() + reserve;
+                                    if (mem > usable) continue;
+                                    ++ft;
+                                    const duration stp = training_step_time(sc, perf, f, w).step;
+                                    ++ev;
+                                    if (static_cast<int>(local.size()) < top_k) {
+                                        local.push_back({stp, p, t, mem});
+                                        std::push_heap(local.begin(), local.end(), faster);
+                                    } else if (top_k > 0 && stp < local.front().step) {
+                                        std::pop_heap(local.begin(), local.end(), faster);
+                                        local.back() = {stp, p, t, mem};
+                                        std::push_heap(local.begin(), local.end(), faster);
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -125,9 +161,21 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
     for (int k = 1; k < nthreads; ++k) pool.emplace_back(work, static_cast<std::size_t>(k), static_cast<std::size_t>(nthreads));
     work(0, static_cast<std::size_t>(nthreads));
     for (auto& th : pool) th.join();
-    std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.performance.step < b.performance.step; });
+    std::sort(found.begin(), found.end(), faster);
     if (static_cast<int>(found.size()) > top_k) found.resize(static_cast<std::size_t>(top_k));
-    out.best = std::move(found);
+    for (const ranked& r : found) {
+        scenario sc = base;
+        sc.parallelism = r.parallelism;
+        *sc.training = r.training;
+        const perf_setup perf = perf_setup::from(sc);
+        batch_step fwd;
+        fwd.prefill_tokens = r.training.micro_batch * t0.seq_len / r.parallelism.cp;
+        fwd.prefill_requests = r.training.micro_batch;
+        const training_performance perf_full =
+            assemble_training_performance(sc, perf, step_time_breakdown(perf, fwd), shard_weights(m, r.parallelism));
+        out.best.push_back({r.parallelism, r.training.micro_batch, r.training.recompute, r.training.zero,
+                            r.training.distributed_optimizer, r.training.shard_group, perf_full, r.memory});
+    }
     out.evaluated = evaluated;
     out.enumerated = enumerated;
     out.fit = fit;

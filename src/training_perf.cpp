@@ -21,13 +21,13 @@ training_performance estimate_training_performance(const scenario& s) {
     return assemble_training_performance(s, perf, step_time_breakdown(perf, fwd), shard_weights(s.model, s.parallelism));
 }
 
-training_performance assemble_training_performance(const scenario& s, const perf_setup& perf, const step_breakdown& f,
-                                                   const weight_sharding& w) {
+training_step_parts training_step_time(const scenario& s, const perf_setup& perf, const step_breakdown& f,
+                                       const weight_sharding& w) {
     using namespace units;
     const training_spec& t = *s.training;
     const model_spec& m = s.model;
     const parallelism_spec& p = s.parallelism;
-    training_performance out;
+    training_step_parts out;
     const std::int64_t per_step = t.global_batch;  // sequences
     if (per_step % (static_cast<std::int64_t>(p.dp) * t.micro_batch) != 0)
         throw config_error("/training/global_batch", std::to_string(t.global_batch),
@@ -94,20 +94,57 @@ training_performance assemble_training_performance(const scenario& s, const perf
         const int dp_per_node = std::min(p.dp, per_node);
         const collective_group g{p.dp, p.dp % dp_per_node == 0 ? dp_per_node : 1};
         const data_size grads = params * grad_bytes * B;
-        dp_time = collective_time(collective_op::all_reduce, grads, s.system, g).time;
-        if (t.zero >= 3) {  // parameter all-gathers in forward and backward, per micro-batch
-            const data_size p16 = params * 2.0 * B;
-            dp_time += 2.0 * static_cast<double>(mb) * collective_time(collective_op::all_gather, p16, s.system, g).time;
+        const data_size p16 = params * 2.0 * B;
+        // ZeRO communication (Rajbhandari et al. 2020, arXiv:1910.02054 §7): stages 0-1 all-reduce the
+        // accumulated gradients once per step (2 Psi). Stage 2 keeps only its gradient shard, so every
+        // micro-batch's gradients are reduce-scattered, and the updated parameters all-gathered once;
+        // stage 3 also all-gathers the parameters for each micro-batch's forward and backward (3 Psi per
+        // micro-batch), over the shard group (HSDP: then all-reduced across the groups' replicas).
+        const int shard = t.shard_group > 0 ? t.shard_group : p.dp;
+        const collective_group sg{shard, shard % dp_per_node == 0 ? std::min(shard, dp_per_node) : 1};
+        const double mbs = static_cast<double>(mb);
+        if (t.zero <= 1) {
+            dp_time = collective_time(collective_op::all_reduce, grads, s.system, g).time;
+        } else {
+            dp_time = mbs * collective_time(collective_op::reduce_scatter, grads, s.system, sg).time;
+            if (shard < p.dp) {  // HSDP: the shards' gradients all-reduced across the replicas, once per step
+                const int replicas = p.dp / shard;
+                dp_time += collective_time(collective_op::all_reduce, grads / static_cast<double>(shard), s.system,
+                                           {replicas, 1}).time;
+            }
+            dp_time += t.zero == 2 ? collective_time(collective_op::all_gather, p16, s.system, sg).time
+                                   : 2.0 * mbs * collective_time(collective_op::all_gather, p16, s.system, sg).time;
         }
     }
-    const duration dp_exposed = std::max(duration{}, dp_time - backward - (t.zero >= 3 ? compute : duration{}));
+    // Overlap: the step-end all-reduce hides behind the last backward; per-micro-batch traffic
+    // (stages 2-3) behind all the step's compute.
+    const duration dp_exposed = std::max(duration{}, dp_time - (t.zero >= 2 ? compute : backward));
 
     // Optimizer: read and write this rank's states (weights, gradients, master, moments), memory-bound.
     const double shard = (t.zero >= 1 || t.distributed_optimizer) ? p.dp : 1.0;
     const data_size optimizer_bytes = params * (2.0 + grad_bytes + (4.0 + 8.0) / shard) * 2.0 * B;
     const duration optimizer = optimizer_bytes / (perf.memory_bandwidth * perf.efficiency.memory);
 
+    out.straggler = straggler;
+    out.bubble_micro_batches = bubble_mbs;
+    out.forward = forward, out.backward = backward, out.recompute = recompute;
+    out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.cp_comm = cp_comm, out.ep_comm = ep_comm;
+    out.bubble = bubble, out.dp_time = dp_time, out.dp_exposed = dp_exposed, out.optimizer = optimizer;
     out.step = compute + bubble + dp_exposed + optimizer;
+    return out;
+}
+
+training_performance assemble_training_performance(const scenario& s, const perf_setup& perf, const step_breakdown& f,
+                                                   const weight_sharding& w) {
+    using namespace units;
+    const training_spec& t = *s.training;
+    const model_spec& m = s.model;
+    const training_step_parts parts = training_step_time(s, perf, f, w);
+    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, tp_comm, recompute_comm, cp_comm, ep_comm, bubble,
+                dp_time, dp_exposed, optimizer, step] = parts;
+    training_performance out;
+    out.micro_batches = mb;
+    out.step = step;
     const double smb = straggler * static_cast<double>(mb);
     out.terms = {{"forward", smb * forward, smb * forward},
                  {"backward", smb * backward, smb * backward},
@@ -117,7 +154,9 @@ training_performance assemble_training_performance(const scenario& s, const perf
                  {"cp ring exchange", static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_comm},
                  {"ep all-to-all", static_cast<double>(mb) * ep_comm, static_cast<double>(mb) * ep_comm},
                  {"pipeline bubble", bubble, bubble},
-                 {"dp gradients" + std::string(t.zero >= 3 ? " + zero-3 gathers" : ""), dp_time, dp_exposed},
+                 {t.zero <= 1 ? std::string("dp gradients") : t.zero == 2 ? std::string("dp gradients (zero-2 reduce-scatters + gather)")
+                                                                          : std::string("dp gradients + zero-3 gathers"),
+                  dp_time, dp_exposed},
                  {"optimizer step", optimizer, optimizer}};
     const training_flops tf = training_step_flops(m, t.seq_len, t.recompute);
     const double devices = static_cast<double>(s.system.count);

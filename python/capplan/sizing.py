@@ -78,11 +78,21 @@ class TrainingSearchResult(dict):
     """``search_training``'s answer: a dict {"best", "enumerated", "fit", "evaluated"} that shows the
     fastest layouts as a table and, in Jupyter, the best layout's step time by term."""
 
-    _HEAD = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro-batch", "recompute", "zero", "step", "tokens/s", "MFU",
+    _HEAD = ("tp", "pp", "dp", "cp", "ep", "vpp", "sp", "micro-batch", "recompute", "zero", "step", "tokens/s", "MFU",
              "memory/device")
 
+    @staticmethod
+    def zero_label(b) -> str:
+        """ZeRO stage with its variant: "0", "0 + dist-opt" (Megatron's distributed optimizer), "3",
+        "3 / 8" (HSDP: sharded over groups of 8 of the data-parallel ranks)."""
+        if b["zero"] == 0:
+            return "0 + dist-opt" if b.get("distributed_optimizer") else "0"
+        shard = b.get("shard_group", b["dp"])
+        return f"{b['zero']} / {shard}" if shard < b["dp"] else str(b["zero"])
+
     def _rows(self):
-        return [(b["tp"], b["pp"], b["dp"], b["cp"], b["ep"], b["vpp"], b["micro_batch"], b["recompute"], b["zero"],
+        return [(b["tp"], b["pp"], b["dp"], b["cp"], b["ep"], b["vpp"], "yes" if b["sequence_parallel"] else "no",
+                 b["micro_batch"], b["recompute"], self.zero_label(b),
                  str(Quantity.from_si(b["step_time_s"], TIME)), f"{b['tokens_per_s']:.0f}", f"{100 * b['mfu']:.1f}%",
                  str(Quantity.from_si(b["memory_per_device_bytes"], SIZE))) for b in self["best"]]
 

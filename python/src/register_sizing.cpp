@@ -84,7 +84,8 @@ void register_layout_search(py::module_& m) {
                            {"sequence_parallel", p.sequence_parallel}, {"micro_batch", c.micro_batch},
                            {"recompute", c.recompute == recompute_kind::full ? "full"
                                          : c.recompute == recompute_kind::selective ? "selective" : "none"},
-                           {"zero", c.zero}, {"step_time_s", c.performance.step.si()},
+                           {"zero", c.zero}, {"distributed_optimizer", c.distributed_optimizer},
+                           {"shard_group", c.shard_group}, {"step_time_s", c.performance.step.si()},
                            {"tokens_per_s", c.performance.tokens_per_s}, {"mfu", c.performance.mfu},
                            {"memory_per_device_bytes", c.memory_per_device.si()}, {"breakdown", terms}});
                   }

@@ -53,7 +53,9 @@ def test_layout_search_ranks_layouts_that_fit_and_agrees_with_estimate():
     again = capplan.estimate({**scenario, "parallelism": {k: best[k] for k in ("tp", "pp", "cp", "ep", "vpp")} |
                               {"sequence_parallel": best["sequence_parallel"]},
                               "training": {**scenario["training"], "micro_batch": best["micro_batch"],
-                                           "recompute": best["recompute"], "zero": best["zero"]}})
+                                           "recompute": best["recompute"], "zero": best["zero"],
+                                           "distributed_optimizer": best["distributed_optimizer"],
+                                           "shard_group": best["shard_group"]}})
     assert again.memory.fits is True
     assert again.to_dict()["training"]["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-9)
 
@@ -96,3 +98,47 @@ def test_h100_fp8_training_within_15_percent(label, parallelism, tokens_per_gpu)
     measured_step = 128 * 8192 / (tokens_per_gpu * 64)
     assert r.memory.fits is True
     assert r.to_dict()["training"]["step_time_s"] == pytest.approx(measured_step, rel=0.15), label
+
+
+def _dp_term(model, count, gb, zero, shard_group=None, tp=8):
+    training = {"seq_len": 4096, "global_batch": gb, "zero": zero}
+    if shard_group:
+        training["shard_group"] = shard_group
+    r = capplan.estimate({"model": model, "system": {"preset": "DGX-H100", "count": count},
+                          "parallelism": {"tp": tp}, "training": training})
+    return next(t for t in r.to_dict()["training"]["breakdown"] if t["term"].startswith("dp gradients"))
+
+
+def test_zero_communication_per_step_and_per_micro_batch():
+    # ZeRO (arXiv:1910.02054 §7): stages 0-1 all-reduce the accumulated gradients once per step, so
+    # twice the micro-batches leave it unchanged; stage 3 reduce-scatters gradients and all-gathers
+    # parameters twice for every micro-batch, so its traffic doubles with them.
+    z1 = [_dp_term("Llama-3.1-8B", 32, gb, 1)["time_s"] for gb in (16, 32)]
+    z3 = [_dp_term("Llama-3.1-8B", 32, gb, 3)["time_s"] for gb in (16, 32)]
+    assert z1[1] == pytest.approx(z1[0])
+    assert z3[1] == pytest.approx(2 * z3[0])
+    assert "zero-3" in _dp_term("Llama-3.1-8B", 32, 16, 3)["term"]
+    # HSDP: sharding over one node's dp ranks keeps the per-micro-batch gathers on NVLink and adds one
+    # cross-node all-reduce of a shard per step: with 4 micro-batches it beats sharding over 16 nodes.
+    full = _dp_term("Llama-3.1-70B", 128, 512, 3, tp=1)
+    hsdp = _dp_term("Llama-3.1-70B", 128, 512, 3, shard_group=8, tp=1)
+    assert hsdp["time_s"] < full["time_s"]
+
+
+def test_layout_search_covers_hsdp_and_the_distributed_optimizer():
+    scenario = {"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16},
+                "training": {"seq_len": 4096, "global_batch": 64}}
+    r = capplan.search_training(scenario, top_k=400)
+    seen = {(b["zero"], b["distributed_optimizer"], b["shard_group"] < b["dp"]) for b in r["best"]}
+    assert any(z == 0 and d for z, d, _ in seen)  # Megatron's distributed optimizer
+    assert any(z >= 1 and h for z, _, h in seen)  # HSDP shard groups
+    # Each candidate re-estimated alone gives the same step time and fits (the search's fit = the estimate's).
+    for b in r["best"][:: max(1, len(r["best"]) // 7)]:
+        again = capplan.estimate({**scenario, "parallelism": {k: b[k] for k in ("tp", "pp", "cp", "ep", "vpp")} |
+                                  {"sequence_parallel": b["sequence_parallel"]},
+                                  "training": {**scenario["training"], "micro_batch": b["micro_batch"],
+                                               "recompute": b["recompute"], "zero": b["zero"],
+                                               "distributed_optimizer": b["distributed_optimizer"],
+                                               "shard_group": b["shard_group"]}})
+        assert again.memory.fits is True
+        assert again.to_dict()["training"]["step_time_s"] == pytest.approx(b["step_time_s"], rel=1e-9)

@@ -58,6 +58,7 @@ struct training_memory_options {
     bool dropout = false;
     double moe_capacity_factor = 1.0;
     std::optional<number_format> gradients;  // override the gradient format (default: see bytes_per_parameter)
+    bool explain = true;  // false: the numbers only, no notes (a search evaluating many layouts)
 };
 
 // Bytes per parameter of each model state before any sharding.
@@ -232,22 +233,22 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     out.optimizer_states = per_device(b.optimizer, od, oe);
     out.master_weights = per_device(b.master, od, oe);
 
-    out.notes.push_back("model states: ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054 §3.1, §5): " +
-                        format_number(b.total()) + " B/parameter before sharding (weights " +
-                        format_number(b.weights) + ", gradients " + format_number(b.gradients) +
-                        ", optimizer " + format_number(b.optimizer) + ", master " +
-                        format_number(b.master) + ")");
-    if (t.distributed_optimizer)
+    if (o.explain) out.notes.push_back("model states: ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054 §3.1, §5): " +
+                                       format_number(b.total()) + " B/parameter before sharding (weights " +
+                                       format_number(b.weights) + ", gradients " + format_number(b.gradients) +
+                                       ", optimizer " + format_number(b.optimizer) + ", master " +
+                                       format_number(b.master) + ")");
+    if (o.explain && t.distributed_optimizer)
         out.notes.push_back("distributed optimizer: fp32 main gradients kept whole, optimizer states and master "
                             "weights sharded over dp x cp (Megatron Core user guide, Distributed Optimizer: 6 + 12/d B)");
-    else if (!o.gradients)
+    else if (o.explain && !o.gradients)
         out.notes.push_back("gradients kept in the weights' format, as ZeRO counts them (arXiv:1910.02054 §3.1); "
                             "Megatron without the distributed optimizer keeps fp32 main gradients (18 B/parameter)");
-    if (t.optimizer == "adafactor")
+    if (o.explain && t.optimizer == "adafactor")
         out.notes.push_back("Adafactor: factored second moment of (rows + columns) values per matrix and no first "
                             "moment (Shazeer & Stern 2018, arXiv:1804.04235 §3, beta1 = 0): counted as 0 B/parameter");
-    if (t.optimizer == "sgd") out.notes.push_back("SGD: one momentum buffer per parameter");
-    if (zero > 0 && group > 1)
+    if (o.explain && t.optimizer == "sgd") out.notes.push_back("SGD: one momentum buffer per parameter");
+    if (o.explain && zero > 0 && group > 1)
         out.notes.push_back("ZeRO-" + std::to_string(zero) + " over " + format_number(group) +
                             " ranks" + (t.shard_group > 0 && t.shard_group < p.dp ? " (HSDP: replicated across dp / shard_group)" : ""));
 
@@ -255,11 +256,11 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     // micro-batches (TE user guide, "Performance Optimizations: FP8 weight caching"; "Handling transposes").
     if (detail::low_precision_compute(prec) && zero < 3) {
         out.weights += 2.0 * st.params.block_linear * prec.compute.bytes_per_element() * units::B;
-        out.notes.push_back("low-precision compute: 16-bit weights + fp32 master kept; cached " + prec.compute.name +
-                            " weight copies (row- and column-wise) add 2 x " +
-                            format_number(prec.compute.bytes_per_element()) +
-                            " B per block parameter; GEMM inputs saved for backward in " + prec.compute.name +
-                            " (Micikevicius et al. 2022, arXiv:2209.05433; DeepSeek-V3, arXiv:2412.19437 §3.3.3)");
+        if (o.explain) out.notes.push_back("low-precision compute: 16-bit weights + fp32 master kept; cached " + prec.compute.name +
+                                           " weight copies (row- and column-wise) add 2 x " +
+                                           format_number(prec.compute.bytes_per_element()) +
+                                           " B per block parameter; GEMM inputs saved for backward in " + prec.compute.name +
+                                           " (Micikevicius et al. 2022, arXiv:2209.05433; DeepSeek-V3, arXiv:2412.19437 §3.3.3)");
     }
 
     // ZeRO-3 / FSDP: one layer (unit) is gathered whole while the next is prefetched.
@@ -269,16 +270,16 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
             largest = std::max(largest, detail::layer_on_device(m, i, p).total());
         if (st.has_embedding || st.has_lm_head) largest = std::max(largest, static_cast<double>(m.vocab * m.hidden) / p.tp);
         out.buffers = 2.0 * largest * b.weights * units::B;
-        out.notes.push_back("ZeRO-3/FSDP: the largest unit (layer or vocabulary matrix) gathered unsharded, twice "
-                            "(current + prefetched; PyTorch FSDP, Zhao et al. 2023, arXiv:2304.11277)");
+        if (o.explain) out.notes.push_back("ZeRO-3/FSDP: the largest unit (layer or vocabulary matrix) gathered unsharded, twice "
+                                           "(current + prefetched; PyTorch FSDP, Zhao et al. 2023, arXiv:2304.11277)");
     }
 
     if (t.offload_optimizer) {
         out.host_offload = out.optimizer_states + out.master_weights;
         out.optimizer_states = data_size{};
         out.master_weights = data_size{};
-        out.notes.push_back("optimizer states and master weights offloaded to host memory (ZeRO-Offload, Ren et al. "
-                            "2021, arXiv:2101.06840); gradients conservatively kept on the device");
+        if (o.explain) out.notes.push_back("optimizer states and master weights offloaded to host memory (ZeRO-Offload, Ren et al. "
+                                           "2021, arXiv:2101.06840); gradients conservatively kept on the device");
     }
 
     // Activations.
@@ -321,27 +322,27 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
         // in fp32 for the cross-entropy (§4.3: 4sbv/t) and their fp32 gradient at the start of the backward.
         out.activations += tokens * 2.0 * e * h / rep * units::B;
         out.logits = 2.0 * 4.0 * tokens * static_cast<double>(m.vocab) / p.tp * units::B;
-        out.notes.push_back("logits: fp32 s·b·V/tp for the loss and its fp32 gradient (Korthikanti et al. 2022 §4.3, "
-                            "4sbv/t, + gradient); a fused in-place cross-entropy needs half");
+        if (o.explain) out.notes.push_back("logits: fp32 s·b·V/tp for the loss and its fp32 gradient (Korthikanti et al. 2022 §4.3, "
+                                           "4sbv/t, + gradient); a fused in-place cross-entropy needs half");
     }
 
-    out.notes.push_back(std::string("activations: Korthikanti et al. 2022 (arXiv:2205.05198) §4, Table 2, per tensor; ") +
-                        (o.dropout ? "with 1-byte dropout masks" : "dropout 0 (no masks), as modern LLM pre-training") +
-                        (o.flash_attention ? "; FlashAttention: no s² scores, fp32 log-sum-exp kept (Dao 2023, arXiv:2307.08691 §3.1)"
-                                           : "; attention scores materialised (s² per head)"));
-    if (t.recompute == recompute_kind::selective)
+    if (o.explain) out.notes.push_back(std::string("activations: Korthikanti et al. 2022 (arXiv:2205.05198) §4, Table 2, per tensor; ") +
+                                       (o.dropout ? "with 1-byte dropout masks" : "dropout 0 (no masks), as modern LLM pre-training") +
+                                       (o.flash_attention ? "; FlashAttention: no s² scores, fp32 log-sum-exp kept (Dao 2023, arXiv:2307.08691 §3.1)"
+                                                          : "; attention scores materialised (s² per head)"));
+    if (o.explain && t.recompute == recompute_kind::selective)
         out.notes.push_back("selective recompute: core attention recomputed (Korthikanti §5)");
-    if (t.recompute == recompute_kind::full)
+    if (o.explain && t.recompute == recompute_kind::full)
         out.notes.push_back("full recompute: layer inputs kept (Korthikanti Table 2: 2sbh; /t with SP per §5) + one layer recomputed");
-    if (pp > 1)
+    if (o.explain && pp > 1)
         out.notes.push_back((p.vpp > 1 ? "interleaved 1F1B, v = " + std::to_string(p.vpp) +
                                              ": first stage holds pp·(1 + (pp-1)/(pp·v)) micro-batches' layers (Korthikanti §4.2.3)"
                                        : std::string("1F1B: stage i holds min(pp - i, micro-batches) in flight (Narayanan et al. 2021, arXiv:2104.04473 §2.2.1)")));
-    if (m.is_moe())
+    if (o.explain && m.is_moe())
         out.notes.push_back("MoE: dropless routing, capacity factor " + format_number(o.moe_capacity_factor) +
                             ", balanced load; each rank processes tokens·k·etp/tp expert copies; fp32 router logits and "
                             "probabilities (Fedus et al. 2022, arXiv:2101.03961 §2.4 selective precision)");
-    if (!o.flash_attention && m.sliding_window > 0)
+    if (o.explain && !o.flash_attention && m.sliding_window > 0)
         out.notes.push_back("sliding-window layers without FlashAttention: the full s x s score matrix is counted (eager masking)");
     return out;
 }

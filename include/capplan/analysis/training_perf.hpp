@@ -8,8 +8,8 @@
 //       interleaved with v chunks: (m + (p - 1)/v)(F + B + R) (bubble (p-1)/(v m))
 //   data parallel: the gradient all-reduce (reduce-scatter + all-gather with ZeRO / distributed
 //       optimizer) over dp, overlapped with the last micro-batch's backward (bucketed overlap);
-//       ZeRO-3 / FSDP adds a parameter all-gather per micro-batch forward and backward, overlapped
-//       with compute except the first layer's
+//       ZeRO-3 / FSDP adds a parameter all-gather per micro-batch forward and backward over the
+//       shard group (HSDP: a divisor of dp), overlapped with compute
 //   expert parallelism: four all-to-alls per MoE layer and micro-batch (dispatch/combine, fwd/bwd)
 //   optimizer: memory-bound over the states this rank updates
 //   MFU = model FLOPs per step / (step x devices x peak); HFU counts recomputation (flops.hpp).
@@ -47,8 +47,28 @@ training_performance estimate_training_performance(const scenario& s);
 struct perf_setup;
 struct step_breakdown;
 struct weight_sharding;
-// The same, from pieces a search computes once and reuses: the speed setup (per tp), one
-// micro-batch's forward breakdown (per tp, micro-batch, cp) and the weight sharding (per tp, pp, ep).
+
+struct perf_setup;
+struct step_breakdown;
+struct weight_sharding;
+// The step's parts as numbers, without the text of a breakdown: what a layout search ranks by.
+struct training_step_parts {
+    std::int64_t micro_batches = 0;  // per pipeline, per step
+    double straggler = 1.0;
+    double bubble_micro_batches = 0.0;         // pipeline bubble in micro-batch times
+    duration forward, backward, recompute;     // per micro-batch and stage
+    duration tp_comm, recompute_comm, cp_comm, ep_comm;  // per micro-batch and stage, exposed
+    duration bubble;                           // per step
+    duration dp_time, dp_exposed;              // data-parallel gradients (+ ZeRO-3 gathers)
+    duration optimizer;
+    duration step;
+};
+
+// From pieces a search computes once and reuses: the speed setup (per tp), one micro-batch's forward
+// breakdown (per tp, micro-batch, cp) and the weight sharding (per tp, pp, ep).
+training_step_parts training_step_time(const scenario& s, const perf_setup& perf, const step_breakdown& forward,
+                                       const weight_sharding& w);
+// The same with the breakdown, throughput, MFU and notes.
 training_performance assemble_training_performance(const scenario& s, const perf_setup& perf, const step_breakdown& forward,
                                                    const weight_sharding& w);
 

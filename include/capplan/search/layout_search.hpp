@@ -1,8 +1,10 @@
-// Parallel-layout search for training: enumerate TP x PP x CP x EP x micro-batch x virtual stages x
-// recompute x ZeRO stage for a model, cluster and global batch; keep the layouts that fit memory;
-// rank by step time; return the top k with their breakdowns. Evaluated inside the core on several
-// threads, with the expensive pieces (speed setup and weight sharding per shape, the forward per
-// micro-batch size) computed once per shape.
+// Parallel-layout search for training: enumerate TP x PP x CP x EP x sequence parallelism x
+// micro-batch x virtual stages x recompute x ZeRO stage (with the distributed optimizer at stage 0
+// and HSDP shard groups at stages 1-3) for a model, cluster and global batch; keep the layouts that
+// fit memory; rank by step time; return the top k with their breakdowns. Evaluated inside the core
+// on several threads: the speed setup and weight sharding once per shape, the forward once per
+// micro-batch size, and only the step's numbers per candidate (the text of a breakdown is built for
+// the top k alone).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,8 @@ struct layout_candidate {
     std::int64_t micro_batch = 1;
     recompute_kind recompute = recompute_kind::none;
     int zero = 0;
+    bool distributed_optimizer = false;
+    int shard_group = 0;  // ZeRO/FSDP shard group (= dp unless HSDP)
     training_performance performance;
     data_size memory_per_device;
 };
