@@ -143,46 +143,66 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     const double kv_out = m.mla ? static_cast<double>(m.mla_dims.kv_lora_rank + m.mla_dims.qk_rope_head_dim)
                                 : 2.0 * detail::kv_heads_per_rank(m, p.tp) * m.head_dim;
 
+    // Layers differ only in keeping a sliding window or routing to experts: each kind is costed once
+    // and repeated (a 96-layer model costs at most four layers).
+    struct layer_cost {
+        op_sum ops[4] = {};
+        duration communication;
+        bool done = false;
+    };
+    layer_cost kinds[2][2];
     for (std::int64_t i = 0; i < m.layers; ++i) {
-        // Projections: weights once, activations in and out.
-        charge(sums[0], unit::matrix, 2.0 * tokens * attn.block_linear * FLOP,
-               (attn.block_linear * bw + tokens * (2.0 * h + 2.0 * q_out + kv_out) * ba) * B, 2, attn.block_linear);
-        // Core: a sliding window caps each token's keys.
-        double pk = prefill_keys, dk = decode_keys;
-        if (m.is_sliding_layer(i)) {
-            const double w = static_cast<double>(m.sliding_window);
-            pk = std::min(pk, pt * w);
-            dk = std::min(dk, static_cast<double>(st.decode_requests) * w);
+        layer_cost& lc = kinds[m.is_sliding_layer(i) ? 1 : 0][m.is_moe_layer(i) ? 1 : 0];
+        if (!lc.done) {
+            // Projections: weights once, activations in and out.
+            charge(lc.ops[0], unit::matrix, 2.0 * tokens * attn.block_linear * FLOP,
+                   (attn.block_linear * bw + tokens * (2.0 * h + 2.0 * q_out + kv_out) * ba) * B, 2, attn.block_linear);
+            // Core: a sliding window caps each token's keys.
+            double pk = prefill_keys, dk = decode_keys;
+            if (m.is_sliding_layer(i)) {
+                const double w = static_cast<double>(m.sliding_window);
+                pk = std::min(pk, pt * w);
+                dk = std::min(dk, static_cast<double>(st.decode_requests) * w);
+            }
+            const data_size kv_bytes = (dk + static_cast<double>(st.prefill_context_tokens) + pt) * kv_token;
+            charge(lc.ops[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B, 2);
+            // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
+            const device_parameters ffn = detail::ffn_on_device(m, i, p);
+            // Kernels: up (+gate), the activation, down; the activation's traffic (read 2, write 1
+            // intermediate-wide rows; non-gated 1 and 1) counts with the GEMMs' (fused or overlapped).
+            const double act_passes = m.gated_mlp ? 3.0 : 2.0;
+            if (!m.is_moe_layer(i)) {
+                const double width = m.intermediate / tp;
+                charge(lc.ops[2], unit::matrix, 2.0 * tokens * ffn.block_linear * FLOP,
+                       (ffn.block_linear * bw + tokens * (2.0 * h + act_passes * width) * ba) * B, 3, ffn.block_linear);
+            } else {
+                const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
+                const double slots = tokens * static_cast<double>(m.moe.experts_per_token) / p.ep;  // balanced routing
+                // Distinct local experts hit by `slots` uniform picks (expected value).
+                const double touched = experts_here * (1.0 - std::pow(1.0 - 1.0 / experts_here, slots));
+                const double expert = 3.0 * h * m.moe.expert_intermediate / p.etp;
+                const double shared = ffn.block_linear - ffn.routed_experts;
+                const double router = h * m.moe.routed_experts;
+                charge(lc.ops[2], unit::matrix, (2.0 * slots * expert + 2.0 * tokens * (shared + router)) * FLOP,
+                       ((touched * expert + shared) * bw + router * bo +
+                        (slots * (2.0 * h + 3.0 * m.moe.expert_intermediate / p.etp) + tokens * 2.0 * h) * ba) * B,
+                       4, touched * expert + shared);
+                // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
+                if (p.ep > 1) lc.communication += 2.0 * su.alltoall(tokens * static_cast<double>(m.moe.experts_per_token) * h * ba * B);
+            }
+            // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound.
+            charge(lc.ops[3], unit::norm, flop_count{}, tokens * 10.0 * h * ba * B, 3);
+            if (tp > 1) lc.communication += 2.0 * su.allreduce(tokens * h * ba * B);
+            lc.done = true;
         }
-        const data_size kv_bytes = (dk + static_cast<double>(st.prefill_context_tokens) + pt) * kv_token;
-        charge(sums[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B, 2);
-        // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
-        const device_parameters ffn = detail::ffn_on_device(m, i, p);
-        // Kernels: up (+gate), the activation, down; the activation's traffic (read 2, write 1
-        // intermediate-wide rows; non-gated 1 and 1) counts with the GEMMs' (fused or overlapped).
-        const double act_passes = m.gated_mlp ? 3.0 : 2.0;
-        if (!m.is_moe_layer(i)) {
-            const double width = m.intermediate / tp;
-            charge(sums[2], unit::matrix, 2.0 * tokens * ffn.block_linear * FLOP,
-                   (ffn.block_linear * bw + tokens * (2.0 * h + act_passes * width) * ba) * B, 3, ffn.block_linear);
-        } else {
-            const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
-            const double slots = tokens * static_cast<double>(m.moe.experts_per_token) / p.ep;  // balanced routing
-            // Distinct local experts hit by `slots` uniform picks (expected value).
-            const double touched = experts_here * (1.0 - std::pow(1.0 - 1.0 / experts_here, slots));
-            const double expert = 3.0 * h * m.moe.expert_intermediate / p.etp;
-            const double shared = ffn.block_linear - ffn.routed_experts;
-            const double router = h * m.moe.routed_experts;
-            charge(sums[2], unit::matrix, (2.0 * slots * expert + 2.0 * tokens * (shared + router)) * FLOP,
-                   ((touched * expert + shared) * bw + router * bo +
-                    (slots * (2.0 * h + 3.0 * m.moe.expert_intermediate / p.etp) + tokens * 2.0 * h) * ba) * B,
-                   4, touched * expert + shared);
-            // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
-            if (p.ep > 1) out.communication += 2.0 * su.alltoall(tokens * static_cast<double>(m.moe.experts_per_token) * h * ba * B);
+        for (int k = 0; k < 4; ++k) {
+            sums[k].flops += lc.ops[k].flops;
+            sums[k].bytes += lc.ops[k].bytes;
+            sums[k].time += lc.ops[k].time;
+            sums[k].compute_part += lc.ops[k].compute_part;
+            sums[k].memory_part += lc.ops[k].memory_part;
         }
-        // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound.
-        charge(sums[3], unit::norm, flop_count{}, tokens * 10.0 * h * ba * B, 3);
-        if (tp > 1) out.communication += 2.0 * su.allreduce(tokens * h * ba * B);
+        out.communication += lc.communication;
     }
     // LM head for the sampled positions (fp32 logits), embedding lookups for every token.
     const double sampled = static_cast<double>(st.decode_requests + st.prefill_requests);
