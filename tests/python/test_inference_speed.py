@@ -54,12 +54,27 @@ TTFT_BATCH1 = [
     ("TRT-LLM Llama-2-7B fp8 L40S 2048", "Llama-2-7B", "L40S", 1, "fp8", 2048, 2, 73),
     ("NIM Llama-3.1-70B fp8 H100 tp2 5000 (fit)", "Llama-3.1-70B", "H100-SXM", 2, "fp8", 5000, 500, 406.77),
     ("NIM Llama-3.1-70B fp8 H100 tp2 500", "Llama-3.1-70B", "H100-SXM", 2, "fp8", 500, 2000, 47.77),
+    # H200 (TensorRT-LLM v0.9.0 performance tables, FP8 weights, KV cache and compute).
+    ("TRT-LLM Llama-2-7B fp8 H200 2048", "Llama-2-7B", "H200", 1, "fp8", 2048, 2, 30.2),
+    ("TRT-LLM Mistral-7B fp8 H200 2048", "Mistral-7B", "H200", 1, "fp8", 2048, 2, 31.7),
+    ("TRT-LLM Llama-2-70B fp8 H200 tp4 2048", "Llama-2-70B", "H200", 4, "fp8", 2048, 2, 103.0),
 ]
 
 
 @pytest.mark.parametrize("label,model,accel,tp,w,inp,out,ttft", TTFT_BATCH1, ids=[r[0] for r in TTFT_BATCH1])
 def test_ttft_batch1_within_20_percent(label, model, accel, tp, w, inp, out, ttft):
     assert _ms(_run(model, accel, tp, w, inp, out).inference.ttft_s) == pytest.approx(ttft, rel=0.20), label
+
+
+# MoE on H200: DeepSeek-R1 (DeepSeek-V3's architecture), native FP8, 8x H200 with TP 8 and EP 8, batch 1,
+# 1600 in / 600 out, TensorRT-LLM v0.21.0rc2 (issue NVIDIA/TensorRT-LLM#5929, LLMPerf p50): TTFT 124.11 ms,
+# ITL 11.0 ms. KV-cache format not stated (bf16 taken).
+def test_moe_on_h200_with_expert_parallelism_within_20_percent():
+    r = capplan.estimate({"model": "DeepSeek-V3", "system": {"preset": "HGX-H200", "count": 8},
+                          "parallelism": {"tp": 8, "ep": 8}, "precision": {"weights": "fp8", "compute": "fp8"},
+                          "inference": {"input_tokens": 1600, "output_tokens": 600, "batch": 1}})
+    assert _ms(r.inference.ttft_s) == pytest.approx(124.11, rel=0.20)
+    assert _ms(r.inference.tpot_s) == pytest.approx(11.0, rel=0.20)
 
 
 # Under concurrency: NIM 1.8.0 Llama-3.3-70B fp8 on 2x H100 (TP2), 5000 in / 500 out, closed loop;
