@@ -66,11 +66,17 @@ efficiency_table fit_efficiency_table(const std::vector<measurement>& ms, const 
             t.attention[format] = fit_efficiency_curve(std::move(s));
     }
     if (peaks.memory.si() > 0)
-        for (auto [kind, curve] : {std::pair{"memory_triad", &t.memory}, std::pair{"norm", &t.norm}})
-            if (auto s = samples(ms, kind, "", peaks.memory.si(), 1.0); !s.empty()) {
-                *curve = fit_efficiency_curve(std::move(s));
-                t.memory_bandwidth = peaks.memory;
+        for (auto [kinds, curve] : {std::pair{std::vector<std::string>{"memory_triad", "memory_copy"}, &t.memory},
+                                    std::pair{std::vector<std::string>{"norm"}, &t.norm}}) {
+            std::vector<efficiency_point> s;
+            for (const auto& kind : kinds) {
+                auto more = samples(ms, kind, "", peaks.memory.si(), 1.0);
+                s.insert(s.end(), more.begin(), more.end());
             }
+            if (s.empty()) continue;
+            *curve = fit_efficiency_curve(std::move(s));
+            t.memory_bandwidth = peaks.memory;
+        }
     if (t.gemm.empty())
         throw config_error("/measurements", "", "no GEMM measurement with a reference peak to fit",
                            "gemm probes in a format of the reference peaks");
@@ -105,6 +111,21 @@ std::vector<op_check> check_layer_ops(const model_spec& m, std::int64_t tokens, 
     return out;
 }
 
+std::vector<std::array<std::int64_t, 3>> layer_gemm_shapes(const model_spec& m, std::vector<std::int64_t> tokens) {
+    std::sort(tokens.begin(), tokens.end());
+    tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
+    const std::int64_t q = m.heads * m.head_dim, kv = 2 * m.kv_heads * m.head_dim;
+    const std::int64_t up = (m.gated_mlp ? 2 : 1) * m.intermediate;
+    std::vector<std::array<std::int64_t, 3>> shapes;
+    for (auto t : tokens) {
+        if (t < 1) throw config_error("/tokens", std::to_string(t), "not a token count", "integers >= 1");
+        for (auto s : {std::array{t, q + kv, m.hidden}, std::array{t, m.hidden, q}, std::array{t, up, m.hidden},
+                       std::array{t, m.hidden, m.intermediate}})
+            if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
+    }
+    return shapes;
+}
+
 calibration_run calibrate_cpu(const model_spec& m, const cpu_calibration_options& o) {
     if (o.rounds < 1 || o.rounds > 100)
         throw config_error("/rounds", std::to_string(o.rounds), "out of range", "an integer in [1, 100]");
@@ -119,14 +140,7 @@ calibration_run calibrate_cpu(const model_spec& m, const cpu_calibration_options
         if (std::find(cpu_gemm_formats().begin(), cpu_gemm_formats().end(), f) == cpu_gemm_formats().end())
             throw config_error("/format", f, "not a CPU GEMM format", "fp32, fp64");
 
-    // The layer's GEMMs (one tensor-parallel rank of 1) at each token count, as model_gemm_shapes.
-    const std::int64_t q = m.heads * m.head_dim, kv = 2 * m.kv_heads * m.head_dim;
-    const std::int64_t up = (m.gated_mlp ? 2 : 1) * m.intermediate;
-    std::vector<std::array<std::int64_t, 3>> shapes;
-    for (auto t : gemm_tokens)
-        for (auto s : {std::array{t, q + kv, m.hidden}, std::array{t, m.hidden, q}, std::array{t, up, m.hidden},
-                       std::array{t, m.hidden, m.intermediate}})
-            if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
+    const auto shapes = layer_gemm_shapes(m, gemm_tokens);
 
     std::vector<std::vector<measurement>> probe_rounds, layer_rounds;
     for (int r = 0; r < o.rounds; ++r) {
@@ -233,8 +247,9 @@ std::string calibration_json(const calibration_run& run, const std::string& comm
               {"memory_bandwidth", t.memory_bandwidth ? ojson(format(*t.memory_bandwidth)) : ojson(nullptr)},
               {"note", "efficiency = achieved / these rates; memory efficiency exceeds 1 where the data fit in a cache"}}},
             {"curves", curves},
-            {"host_accelerator", host},
             {"report", {{"model", run.model}, {"layer_tokens", run.layer_tokens}, {"ops", report}}}};
+    if (t.kernel_launch) j["kernel_launch"] = format(*t.kernel_launch);
+    if (run.where.backend == "cpu") j["host_accelerator"] = host;
     const ojson raw = ojson::parse(measurements_json(run.where, run.measurements, -1));
     j["provenance"] = raw["provenance"];
     j["measurements"] = raw["measurements"];

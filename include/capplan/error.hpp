@@ -84,6 +84,13 @@ private:
     std::vector<std::string> suggestions_;
 };
 
+// The hardware a request needs is not there or cannot do it: no GPU or driver, the CUDA backend not
+// built, a number format the device does not support. The message says which and what is allowed.
+class device_error : public error {
+public:
+    explicit device_error(const std::string& message) : error(message) {}
+};
+
 // Internal invariant broken: a bug in capplan, never the user's fault.
 class internal_error : public error {
 public:

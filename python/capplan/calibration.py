@@ -79,3 +79,49 @@ def host_scenario(calibration: Union[str, Path, Dict[str, Any]], model, input_to
             "precision": {"weights": "fp32", "activations": "fp32", "kv_cache": "fp32", "compute": "fp32"},
             "inference": {"input_tokens": input_tokens, "output_tokens": output_tokens, "batch": 1},
             "calibration": cal if isinstance(calibration, dict) else str(Path(calibration).resolve())}
+
+
+def calibrate_cuda(model, accelerator: Optional[str] = None, layer_tokens: int = 2048,
+                   gemm_tokens=(1, 16, 128, 512, 2048), formats: Sequence[str] = (), max_time="0.5 s", device: int = 0,
+                   command: str = "", output: Optional[Union[str, Path]] = None) -> Dict[str, Any]:
+    """Calibrate a CUDA GPU for ``model`` (issue 8.3/8.4): cuBLASLt GEMMs of its layer at
+    ``gemm_tokens`` in each format (default: all the device runs), device copies with the L2 flushed,
+    host copies pinned and pageable, decode attention, kernel launch latency; curves fitted as
+    fractions of the catalog ``accelerator``'s peaks (default: the catalog entry named like the
+    device). Returns the calibration file as a dict, written to ``output`` when given. Raises
+    DeviceError where there is no GPU or the CUDA backend was not built."""
+    from .catalog import Model
+    from .units import TIME, quantity
+    if not _core.cuda_backend_built():
+        raise _core.DeviceError("the CUDA calibration backend was not built (nvcc was not found when capplan was "
+                                "compiled); allowed: backend cpu, or rebuild with the CUDA Toolkit on PATH")
+    if accelerator is None:
+        accelerator = _catalog_accelerator_for_device(device)
+    ref, is_config = model._ref() if isinstance(model, Model) else (model, False)
+    text = _core.calibrate_cuda_json(ref, is_config, accelerator, int(layer_tokens), [int(t) for t in gemm_tokens],
+                                     list(formats), quantity(max_time, TIME, "/max_time").si, int(device),
+                                     command or f"capplan.calibration.calibrate_cuda({ref if not is_config else 'config'!r})")
+    if output is not None:
+        Path(output).write_text(text + "\n")
+    return json.loads(text)
+
+
+def _catalog_accelerator_for_device(device: int) -> str:
+    """The catalog accelerator whose name or alias matches the GPU's name ("NVIDIA H200" -> H200)."""
+    from . import devices
+    from .catalog import accelerator as lookup
+    found = devices()
+    gpus = found.get("devices", []) if isinstance(found, dict) else found
+    if not gpus or device >= len(gpus):
+        reason = found.get("reason", "") if isinstance(found, dict) else ""
+        raise _core.DeviceError(f"no usable CUDA device {device}" + (f": {reason}" if reason else ""))
+    name = gpus[device]["name"]
+    words = name.replace("NVIDIA", "").split()
+    for candidate in [name, " ".join(words), *(" ".join(words[:i]) for i in range(len(words), 0, -1)),
+                      "-".join(words)]:
+        try:
+            return lookup(candidate).name
+        except Exception:
+            continue
+    raise _core.ConfigError(f"/accelerator: no catalog accelerator matches the device '{name}'; "
+                            "allowed: a name from `capplan list accelerators` (give accelerator=...)")

@@ -183,15 +183,19 @@ def _cmd_calibrate_collectives(args) -> str:
 
 
 def _cmd_calibrate(args) -> str:
-    from .calibration import calibrate_cpu, measure_cpu
-    if args.backend != "cpu":
-        raise _UsageError(f"--backend: '{args.backend}' has no probes yet (the CUDA GEMM/bandwidth probes are "
-                          "issue 8.3); allowed: cpu")
+    from .calibration import calibrate_cpu, calibrate_cuda, measure_cpu
+    if args.backend not in ("cpu", "cuda"):
+        raise _UsageError(f"--backend: '{args.backend}' is not a calibration backend; allowed: cpu, cuda")
+    cuda = args.backend == "cuda"
+    text_tokens = args.tokens or ("1,16,128,512,2048" if cuda else "1,16,128")
     try:
-        tokens = tuple(int(t) for t in args.tokens.split(","))
+        tokens = tuple(int(t) for t in text_tokens.split(","))
     except ValueError:
         raise _UsageError(f"--tokens: '{args.tokens}' is not a list of token counts; allowed: e.g. 1,16,128")
+    layer_tokens = args.layer_tokens or (2048 if cuda else 128)
     from .units import BYTE_RATE, FLOP_RATE, TIME
+    if cuda and args.model is None:
+        raise _UsageError("--backend cuda: give --model (the GEMM shapes come from a model's layer)")
     if args.model is None:  # raw measurements of square GEMMs and STREAM
         run = measure_cpu(formats=args.format or ["fp32"], array=args.array, max_time=args.max_time, tokens=tokens)
     else:
@@ -199,8 +203,13 @@ def _cmd_calibrate(args) -> str:
         if Path(args.model).is_file() or Path(args.model, "config.json").is_file():
             model = Model.from_hf_config(args.model)
         command = "capplan calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else ""
-        run = calibrate_cpu(model, layer_tokens=args.layer_tokens, gemm_tokens=tokens, formats=args.format or ["fp32"],
-                            rounds=args.rounds, max_time=args.max_time, command=command or "capplan calibrate")
+        if cuda:
+            run = calibrate_cuda(model, accelerator=args.accelerator, layer_tokens=layer_tokens, gemm_tokens=tokens,
+                                 formats=args.format or (), max_time=args.max_time, device=args.device,
+                                 command=command or "capplan calibrate --backend cuda")
+        else:
+            run = calibrate_cpu(model, layer_tokens=layer_tokens, gemm_tokens=tokens, formats=args.format or ["fp32"],
+                                rounds=args.rounds, max_time=args.max_time, command=command or "capplan calibrate")
     text = json.dumps(run, indent=2)
     lines = [f"{m['probe']:<40} {Quantity.from_si(m['time_s'], TIME).in_('ms'):10.3f} ms  " +
              (f"{Quantity.from_si(m['achieved_flops_per_s'], FLOP_RATE).in_('GFLOP/s'):8.1f} GFLOP/s"
@@ -341,13 +350,17 @@ def build_parser() -> argparse.ArgumentParser:
     k.set_defaults(run=_cmd_calibrate_collectives)
 
     cal = sub.add_parser("calibrate", help="measure this machine's kernels, fit efficiency by size, check a layer")
-    cal.add_argument("--backend", default="cpu", help="cpu (the CUDA probes are not built yet)")
+    cal.add_argument("--backend", default="cpu", help="cpu (Eigen, always built) or cuda (cuBLASLt, a GPU)")
     cal.add_argument("--model", default=None, help="fit a calibration on this model's layer shapes (a catalog name or "
                      "config.json) and check its layer; without it: raw square GEMMs and STREAM only")
-    cal.add_argument("--tokens", default="1,16,128", help="token counts (GEMM m) for --model's shapes")
-    cal.add_argument("--layer-tokens", type=int, default=128, help="prompt tokens of the layer check")
+    cal.add_argument("--tokens", default=None, help="token counts (GEMM m) for --model's shapes "
+                     "(default cpu 1,16,128; cuda 1,16,128,512,2048)")
+    cal.add_argument("--layer-tokens", type=int, default=None, help="prompt tokens of the layer check (cpu 128, cuda 2048)")
+    cal.add_argument("--accelerator", default=None, help="cuda: the catalog accelerator the GPU is (default: by its name)")
+    cal.add_argument("--device", type=int, default=0, help="cuda: the GPU index")
     cal.add_argument("--rounds", type=int, default=3, help="interleaved rounds (the fastest median counts)")
-    cal.add_argument("--format", action="append", help="GEMM number format, repeatable (cpu: fp32, fp64)")
+    cal.add_argument("--format", action="append", help="GEMM number format, repeatable (cpu: fp32, fp64; "
+                     "cuda: bf16, fp16, fp8; default all the device runs)")
     cal.add_argument("--array", default="256 MiB", help="size of each STREAM array (0 to skip memory)")
     cal.add_argument("--max-time", default="0.5 s", help="timed budget per probe (and round)")
     cal.add_argument("-o", "--output", default=None, help="write the calibration file (or the raw measurements) here")

@@ -7,7 +7,9 @@ the bad value and what is allowed; the exception also carries them as attributes
 - ``UnitError(ConfigError)``: a quantity string that does not parse or has the wrong dimension.
 - ``JsonError(ConfigError)``: malformed JSON.
 - ``UnknownNameError(ConfigError, KeyError)``: a catalog name that does not exist.
+- ``DeviceError(Error, RuntimeError)``: the hardware a request needs is missing or cannot do it
+  (no GPU or driver, the CUDA backend not built, a format the device does not support).
 """
-from ._core import ConfigError, Error, JsonError, UnitError, UnknownNameError
+from ._core import ConfigError, DeviceError, Error, JsonError, UnitError, UnknownNameError
 
-__all__ = ["Error", "ConfigError", "UnitError", "JsonError", "UnknownNameError"]
+__all__ = ["Error", "ConfigError", "UnitError", "JsonError", "UnknownNameError", "DeviceError"]

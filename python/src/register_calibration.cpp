@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "capplan/calibration/cpu_backend.hpp"
+#include "capplan/calibration/cuda_backend.hpp"
 #include "capplan/calibration/efficiency_fit.hpp"
 #include "capplan/catalog.hpp"
 #include "capplan/spec/hf_config.hpp"
@@ -31,6 +32,28 @@ void register_calibration(py::module_& m) {
         py::arg("shapes"), py::arg("formats"), py::arg("array_bytes"), py::arg("max_time_s"),
         "CPU calibration measurements (GEMM by shape and format through Eigen, STREAM copy/triad) as JSON.");
     m.def("cpu_gemm_formats", [] { return cpu_gemm_formats(); });
+    m.def("cuda_backend_built", [] { return cuda_backend_built(); });
+    m.def(
+        "calibrate_cuda_json",
+        [](const std::string& model, bool is_config, const std::string& accelerator, std::int64_t layer_tokens,
+           const std::vector<std::int64_t>& gemm_tokens, const std::vector<std::string>& formats, double max_time_s,
+           int device, const std::string& command) {
+            const catalog& cat = default_catalog();
+            const model_spec spec = is_config ? model_from_hf_config(model, "custom", "/model") : cat.model(model, "/model");
+            const accelerator_spec a = cat.accelerator(accelerator, "/accelerator");
+            cuda_calibration_options o;
+            o.layer_tokens = layer_tokens;
+            o.gemm_tokens = gemm_tokens;
+            o.formats = formats;
+            o.probe.max_time = duration::from_si(max_time_s);
+            o.device = device;
+            py::gil_scoped_release release;
+            return calibration_json(calibrate_cuda(spec, a, o), command);
+        },
+        py::arg("model"), py::arg("is_config"), py::arg("accelerator"), py::arg("layer_tokens"), py::arg("gemm_tokens"),
+        py::arg("formats"), py::arg("max_time_s"), py::arg("device"), py::arg("command"),
+        "Measure a CUDA device as a catalog accelerator on a model's layer shapes and fit the efficiency table; "
+        "the calibration file as JSON. DeviceError without a GPU or without the CUDA backend.");
     m.def(
         "calibrate_cpu_json",
         [](const std::string& model, bool is_config, std::int64_t layer_tokens, const std::vector<std::int64_t>& gemm_tokens,

@@ -39,6 +39,8 @@ void register_errors(py::module_& m) {
     static PyObject* unknown = make_class(m, "UnknownNameError",
                                           py::make_tuple(py::handle(config), py::handle(PyExc_KeyError)).release().ptr(),
                                           "A catalog name that does not exist (also a KeyError).");
+    static PyObject* device = make_class(m, "DeviceError", py::make_tuple(py::handle(base), py::handle(PyExc_RuntimeError)).release().ptr(),
+                                         "The hardware a request needs is missing or cannot do it (also a RuntimeError).");
     // KeyError quotes its message in str(); a capplan error reads as a sentence instead.
     py::handle(unknown).attr("__str__") = py::module_::import("builtins").attr("BaseException").attr("__str__");
     py::register_exception_translator([](std::exception_ptr p) {
@@ -52,6 +54,8 @@ void register_errors(py::module_& m) {
             raise(json, e);
         } catch (const config_error& e) {
             raise(config, e);
+        } catch (const device_error& e) {
+            PyErr_SetString(device, e.what());
         } catch (const error& e) {
             PyErr_SetString(base, e.what());
         }

@@ -44,8 +44,8 @@ def test_cli_calibrate_writes_the_measurements(tmp_path, run_cli):
     assert code == 0 and f"wrote {out}" in stdout and "GB/s" in stdout
     data = json.loads(out.read_text())
     assert len(data["measurements"]) == 4 + 2   # four square GEMMs, copy, triad
-    code, _, stderr = run_cli("calibrate", "--backend", "cuda")
-    assert code == 2 and "allowed: cpu" in stderr
+    code, _, stderr = run_cli("calibrate", "--backend", "tpu")
+    assert code == 2 and "allowed: cpu, cuda" in stderr
 
 
 # A small dense transformer layer (GQA, gated MLP): big enough that its GEMMs take milliseconds on

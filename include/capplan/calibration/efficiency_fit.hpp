@@ -2,6 +2,7 @@
 // operators, predicted against measured before and after calibration (issue 8.5).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -22,7 +23,8 @@ struct reference_peaks {
 
 // Curves from the measurements: "gemm" probes -> gemm[format] by FLOPs, "attention" probes ->
 // attention[format] by FLOPs per kernel (the step model runs the core as 2 kernels), "memory_triad"
-// probes -> memory, "norm" -> norm, by bytes. Each a least-squares spline (fit_efficiency_curve).
+// and "memory_copy" probes -> memory, "norm" -> norm, by bytes. Each a least-squares spline
+// (fit_efficiency_curve).
 efficiency_table fit_efficiency_table(const std::vector<measurement>& ms, const reference_peaks& peaks,
                                       std::string name, std::string accelerator, std::string source);
 
@@ -38,6 +40,10 @@ struct op_check {
 std::vector<op_check> check_layer_ops(const model_spec& m, std::int64_t tokens, const std::string& format,
                                       const accelerator_spec& a, const efficiency_table& table,
                                       const std::vector<measurement>& measured);
+
+// The GEMMs of one transformer layer of `m` (one tensor-parallel rank of 1) at each token count:
+// QKV projection, attention output, MLP up (+gate), MLP down, as {m, n, k}, without repeats.
+std::vector<std::array<std::int64_t, 3>> layer_gemm_shapes(const model_spec& m, std::vector<std::int64_t> tokens);
 
 struct cpu_calibration_options {
     std::vector<std::int64_t> gemm_tokens{1, 16, 128};  // GEMM shapes of the layer at these token counts
@@ -63,8 +69,9 @@ struct calibration_run {
 // drifts for both alike.
 calibration_run calibrate_cpu(const model_spec& m, const cpu_calibration_options& o);
 
-// The calibration file (models/schema/efficiency_calibration.schema.json): the table, the host
-// accelerator entry, provenance, the command, the raw measurements and the layer report.
+// The calibration file (models/schema/efficiency_calibration.schema.json): the table, provenance,
+// the command, the raw measurements, the layer report, and for the CPU backend the host CPU as an
+// inline accelerator.
 std::string calibration_json(const calibration_run& run, const std::string& command, int indent = 2);
 
 }  // namespace capplan
