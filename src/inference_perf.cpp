@@ -142,6 +142,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                                : m.heads / tp * static_cast<double>(m.head_dim);
     const double kv_out = m.mla ? static_cast<double>(m.mla_dims.kv_lora_rank + m.mla_dims.qk_rope_head_dim)
                                 : 2.0 * detail::kv_heads_per_rank(m, p.tp) * m.head_dim;
+    const double o_in = m.mla ? m.heads / tp * static_cast<double>(m.mla_dims.v_head_dim) : q_out;  // output projection input
 
     // Layers differ only in keeping a sliding window or routing to experts: each kind is costed once
     // and repeated (a 96-layer model costs at most four layers).
@@ -154,9 +155,12 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     for (std::int64_t i = 0; i < m.layers; ++i) {
         layer_cost& lc = kinds[m.is_sliding_layer(i) ? 1 : 0][m.is_moe_layer(i) ? 1 : 0];
         if (!lc.done) {
-            // Projections: weights once, activations in and out.
-            charge(lc.ops[0], unit::matrix, 2.0 * tokens * attn.block_linear * FLOP,
-                   (attn.block_linear * bw + tokens * (2.0 * h + 2.0 * q_out + kv_out) * ba) * B, 2, attn.block_linear);
+            // Projections, each GEMM at its own size: Q/K/V (MLA: its low-rank chain) and the output.
+            const double o_params = o_in * h, qkv_params = attn.block_linear - o_params;
+            charge(lc.ops[0], unit::matrix, 2.0 * tokens * qkv_params * FLOP,
+                   (qkv_params * bw + tokens * (h + q_out + kv_out) * ba) * B, 1, qkv_params);
+            charge(lc.ops[0], unit::matrix, 2.0 * tokens * o_params * FLOP, (o_params * bw + tokens * (o_in + h) * ba) * B, 1,
+                   o_params);
             // Core: a sliding window caps each token's keys.
             double pk = prefill_keys, dk = decode_keys;
             if (m.is_sliding_layer(i)) {
@@ -168,13 +172,19 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             charge(lc.ops[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B, 2);
             // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
             const device_parameters ffn = detail::ffn_on_device(m, i, p);
-            // Kernels: up (+gate), the activation, down; the activation's traffic (read 2, write 1
-            // intermediate-wide rows; non-gated 1 and 1) counts with the GEMMs' (fused or overlapped).
+            // The activation's traffic (read 2, write 1 intermediate-wide rows; non-gated 1 and 1)
+            // counts with the GEMMs' (fused or overlapped).
             const double act_passes = m.gated_mlp ? 3.0 : 2.0;
             if (!m.is_moe_layer(i)) {
+                // Up (+gate) and down GEMMs at their own sizes; the activation kernel between them
+                // adds its launch.
                 const double width = m.intermediate / tp;
-                charge(lc.ops[2], unit::matrix, 2.0 * tokens * ffn.block_linear * FLOP,
-                       (ffn.block_linear * bw + tokens * (2.0 * h + act_passes * width) * ba) * B, 3, ffn.block_linear);
+                const double up = ffn.block_linear * (m.gated_mlp ? 2.0 / 3.0 : 0.5), down = ffn.block_linear - up;
+                charge(lc.ops[2], unit::matrix, 2.0 * tokens * up * FLOP,
+                       (up * bw + tokens * (h + (act_passes - 1.0) * width) * ba) * B, 1, up);
+                charge(lc.ops[2], unit::matrix, 2.0 * tokens * down * FLOP, (down * bw + tokens * (width + h) * ba) * B, 1,
+                       down);
+                lc.ops[2].time += launch;
             } else {
                 const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
                 const double slots = tokens * static_cast<double>(m.moe.experts_per_token) / p.ep;  // balanced routing
