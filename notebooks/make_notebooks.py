@@ -105,6 +105,25 @@ NOTEBOOKS = {
                       "display(SVG(line_chart('mean time between failures', 'GPUs', 'hours', [('job MTBF', [(n, m) for n, m, i, g in rows])], log_x=True)))\n"
                       "for n, m, i, g in rows: print(f'{n:5d} GPUs: MTBF {m:6.1f} h, checkpoint every {i:5.1f} min, goodput {100*g:.2f}%')"),
     ],
+    "calibrate_your_hardware": [
+        new_markdown_cell("# How far off is the model on my own hardware?\n\nAn analytic model is only as good as its "
+                          "efficiency factors. `calibrate_cpu` measures this machine's kernels on a model's own layer "
+                          "shapes (GEMMs, attention, norms, memory bandwidth), fits efficiency-by-size curves, runs one "
+                          "layer for real and compares each operator with the prediction before and after. On a GPU, "
+                          "`calibrate_cuda` does the same with cuBLASLt (docs/formulas.md section 18)."),
+        new_code_cell("import capplan\nfrom capplan.calibration import calibrate_cpu, host_scenario\n"
+                      "layer = {'model_type': 'llama', 'hidden_size': 512, 'intermediate_size': 1536, 'num_hidden_layers': 4,\n"
+                      "         'num_attention_heads': 8, 'num_key_value_heads': 4, 'head_dim': 64, 'vocab_size': 32000,\n"
+                      "         'max_position_embeddings': 4096}\n"
+                      "cal = calibrate_cpu(capplan.Model.from_hf_config(layer, 'small-llama'), max_time='0.2 s')\n"
+                      "cal"),
+        new_markdown_cell("The catalog's single efficiency pair cannot describe a CPU whose small kernels run from "
+                          "cache: before calibration the norms are off by a factor of 2-3. The calibrated estimate "
+                          "names the table it used:"),
+        new_code_cell("r = capplan.estimate(host_scenario(cal, layer, input_tokens=128, output_tokens=32))\n"
+                      "print(r.to_dict()['efficiency_table'])\n"
+                      "print(f\"TTFT {float(r.inference.ttft_s) * 1e3:.1f} ms, TPOT {float(r.inference.tpot_s) * 1e3:.2f} ms on this CPU\")"),
+    ],
 }
 
 

@@ -47,9 +47,52 @@ def measure_cpu(model=None, shapes: Optional[Sequence[Tuple[int, int, int]]] = N
                                              array_bytes, budget))
 
 
+def _name(model) -> str:
+    """The name a model given by config carries into the calibration (catalog names pass as they are)."""
+    from .catalog import Model
+    return model._data.get("name", "custom") if isinstance(model, Model) else str(model)
+
+
+class CalibrationResult(dict):
+    """A calibration file as a dict (``curves``, ``peaks``, ``report``, ``provenance``, raw
+    ``measurements``...) that shows its layer check: a table of each operator measured and predicted
+    before and after calibration, and in Jupyter a chart of the same."""
+
+    _HEAD = ("operator", "measured", "before", "error", "after", "error")
+
+    def _rows(self):
+        ms = lambda s: f"{1e3 * s:.3f} ms"  # noqa: E731
+        return [(o["op"], ms(o["measured_s"]), ms(o["predicted_before_s"]), f"{100 * o['error_before']:+.1f}%",
+                 ms(o["predicted_after_s"]), f"{100 * o['error_after']:+.1f}%") for o in self.get("report", {}).get("ops", [])]
+
+    def _title(self) -> str:
+        rep = self.get("report", {})
+        return (f"{self['name']}: one layer of {rep.get('model')} at a {rep.get('layer_tokens')}-token prompt, "
+                "predicted (before / after calibration) vs measured")
+
+    def __repr__(self) -> str:
+        from .sizing import _text_table
+        return f"capplan calibration {self._title()}\n" + _text_table(self._HEAD, self._rows())
+
+    def charts_svg(self):
+        from .charts import bar_chart
+        items = []
+        for o in self.get("report", {}).get("ops", []):
+            for label, key in (("measured", "measured_s"), ("before", "predicted_before_s"), ("after", "predicted_after_s")):
+                items.append((f"{o['op']}: {label}", o[key], f"{1e3 * o[key]:.3f} ms"))
+        return [bar_chart("operator times: measured, predicted before and after calibration", items)] if items else []
+
+    def _repr_html_(self) -> str:
+        import html
+        from .sizing import _table_html
+        charts = "".join(f"<div>{svg}</div>" for svg in self.charts_svg())
+        return (f"<div class='capplan-calibration'><p>{html.escape(self._title())}</p>"
+                f"{_table_html(self._HEAD, self._rows())}{charts}</div>")
+
+
 def calibrate_cpu(model, layer_tokens: int = 128, gemm_tokens=(1, 16, 128), formats=("fp32",), rounds: int = 3,
                   max_time="0.5 s", triad_arrays: Optional[Sequence[str]] = None, command: str = "",
-                  output: Optional[Union[str, Path]] = None) -> Dict[str, Any]:
+                  output: Optional[Union[str, Path]] = None) -> CalibrationResult:
     """Calibrate this CPU for ``model`` (issue 8.4/8.5): measure the GEMMs of its layer at
     ``gemm_tokens`` (and ``layer_tokens``), its attention core and STREAM triad over array sizes, in
     ``rounds`` interleaved passes; fit efficiency-by-size curves; run one layer for real at a prompt
@@ -62,12 +105,12 @@ def calibrate_cpu(model, layer_tokens: int = 128, gemm_tokens=(1, 16, 128), form
     from .units import SIZE, TIME, quantity
     ref, is_config = model._ref() if isinstance(model, Model) else (model, False)
     arrays = [quantity(a, SIZE, f"/triad_arrays/{i}").si for i, a in enumerate(triad_arrays or [])]
-    text = _core.calibrate_cpu_json(ref, is_config, int(layer_tokens), [int(t) for t in gemm_tokens], list(formats),
+    text = _core.calibrate_cpu_json(ref, is_config, _name(model), int(layer_tokens), [int(t) for t in gemm_tokens], list(formats),
                                     arrays, int(rounds), quantity(max_time, TIME, "/max_time").si,
                                     command or f"capplan.calibration.calibrate_cpu({ref if not is_config else 'config'!r})")
     if output is not None:
         Path(output).write_text(text + "\n")
-    return json.loads(text)
+    return CalibrationResult(json.loads(text))
 
 
 def host_scenario(calibration: Union[str, Path, Dict[str, Any]], model, input_tokens: int = 128,
@@ -83,7 +126,7 @@ def host_scenario(calibration: Union[str, Path, Dict[str, Any]], model, input_to
 
 def calibrate_cuda(model, accelerator: Optional[str] = None, layer_tokens: int = 2048,
                    gemm_tokens=(1, 16, 128, 512, 2048), formats: Sequence[str] = (), max_time="0.5 s", device: int = 0,
-                   command: str = "", output: Optional[Union[str, Path]] = None) -> Dict[str, Any]:
+                   command: str = "", output: Optional[Union[str, Path]] = None) -> CalibrationResult:
     """Calibrate a CUDA GPU for ``model`` (issue 8.3/8.4): cuBLASLt GEMMs of its layer at
     ``gemm_tokens`` in each format (default: all the device runs), device copies with the L2 flushed,
     host copies pinned and pageable, decode attention, kernel launch latency; curves fitted as
@@ -98,12 +141,12 @@ def calibrate_cuda(model, accelerator: Optional[str] = None, layer_tokens: int =
     if accelerator is None:
         accelerator = _catalog_accelerator_for_device(device)
     ref, is_config = model._ref() if isinstance(model, Model) else (model, False)
-    text = _core.calibrate_cuda_json(ref, is_config, accelerator, int(layer_tokens), [int(t) for t in gemm_tokens],
+    text = _core.calibrate_cuda_json(ref, is_config, _name(model), accelerator, int(layer_tokens), [int(t) for t in gemm_tokens],
                                      list(formats), quantity(max_time, TIME, "/max_time").si, int(device),
                                      command or f"capplan.calibration.calibrate_cuda({ref if not is_config else 'config'!r})")
     if output is not None:
         Path(output).write_text(text + "\n")
-    return json.loads(text)
+    return CalibrationResult(json.loads(text))
 
 
 def _catalog_accelerator_for_device(device: int) -> str:

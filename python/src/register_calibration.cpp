@@ -35,11 +35,11 @@ void register_calibration(py::module_& m) {
     m.def("cuda_backend_built", [] { return cuda_backend_built(); });
     m.def(
         "calibrate_cuda_json",
-        [](const std::string& model, bool is_config, const std::string& accelerator, std::int64_t layer_tokens,
+        [](const std::string& model, bool is_config, const std::string& name, const std::string& accelerator, std::int64_t layer_tokens,
            const std::vector<std::int64_t>& gemm_tokens, const std::vector<std::string>& formats, double max_time_s,
            int device, const std::string& command) {
             const catalog& cat = default_catalog();
-            const model_spec spec = is_config ? model_from_hf_config(model, "custom", "/model") : cat.model(model, "/model");
+            const model_spec spec = is_config ? model_from_hf_config(model, name, "/model") : cat.model(model, "/model");
             const accelerator_spec a = cat.accelerator(accelerator, "/accelerator");
             cuda_calibration_options o;
             o.layer_tokens = layer_tokens;
@@ -50,17 +50,17 @@ void register_calibration(py::module_& m) {
             py::gil_scoped_release release;
             return calibration_json(calibrate_cuda(spec, a, o), command);
         },
-        py::arg("model"), py::arg("is_config"), py::arg("accelerator"), py::arg("layer_tokens"), py::arg("gemm_tokens"),
+        py::arg("model"), py::arg("is_config"), py::arg("name"), py::arg("accelerator"), py::arg("layer_tokens"), py::arg("gemm_tokens"),
         py::arg("formats"), py::arg("max_time_s"), py::arg("device"), py::arg("command"),
         "Measure a CUDA device as a catalog accelerator on a model's layer shapes and fit the efficiency table; "
         "the calibration file as JSON. DeviceError without a GPU or without the CUDA backend.");
     m.def(
         "calibrate_cpu_json",
-        [](const std::string& model, bool is_config, std::int64_t layer_tokens, const std::vector<std::int64_t>& gemm_tokens,
+        [](const std::string& model, bool is_config, const std::string& name, std::int64_t layer_tokens, const std::vector<std::int64_t>& gemm_tokens,
            const std::vector<std::string>& formats, const std::vector<double>& triad_array_bytes, int rounds,
            double max_time_s, const std::string& command) {
             const model_spec spec =
-                is_config ? model_from_hf_config(model, "custom", "/model") : default_catalog().model(model, "/model");
+                is_config ? model_from_hf_config(model, name, "/model") : default_catalog().model(model, "/model");
             cpu_calibration_options o;
             o.layer_tokens = layer_tokens;
             o.gemm_tokens = gemm_tokens;
@@ -71,7 +71,7 @@ void register_calibration(py::module_& m) {
             py::gil_scoped_release release;
             return calibration_json(calibrate_cpu(spec, o), command);
         },
-        py::arg("model"), py::arg("is_config"), py::arg("layer_tokens"), py::arg("gemm_tokens"), py::arg("formats"),
+        py::arg("model"), py::arg("is_config"), py::arg("name"), py::arg("layer_tokens"), py::arg("gemm_tokens"), py::arg("formats"),
         py::arg("triad_array_bytes"), py::arg("rounds"), py::arg("max_time_s"), py::arg("command"),
         "Measure this CPU on a model's layer shapes, fit the efficiency table and check the layer; the calibration file as JSON.");
 }
