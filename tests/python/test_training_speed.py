@@ -49,15 +49,19 @@ def test_layout_search_ranks_layouts_that_fit_and_agrees_with_estimate():
     assert r["enumerated"] >= r["fit"] >= len(r["best"]) > 0
     steps = [b["step_time_s"] for b in r["best"]]
     assert steps == sorted(steps)
-    best = r["best"][0]
-    again = capplan.estimate({**scenario, "parallelism": {k: best[k] for k in ("tp", "pp", "cp", "ep", "vpp")} |
-                              {"sequence_parallel": best["sequence_parallel"]},
-                              "training": {**scenario["training"], "micro_batch": best["micro_batch"],
-                                           "recompute": best["recompute"], "zero": best["zero"],
-                                           "distributed_optimizer": best["distributed_optimizer"],
-                                           "shard_group": best["shard_group"]}})
+    _check_layout_alone(scenario, r["best"][0])
+
+
+def _check_layout_alone(scenario, b):
+    """A layout the search returned, estimated alone: it fits and has the same step time."""
+    again = capplan.estimate({**scenario, "parallelism": {k: b[k] for k in ("tp", "pp", "cp", "ep", "vpp")} |
+                              {"sequence_parallel": b["sequence_parallel"]},
+                              "training": {**scenario["training"], "micro_batch": b["micro_batch"],
+                                           "recompute": b["recompute"], "zero": b["zero"],
+                                           "distributed_optimizer": b["distributed_optimizer"],
+                                           "shard_group": b["shard_group"]}})
     assert again.memory.fits is True
-    assert again.to_dict()["training"]["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-9)
+    assert again.to_dict()["training"]["step_time_s"] == pytest.approx(b["step_time_s"], rel=1e-9)
 
 
 def test_cli_size_training(run_cli):
@@ -134,11 +138,4 @@ def test_layout_search_covers_hsdp_and_the_distributed_optimizer():
     assert any(z >= 1 and h for z, _, h in seen)  # HSDP shard groups
     # Each candidate re-estimated alone gives the same step time and fits (the search's fit = the estimate's).
     for b in r["best"][:: max(1, len(r["best"]) // 7)]:
-        again = capplan.estimate({**scenario, "parallelism": {k: b[k] for k in ("tp", "pp", "cp", "ep", "vpp")} |
-                                  {"sequence_parallel": b["sequence_parallel"]},
-                                  "training": {**scenario["training"], "micro_batch": b["micro_batch"],
-                                               "recompute": b["recompute"], "zero": b["zero"],
-                                               "distributed_optimizer": b["distributed_optimizer"],
-                                               "shard_group": b["shard_group"]}})
-        assert again.memory.fits is True
-        assert again.to_dict()["training"]["step_time_s"] == pytest.approx(b["step_time_s"], rel=1e-9)
+        _check_layout_alone(scenario, b)
