@@ -167,6 +167,25 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
             m.finish();
         }
         a.kernel_launch = e.quantity<duration>("kernel_launch");
+        if (const json* f = e.get("matmul_by_size"); f && !f->is_null()) {
+            object_reader fr(*f, e.path("matmul_by_size"));
+            a.matmul_by_size_format = fr.required_choice("format", {"fp32", "tf32", "bf16", "fp16", "fp8"});
+            fr.required_string("source");
+            fr.allow({"confidence", "note"});
+            const json* pts = fr.get("points");
+            if (!pts || !pts->is_array() || pts->empty()) fr.missing("points", "[{\"flops\": <number>, \"efficiency\": <number>}, ...]");
+            for (std::size_t i = 0; i < pts->size(); ++i) {
+                object_reader pr((*pts)[i], fr.path("points") + "/" + std::to_string(i));
+                const auto w = pr.number("flops", 0.0), v = pr.number("efficiency", 0.0);
+                if (!w || *w <= 0 || (!a.matmul_by_size.empty() && *w <= a.matmul_by_size.back().first))
+                    throw config_error(pr.path("flops"), w ? std::to_string(*w) : "", "not increasing", "increasing positive FLOPs");
+                if (!v || *v <= 0 || *v > 1.5)
+                    throw config_error(pr.path("efficiency"), v ? std::to_string(*v) : "", "not an efficiency", "a number in (0, 1.5]");
+                pr.finish();
+                a.matmul_by_size.emplace_back(*w, *v);
+            }
+            fr.finish();
+        }
         e.finish();
     }
     a.l2_cache = r.quantity<data_size>("l2_cache");

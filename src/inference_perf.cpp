@@ -269,12 +269,22 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
         mm = a.matmul_efficiency.find(compute.peak_key == "fp16" ? "bf16" : "fp16");  // same tensor-core rate
     const bool measured_matmul = mm != a.matmul_efficiency.end();
     e.gemm = measured_matmul ? mm->second : 0.61;
+    // Small kernels cannot beat the catalog's raw GEMM efficiency by FLOPs per kernel: each kernel
+    // gets the smaller of that curve and the large-kernel value (at the knots). In a faster format a
+    // kernel reaches the same efficiency at proportionally more FLOPs (the same start-up time).
+    if (!a.matmul_by_size.empty()) {
+        const peak_rate ref = a.peak(a.matmul_by_size_format), own = a.peak(compute.peak_key);
+        const double scale = ref.status == peak_rate::state::known && own.status == peak_rate::state::known
+                                 ? own.value / ref.value : 1.0;
+        for (const auto& [flops, eff] : a.matmul_by_size) e.gemm_by_size.points.push_back({flops * scale, std::min(e.gemm, eff)});
+    }
     // Per kernel: the asynchronous CUDA launch latency, 2.2 us (reframe-hpc kernel_latency reference).
     e.per_kernel = a.kernel_launch.value_or(2.2 * us);
     e.source = "memory " + format_number(e.memory) + " of peak bandwidth (" +
                (measured_memory ? a.name + " catalog" : "mean of measured accelerators") + "), matrix units " +
                format_number(e.gemm) + " of " + compute.peak_key + " peak (" +
-               (measured_matmul ? a.name + " catalog" : "mean of measured accelerators") + "), " +
+               (measured_matmul ? a.name + " catalog" : "mean of measured accelerators") + ")" +
+               (e.gemm_by_size.empty() ? std::string() : ", falling off for small kernels (" + a.name + " catalog)") + ", " +
                format(e.per_kernel) + " per kernel";
     return e;
 }

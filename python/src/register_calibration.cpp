@@ -34,6 +34,17 @@ void register_calibration(py::module_& m) {
     m.def("cpu_gemm_formats", [] { return cpu_gemm_formats(); });
     m.def("cuda_backend_built", [] { return cuda_backend_built(); });
     m.def(
+        "fit_efficiency_curve",
+        [](const std::vector<std::pair<double, double>>& samples, int max_knots) {
+            std::vector<efficiency_point> pts;
+            for (const auto& [w, e] : samples) pts.push_back({w, e});
+            std::vector<std::pair<double, double>> out;
+            for (const auto& p : fit_efficiency_curve(std::move(pts), max_knots).points) out.emplace_back(p.work, p.value);
+            return out;
+        },
+        py::arg("samples"), py::arg("max_knots") = 16,
+        "Least-squares linear spline in log10(work) through (work, efficiency) samples; the curve's (work, value) points.");
+    m.def(
         "calibrate_cuda_json",
         [](const std::string& model, bool is_config, const std::string& name, const std::string& accelerator, std::int64_t layer_tokens,
            const std::vector<std::int64_t>& gemm_tokens, const std::vector<std::string>& formats, double max_time_s,

@@ -32,6 +32,11 @@ struct accelerator_spec {
     std::optional<double> memory_efficiency;
     std::map<std::string, double> matmul_efficiency;     // by format key: bf16, fp8, ...
     std::optional<duration> kernel_launch;
+    // Raw matrix-multiply efficiency by FLOPs per kernel, measured in `matmul_by_size_format`; small
+    // kernels cannot beat it (other formats: FLOPs scaled by the ratio of their peak to that format's,
+    // as the same start-up time is reached at proportionally more work).
+    std::vector<std::pair<double, double>> matmul_by_size;  // (FLOPs per kernel, efficiency), increasing
+    std::string matmul_by_size_format;
     std::string scale_up_link;                           // link catalog name, empty if none
     std::optional<byte_rate> scale_up_bandwidth_per_direction;
     std::string host_link;
