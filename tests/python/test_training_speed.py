@@ -86,6 +86,16 @@ def test_checkpoint_and_goodput_in_the_result():
     assert "checkpoint" in repr(r) and "training step" in repr(r)
 
 
+def test_thousands_of_gpus_within_10_percent():
+    # Korthikanti et al. 2022 §6.3: the 530B model of Table 5 (tp 8, pp 35, vpp 3, selective recompute
+    # + SP, micro-batch 1) scaled to 8-way data parallelism on 2240 A100s with the batch x 8: 39.15 s.
+    model = {"model_type": "gpt2", "n_embd": 20480, "n_head": 128, "n_layer": 105, "n_positions": 2048, "vocab_size": 51200}
+    r = capplan.estimate({"model": model, "system": {"preset": "DGX-A100", "count": 2240},
+                          "parallelism": {"tp": 8, "pp": 35, "vpp": 3, "sequence_parallel": True},
+                          "training": {"seq_len": 2048, "global_batch": 2240, "micro_batch": 1, "recompute": "selective"}})
+    assert r.to_dict()["training"]["step_time_s"] == pytest.approx(39.15, rel=0.10)
+
+
 # H100, FP8 (Transformer Engine), Llama-3-70B shapes, 64 GPUs, sequence 8192, global batch 128:
 # step time = GBS x seq / (tokens/s/GPU x GPUs) from NVIDIA's published tokens/s per GPU
 # (tests/data/published_training.json: NeMo 24.07 1533 tok/s/GPU; Megatron-Bridge 25.11 1602).
