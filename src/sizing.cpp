@@ -67,9 +67,22 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
             const std::string a = cat.system_preset(sys).accelerator;
             if (std::find(accels.begin(), accels.end(), a) == accels.end()) accels.push_back(a);
         }
+    for (std::size_t i = 0; i < q.calibrations.size(); ++i) {
+        const std::string& on = q.calibrations[i].accelerator;
+        const bool candidate = std::any_of(accels.begin(), accels.end(), [&](const std::string& a) {
+            return cat.accelerator(a, "/accelerators").name == on;
+        });
+        if (!candidate)
+            throw config_error("/calibrations/" + std::to_string(i), "'" + q.calibrations[i].name + "'",
+                               "measured on " + on + ", which is not among the accelerators sized",
+                               "a calibration of one of the accelerators (or add " + on + " to them)");
+    }
     sizing_result out;
     for (const auto& name : accels) {
         const accelerator_spec& acc = cat.accelerator(name, "/accelerators");
+        const efficiency_table* calibration = nullptr;
+        for (const auto& t : q.calibrations)
+            if (t.accelerator == acc.name) calibration = &t;
         std::string preset;
         for (const auto& sys : cat.names(entry_kind::system))
             if (cat.system_preset(sys).accelerator == acc.name) {
@@ -119,6 +132,11 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                     sc.parallelism.tp = tp;
                     sc.parallelism.etp = tp;
                     sc.parallelism.dp = r;
+                    const std::string& key = sc.precision.compute.peak_key;
+                    const bool calibrated = calibration && (calibration->gemm.count(key) ||
+                                                            ((key == "bf16" || key == "fp16") &&
+                                                             calibration->gemm.count(key == "bf16" ? "fp16" : "bf16")));
+                    if (calibrated) sc.calibration = *calibration;
                     inference_spec inf;
                     inf.input_tokens = q.input_tokens;
                     inf.output_tokens = q.output_tokens;
@@ -133,7 +151,8 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                         continue;
                     }
                     sizing_option o{acc.name, preset.empty() ? "inline 8-" + acc.name + " node" : preset,
-                                    tp * r, tp, r, w, kv, t.sim.ttft.p99, t.sim.tpot.p99, t.sim.output_tokens_per_s, {}};
+                                    tp * r, tp, r, w, kv, t.sim.ttft.p99, t.sim.tpot.p99, t.sim.output_tokens_per_s, {},
+                                    calibrated ? calibration->name : std::string("catalog")};
                     if (const auto p = q.price_per_hour.find(acc.name); p != q.price_per_hour.end())
                         o.cost_per_hour = p->second * o.count;
                     if (!best || o.count < best->count || (o.count == best->count && o.ttft_p99 < best->ttft_p99)) best = o;

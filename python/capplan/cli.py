@@ -266,7 +266,8 @@ def _cmd_size(args) -> str:
     accels = [a.strip() for a in (args.accelerators or "").split(",") if a.strip()]
     r = size_inference(args.model, args.concurrency, args.input, args.output, ttft_p99=args.ttft_p99,
                        tpot_p99=args.tpot_p99, accelerators=accels, prices=prices,
-                       weights=[w.strip() for w in (args.weights or "").split(",") if w.strip()])
+                       weights=[w.strip() for w in (args.weights or "").split(",") if w.strip()],
+                       calibrations=args.calibration or [])
     if args.format == "json":
         return json.dumps(r, indent=2)
     header = ["accelerator", "count", "tp", "replicas", "weights", "kv", "p99 ttft", "p99 tpot", "tokens/s", "$/h"]
@@ -275,6 +276,9 @@ def _cmd_size(args) -> str:
              f"{o['output_tokens_per_s']:.0f}", f"{o['cost_per_hour']:.2f}" if "cost_per_hour" in o else ""]
             for o in r["options"]]
     text = _table(header, rows) if rows else "no accelerator meets the targets"
+    for o in r["options"]:
+        if o.get("efficiency_table", "catalog") != "catalog":
+            text += f"\n{o['accelerator']}: efficiency table {o['efficiency_table']} (calibration)"
     for rej in r["rejected"]:
         text += f"\nrejected {rej['accelerator']}: {rej['reason']}"
     return text
@@ -383,6 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--weights", default=None,
                    help="inference: weight formats to try, e.g. bf16,fp8,int4 (default: bf16, and fp8 where supported)")
     z.add_argument("--price", default=None, help="NAME=USD_PER_ACCELERATOR_HOUR,... to rank by cost")
+    z.add_argument("--calibration", action="append", default=None,
+                   help="inference: a calibration file from `capplan calibrate` for one of the accelerators (repeatable)")
     z.add_argument("--format", choices=["table", "json"], default="table")
     z.set_defaults(run=_cmd_size)
 

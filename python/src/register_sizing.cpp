@@ -14,7 +14,8 @@ void register_sizing(py::module_& m) {
     m.def("size_inference_json",
           [](const std::string& model, bool is_config, std::int64_t concurrency, std::int64_t input, std::int64_t output,
              double ttft_p99_s, double tpot_p99_s, const std::vector<std::string>& accelerators,
-             const std::map<std::string, double>& prices, const std::vector<std::string>& weights) {
+             const std::map<std::string, double>& prices, const std::vector<std::string>& weights,
+             const std::vector<std::string>& calibrations) {
               std::string text;
               {
                   py::gil_scoped_release release;
@@ -28,6 +29,8 @@ void register_sizing(py::module_& m) {
                   q.tpot_p99 = tpot_p99_s * units::s;
                   q.accelerators = accelerators;
                   q.weights = weights;
+                  for (std::size_t i = 0; i < calibrations.size(); ++i)
+                      q.calibrations.push_back(read_efficiency_table(calibrations[i], "/calibrations/" + std::to_string(i)));
                   for (const auto& [k, v] : prices) q.price_per_hour[cat.accelerator(k, "/prices").name] = v;
                   const sizing_result r = size_inference(q, cat);
                   nlohmann::ordered_json j;
@@ -37,7 +40,7 @@ void register_sizing(py::module_& m) {
                           {"accelerator", o.accelerator}, {"system", o.system}, {"count", o.count}, {"tp", o.tp},
                           {"replicas", o.replicas}, {"weights", o.weights}, {"kv_cache", o.kv_cache},
                           {"ttft_p99_s", o.ttft_p99.si()}, {"tpot_p99_s", o.tpot_p99.si()},
-                          {"output_tokens_per_s", o.output_tokens_per_s}};
+                          {"output_tokens_per_s", o.output_tokens_per_s}, {"efficiency_table", o.efficiency_table}};
                       if (o.cost_per_hour) row["cost_per_hour"] = *o.cost_per_hour;
                       j["options"].push_back(row);
                   }
@@ -50,7 +53,7 @@ void register_sizing(py::module_& m) {
           py::arg("model"), py::arg("is_config"), py::arg("concurrency"), py::arg("input_tokens"),
           py::arg("output_tokens"), py::arg("ttft_p99_s"), py::arg("tpot_p99_s"),
           py::arg("accelerators") = std::vector<std::string>{}, py::arg("prices") = std::map<std::string, double>{},
-          py::arg("weights") = std::vector<std::string>{});
+          py::arg("weights") = std::vector<std::string>{}, py::arg("calibrations") = std::vector<std::string>{});
 }
 
 }  // namespace capplan::python

@@ -59,3 +59,20 @@ def test_cli_size_weights(run_cli):
     code, out, _ = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "4", "--input", "500",
                            "--output", "100", "--accelerators", "L40S", "--weights", "int8")
     assert code == 0 and "int8" in out
+
+
+def test_sizing_uses_a_calibration_for_its_accelerator_only():
+    # A hand-made H100 table: matrix units at 0.3 of peak at every size (the catalog's large-kernel bf16
+    # value is 0.61), memory at 0.5 (catalog 0.866): every H100 step is slower, A100 is untouched.
+    cal = {"kind": "efficiency_calibration", "name": "half-speed H100", "accelerator": "H100-SXM", "source": "test",
+           "peaks": {"flops": {"bf16": "989.5 TFLOP/s"}, "memory_bandwidth": "3.35 TB/s"},
+           "curves": {"gemm": {"bf16": [{"flops": 1e9, "efficiency": 0.3}]}, "memory": [{"bytes": 1e6, "efficiency": 0.5}]}}
+    args = dict(model="Llama-3.1-8B", concurrency=8, input_tokens=2000, output_tokens=200, accelerators=["H100", "A100"],
+                weights=["bf16"], ttft_p99="10 s", tpot_p99="1 s")
+    plain = {o["accelerator"]: o for o in capplan.size_inference(**args)["options"]}
+    tuned = {o["accelerator"]: o for o in capplan.size_inference(**args, calibrations=[cal])["options"]}
+    assert tuned["H100-SXM"]["efficiency_table"] == "half-speed H100" and plain["H100-SXM"]["efficiency_table"] == "catalog"
+    assert tuned["H100-SXM"]["tpot_p99_s"] > 1.3 * plain["H100-SXM"]["tpot_p99_s"]
+    assert tuned["A100-80GB-SXM"] == plain["A100-80GB-SXM"]
+    with pytest.raises(capplan.ConfigError, match="/calibrations/0.*not among the accelerators"):
+        capplan.size_inference(**{**args, "accelerators": ["A100"]}, calibrations=[cal])

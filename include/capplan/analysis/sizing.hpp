@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "capplan/catalog.hpp"
+#include "capplan/spec/efficiency_table.hpp"
 #include "capplan/spec/model_spec.hpp"
 #include "capplan/units.hpp"
 
@@ -25,6 +26,9 @@ struct sizing_request {
     // in bf16). Empty: bf16, plus fp8 (with bf16 and fp8 KV caches) where the accelerator has an fp8 peak.
     std::vector<std::string> weights;
     int max_replicas = 64;
+    // Efficiency tables measured on some of the accelerators (capplan calibrate): each is used for
+    // its accelerator in the compute formats it measured; the others keep the catalog's.
+    std::vector<efficiency_table> calibrations;
 };
 
 struct sizing_option {
@@ -34,6 +38,7 @@ struct sizing_option {
     duration ttft_p99, tpot_p99;
     double output_tokens_per_s = 0.0;
     std::optional<double> cost_per_hour;
+    std::string efficiency_table = "catalog";  // or the calibration's name
 };
 
 struct sizing_result {
