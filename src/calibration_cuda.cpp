@@ -39,12 +39,10 @@ namespace {
 
 // Runs a probe factory and the harness, turning CUDA failures into device_error.
 template <class Make>
-measurement run(std::string name, std::string kind, const measure_options& o, Make&& make) {
+measurement run(const std::string& name, const std::string& kind, const measure_options& o, Make&& make) {
     try {
         std::unique_ptr<cuda::timed_probe> p = make();
-        return measure(std::move(name), std::move(kind), {p->flops * FLOP, p->bytes * B}, [&] {
-            return duration::from_si(p->run_once());
-        }, o);
+        return measure(name, kind, {p->flops * FLOP, p->bytes * B}, [&] { return duration::from_si(p->run_once()); }, o);
     } catch (const cuda::probe_failure& e) {
         throw device_error(name + ": " + e.what());
     }
