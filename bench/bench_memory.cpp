@@ -56,4 +56,19 @@ static void prefill_and_decode_estimate(benchmark::State& state) {
 }
 BENCHMARK(prefill_and_decode_estimate)->Unit(benchmark::kMicrosecond);
 
+// The same with a calibration's efficiency-by-size curves (a lookup per kernel instead of one value).
+static void prefill_and_decode_estimate_calibrated(benchmark::State& state) {
+    scenario sc = llama70b();
+    sc.calibration = read_efficiency_table(R"({"kind": "efficiency_calibration", "name": "bench", "accelerator": ")" +
+                                               sc.system.accelerator.name + R"(", "source": "bench",
+        "peaks": {"flops": {"bf16": "989.5 TFLOP/s"}, "memory_bandwidth": "4.8 TB/s"},
+        "curves": {"gemm": {"bf16": [{"flops": 1e8, "efficiency": 0.05}, {"flops": 1e10, "efficiency": 0.5},
+                                     {"flops": 1e12, "efficiency": 0.8}]},
+                   "memory": [{"bytes": 1e5, "efficiency": 0.3}, {"bytes": 1e9, "efficiency": 0.9}]}})",
+                                           "");
+    const perf_setup s = perf_setup::from(sc);
+    for (auto _ : state) benchmark::DoNotOptimize(estimate_latency(s, 2000, 500, 50));
+}
+BENCHMARK(prefill_and_decode_estimate_calibrated)->Unit(benchmark::kMicrosecond);
+
 BENCHMARK_MAIN();
