@@ -149,3 +149,21 @@ def test_layout_search_covers_hsdp_and_the_distributed_optimizer():
     # Each candidate re-estimated alone gives the same step time and fits (the search's fit = the estimate's).
     for b in r["best"][:: max(1, len(r["best"]) // 7)]:
         _check_layout_alone(scenario, b)
+
+
+def test_more_gpus_at_fixed_work_per_gpu_never_lower_total_throughput():
+    # Weak scaling by data parallelism (issue 6): each 8-GPU replica keeps 8 sequences per step, so the only
+    # thing that grows is the gradient all-reduce (plain data parallelism: the optimizer is not sharded,
+    # so each GPU's optimizer work is fixed too); total tokens/s may grow less than the GPUs, never fall.
+    rates = []
+    for count in (8, 16, 64, 256, 1024):
+        r = capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": count},
+                              "parallelism": {"tp": 8, "sequence_parallel": True},
+                              "training": {"seq_len": 8192, "global_batch": count}})
+        t = r.to_dict()["training"]
+        dp = next(x for x in t["breakdown"] if x["term"].startswith("dp gradients"))
+        rates.append((count, t["tokens_per_s"], dp["time_s"]))
+    for (n0, r0, c0), (n1, r1, c1) in zip(rates, rates[1:]):
+        assert r1 > r0
+        assert r1 / r0 <= n1 / n0 * (1 + 1e-9)  # never super-linear
+        assert c1 >= c0 - 1e-12                 # what costs the scaling: the all-reduce, growing with dp
