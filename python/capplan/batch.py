@@ -108,9 +108,7 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
         line: Row = {k: v for k, v in row.items() if k}
         if ok:
             # Inputs are echoed as given; a result key that repeats an input name goes under "result.".
-            for key, value in flatten(json.loads(text)).items():
-                if key in _NOT_TABULATED:
-                    continue
+            for key, value in flatten(json.loads(text), skip=_NOT_TABULATED).items():
                 line["result." + key if key in line else key] = value
         else:
             line["error"] = text

@@ -51,13 +51,16 @@ class Section:
         return "{" + ", ".join(f"{k}: {self[k]!s}" for k in self._data) + "}"
 
 
-def flatten(data: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
-    """{'memory': {'weights_bytes': 1}} -> {'memory.weights_bytes': 1}; lists become JSON text."""
+def flatten(data: Dict[str, Any], prefix: str = "", skip=frozenset()) -> Dict[str, Any]:
+    """{'memory': {'weights_bytes': 1}} -> {'memory.weights_bytes': 1}; lists become JSON text; keys
+    in ``skip`` (dotted) are left out."""
     out: Dict[str, Any] = {}
     for k, v in data.items():
         key = f"{prefix}{k}"
+        if key in skip:
+            continue
         if isinstance(v, dict):
-            out.update(flatten(v, key + "."))
+            out.update(flatten(v, key + ".", skip))
         elif isinstance(v, list):
             out[key] = json.dumps(v)
         else:
