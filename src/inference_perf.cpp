@@ -155,12 +155,17 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     for (std::int64_t i = 0; i < m.layers; ++i) {
         layer_cost& lc = kinds[m.is_sliding_layer(i) ? 1 : 0][m.is_moe_layer(i) ? 1 : 0];
         if (!lc.done) {
-            // Projections, each GEMM at its own size: Q/K/V (MLA: its low-rank chain) and the output.
+            // Projections, each GEMM at its own size: Q/K/V and the output. MLA launches a chain: q_a, its
+            // norm, q_b, kv_a, its norm, the K up-projection (absorbed into q in decode), then W_UV and
+            // o_proj, and its core adds the rotary embedding (vLLM vllm/v1/attention/backends/mla/common.py,
+            // "Decode path"); other attention is one QKV GEMM and the output.
             const double o_params = o_in * h, qkv_params = attn.block_linear - o_params;
+            const bool q_lora = m.mla && m.mla_dims.q_lora_rank > 0;
             charge(lc.ops[0], unit::matrix, 2.0 * tokens * qkv_params * FLOP,
-                   (qkv_params * bw + tokens * (h + q_out + kv_out) * ba) * B, 1, qkv_params);
-            charge(lc.ops[0], unit::matrix, 2.0 * tokens * o_params * FLOP, (o_params * bw + tokens * (o_in + h) * ba) * B, 1,
-                   o_params);
+                   (qkv_params * bw + tokens * (h + q_out + kv_out) * ba) * B, m.mla ? (q_lora ? 4 : 3) : 1, qkv_params);
+            if (m.mla) lc.ops[0].time += (q_lora ? 2.0 : 1.0) * launch;  // the latent norms
+            charge(lc.ops[0], unit::matrix, 2.0 * tokens * o_params * FLOP, (o_params * bw + tokens * (o_in + h) * ba) * B,
+                   m.mla ? 2 : 1, o_params);
             // Core: a sliding window caps each token's keys.
             double pk = prefill_keys, dk = decode_keys;
             if (m.is_sliding_layer(i)) {
@@ -169,7 +174,8 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 dk = std::min(dk, static_cast<double>(st.decode_requests) * w);
             }
             const data_size kv_bytes = (dk + static_cast<double>(st.prefill_context_tokens) + pt) * kv_token;
-            charge(lc.ops[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B, 2);
+            charge(lc.ops[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B,
+                   m.mla ? 3 : 2);
             // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
             const device_parameters ffn = detail::ffn_on_device(m, i, p);
             // The activation's traffic (read 2, write 1 intermediate-wide rows; non-gated 1 and 1)
@@ -193,10 +199,15 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 const double expert = 3.0 * h * m.moe.expert_intermediate / p.etp;
                 const double shared = ffn.block_linear - ffn.routed_experts;
                 const double router = h * m.moe.routed_experts;
+                // Kernels as vLLM's fused MoE launches them (vllm/model_executor/layers/fused_moe/fused_moe.py):
+                // the router GEMM, top-k, moe_align_block_size, the two expert GEMMs with silu_and_mul
+                // between, moe_sum; shared experts add their up, activation and down.
+                const bool has_shared = m.moe.shared_experts > 0;
                 charge(lc.ops[2], unit::matrix, (2.0 * slots * expert + 2.0 * tokens * (shared + router)) * FLOP,
                        ((touched * expert + shared) * bw + router * bo +
                         (slots * (2.0 * h + 3.0 * m.moe.expert_intermediate / p.etp) + tokens * 2.0 * h) * ba) * B,
-                       4, touched * expert + shared);
+                       has_shared ? 5 : 3, touched * expert + shared);
+                lc.ops[2].time += (has_shared ? 5.0 : 4.0) * launch;
                 // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
                 if (p.ep > 1) lc.communication += 2.0 * su.alltoall(tokens * static_cast<double>(m.moe.experts_per_token) * h * ba * B);
             }
