@@ -96,20 +96,25 @@ def test_thousands_of_gpus_within_10_percent():
     assert r.to_dict()["training"]["step_time_s"] == pytest.approx(39.15, rel=0.10)
 
 
-# H100, FP8 (Transformer Engine), Llama-3-70B shapes, 64 GPUs, sequence 8192, global batch 128:
-# step time = GBS x seq / (tokens/s/GPU x GPUs) from NVIDIA's published tokens/s per GPU
-# (tests/data/published_training.json: NeMo 24.07 1533 tok/s/GPU; Megatron-Bridge 25.11 1602).
-# Recompute and the optimizer sharding are not stated; none and the distributed optimizer are taken.
-@pytest.mark.parametrize("label,parallelism,tokens_per_gpu", [
-    ("NeMo 24.07 tp4 pp4 cp2 vpp5", {"tp": 4, "pp": 4, "cp": 2, "vpp": 5, "sequence_parallel": True}, 1533),
-    ("Megatron-Bridge 25.11 tp4 pp8 vpp5", {"tp": 4, "pp": 8, "vpp": 5, "sequence_parallel": True}, 1602),
+# H100, FP8 (Transformer Engine), global batch 128, micro-batch 1: step time = GBS x seq /
+# (tokens/s/GPU x GPUs) from NVIDIA's published tokens/s per GPU (tests/data/published_training.json):
+# Llama-3-70B shapes on 64 GPUs at sequence 8192 (NeMo 24.07 1533 tok/s/GPU; Megatron-Bridge 25.11
+# 1602), NeMo 24.07 Llama-2-7B on 8 GPUs (16847) and Llama-2-13B on 16 (8646) at 4096. Recompute and
+# the optimizer sharding are not stated; none and the distributed optimizer are taken.
+@pytest.mark.parametrize("label,model,gpus,seq,parallelism,tokens_per_gpu", [
+    ("NeMo 24.07 Llama-3-70B tp4 pp4 cp2 vpp5", "Llama-3.1-70B", 64, 8192,
+     {"tp": 4, "pp": 4, "cp": 2, "vpp": 5, "sequence_parallel": True}, 1533),
+    ("Megatron-Bridge 25.11 Llama-3-70B tp4 pp8 vpp5", "Llama-3.1-70B", 64, 8192,
+     {"tp": 4, "pp": 8, "vpp": 5, "sequence_parallel": True}, 1602),
+    ("NeMo 24.07 Llama-2-7B 8 GPUs", "Llama-2-7B", 8, 4096, {"tp": 1}, 16847),
+    ("NeMo 24.07 Llama-2-13B pp4 vpp10", "Llama-2-13B", 16, 4096, {"tp": 1, "pp": 4, "vpp": 10}, 8646),
 ])
-def test_h100_fp8_training_within_15_percent(label, parallelism, tokens_per_gpu):
-    r = capplan.estimate({"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": 64},
+def test_h100_fp8_training_within_15_percent(label, model, gpus, seq, parallelism, tokens_per_gpu):
+    r = capplan.estimate({"model": model, "system": {"preset": "DGX-H100", "count": gpus},
                           "parallelism": parallelism, "precision": {"weights": "bf16", "compute": "fp8"},
-                          "training": {"seq_len": 8192, "global_batch": 128, "recompute": "none",
+                          "training": {"seq_len": seq, "global_batch": 128, "recompute": "none",
                                        "distributed_optimizer": True}})
-    measured_step = 128 * 8192 / (tokens_per_gpu * 64)
+    measured_step = 128 * seq / (tokens_per_gpu * gpus)
     assert r.memory.fits is True
     assert r.to_dict()["training"]["step_time_s"] == pytest.approx(measured_step, rel=0.15), label
 
