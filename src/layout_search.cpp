@@ -94,7 +94,7 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
             const std::int64_t stage_layers = m.layers / sh.pp;
             const std::int64_t per_replica = t0.global_batch / p.dp;
             if (t0.global_batch % p.dp != 0) continue;
-            for (std::int64_t mbs = 1; mbs <= std::min<std::int64_t>(per_replica, 64); mbs *= 2) {
+            for (std::int64_t mbs = 1; mbs <= std::min<std::int64_t>(per_replica, 64); ++mbs) {  // every divisor
                 if (per_replica % mbs != 0) continue;
                 const std::int64_t mb = per_replica / mbs;
                 batch_step fwd;
