@@ -100,16 +100,17 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         // micro-batch's gradients are reduce-scattered, and the updated parameters all-gathered once;
         // stage 3 also all-gathers the parameters for each micro-batch's forward and backward (3 Psi per
         // micro-batch), over the shard group (HSDP: then all-reduced across the groups' replicas).
-        const int shard = t.shard_group > 0 ? t.shard_group : p.dp;
-        const collective_group sg{shard, shard % dp_per_node == 0 ? std::min(shard, dp_per_node) : 1};
+        const int group = t.shard_group > 0 ? t.shard_group : p.dp;
+        // A shard group no larger than a node's dp ranks stays inside the node.
+        const collective_group sg{group, group <= dp_per_node ? group : group % dp_per_node == 0 ? dp_per_node : 1};
         const double mbs = static_cast<double>(mb);
         if (t.zero <= 1) {
             dp_time = collective_time(collective_op::all_reduce, grads, s.system, g).time;
         } else {
             dp_time = mbs * collective_time(collective_op::reduce_scatter, grads, s.system, sg).time;
-            if (shard < p.dp) {  // HSDP: the shards' gradients all-reduced across the replicas, once per step
-                const int replicas = p.dp / shard;
-                dp_time += collective_time(collective_op::all_reduce, grads / static_cast<double>(shard), s.system,
+            if (group < p.dp) {  // HSDP: the shards' gradients all-reduced across the replicas, once per step
+                const int replicas = p.dp / group;
+                dp_time += collective_time(collective_op::all_reduce, grads / static_cast<double>(group), s.system,
                                            {replicas, 1}).time;
             }
             dp_time += t.zero == 2 ? collective_time(collective_op::all_gather, p16, s.system, sg).time
@@ -121,7 +122,9 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     const duration dp_exposed = std::max(duration{}, dp_time - (t.zero >= 2 ? compute : backward));
 
     // Optimizer: read and write this rank's states (weights, gradients, master, moments), memory-bound.
-    const double shard = (t.zero >= 1 || t.distributed_optimizer) ? p.dp : 1.0;
+    // Each rank updates its shard of the states: over the ZeRO shard group (HSDP: smaller than dp), or
+    // dp with the distributed optimizer.
+    const double shard = t.zero >= 1 ? (t.shard_group > 0 ? t.shard_group : p.dp) : t.distributed_optimizer ? p.dp : 1.0;
     const data_size optimizer_bytes = params * (2.0 + grad_bytes + (4.0 + 8.0) / shard) * 2.0 * B;
     const duration optimizer = optimizer_bytes / (perf.memory_bandwidth * perf.efficiency.memory);
 
