@@ -122,6 +122,8 @@ def test_calibration_for_another_accelerator_or_format_is_a_typed_error(tiny_cal
         capplan.estimate({**scenario, "precision": {"weights": "bf16"}})
     with pytest.raises(capplan.ConfigError, match="/calibration.*calibration file not found"):
         capplan.estimate({**scenario, "calibration": "no-such-file.json"})
+    with pytest.raises(capplan.ConfigError, match="/calibration.*expected a file path or an object"):
+        capplan.estimate({**scenario, "calibration": 42})
 
 
 def test_bad_calibration_files_name_the_field(tiny_calibration, tmp_path):
@@ -138,6 +140,10 @@ def test_bad_calibration_files_name_the_field(tiny_calibration, tmp_path):
     f.write_text(json.dumps(bad))
     with pytest.raises(capplan.ConfigError, match="bad.json#/kind"):
         capplan.estimate({**scenario, "calibration": str(f)})
+    bad = json.loads(json.dumps(cal))
+    bad["curves"]["cache"] = []
+    with pytest.raises(capplan.ConfigError, match="/calibration/curves/cache.*unknown key"):
+        capplan.estimate({**scenario, "calibration": bad})
     bad = json.loads(json.dumps(cal))
     bad["curves"]["gemm"]["fp33"] = bad["curves"]["gemm"]["fp32"]
     with pytest.raises(capplan.ConfigError, match="/calibration/curves/gemm/fp33.*not a number format"):
