@@ -114,22 +114,29 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                                             "here: bf16, fp16, int8, int4)"
                                           : "no layout fits the weights and " + std::to_string(q.concurrency) +
                                                 " users' caches";
-        for (int tp = 1; tp <= base.per_node; tp *= 2) {
-            if (q.model.heads % tp != 0) continue;
+        // Layouts: tp within a node; pipeline stages across nodes once tp fills one (a model too large
+        // for a node's memory); replicas.
+        std::vector<std::pair<int, int>> shapes;
+        for (int tp = 1; tp <= base.per_node; tp *= 2)
+            if (q.model.heads % tp == 0)
+                for (int pp : {1, 2, 4, 8})
+                    if (pp == 1 || (tp == base.per_node && pp <= q.model.layers)) shapes.emplace_back(tp, pp);
+        for (const auto& [tp, pp] : shapes) {
             for (const auto& [w, kv] : formats) {
                 for (int r = 1; r <= q.max_replicas; r = r < 4 ? r + 1 : r * 2) {
-                    if (best && tp * r >= best->count) break;  // cannot beat what we have
+                    if (best && tp * pp * r >= best->count) break;  // cannot beat what we have
                     scenario sc;
                     sc.model = q.model;
                     sc.system = base;
-                    sc.system.count = tp * r;
-                    sc.system.per_node = std::min(base.per_node, tp * r);
+                    sc.system.count = tp * pp * r;
+                    sc.system.per_node = std::min(base.per_node, tp * pp * r);
                     if (sc.system.count % sc.system.per_node != 0) continue;
                     sc.precision.weights = find_format(w);
                     sc.precision.kv_cache = find_format(kv);
                     // Integer formats are weight-only (W8A16, W4A16): the GEMMs run in bf16 after dequantising.
                     sc.precision.compute = find_format(w == "int8" || w == "int4" ? "bf16" : w);
                     sc.parallelism.tp = tp;
+                    sc.parallelism.pp = pp;
                     sc.parallelism.etp = tp;
                     sc.parallelism.dp = r;
                     const std::string& key = sc.precision.compute.peak_key;
@@ -142,16 +149,23 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                     inf.output_tokens = q.output_tokens;
                     inf.concurrency = q.concurrency;
                     sc.inference = inf;
-                    const trial t = run(sc, q.concurrency, q.input_tokens, q.output_tokens);
+                    trial t;
+                    try {
+                        t = run(sc, q.concurrency, q.input_tokens, q.output_tokens);
+                    } catch (const config_error& e) {  // e.g. stages across nodes without a scale-out network
+                        why = std::string("tp ") + std::to_string(tp) + " x pp " + std::to_string(pp) + ": " + e.what();
+                        continue;
+                    }
                     if (!t.fits) continue;
                     if (t.sim.ttft.p99 > q.ttft_p99 || t.sim.tpot.p99 > q.tpot_p99) {
-                        why = "at " + std::to_string(tp * r) + " devices (tp " + std::to_string(tp) + ", " + w +
+                        why = "at " + std::to_string(tp * pp * r) + " devices (tp " + std::to_string(tp) +
+                              (pp > 1 ? " x pp " + std::to_string(pp) : std::string()) + ", " + w +
                               ") p99 TTFT " + format(t.sim.ttft.p99) + ", p99 TPOT " + format(t.sim.tpot.p99) +
                               " miss the targets";
                         continue;
                     }
                     sizing_option o{acc.name, preset.empty() ? "inline 8-" + acc.name + " node" : preset,
-                                    tp * r, tp, r, w, kv, t.sim.ttft.p99, t.sim.tpot.p99, t.sim.output_tokens_per_s, {},
+                                    tp * pp * r, tp, pp, r, w, kv, t.sim.ttft.p99, t.sim.tpot.p99, t.sim.output_tokens_per_s, {},
                                     calibrated ? calibration->name : std::string("catalog")};
                     if (const auto p = q.price_per_hour.find(acc.name); p != q.price_per_hour.end())
                         o.cost_per_hour = p->second * o.count;

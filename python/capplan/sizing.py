@@ -25,12 +25,12 @@ class SizingResult(dict):
     """``size_inference``'s answer: a dict {"options", "rejected"} that shows itself as a table and,
     in Jupyter, a chart of each option's cost (or device count) with the cheapest outlined."""
 
-    _HEAD = ("accelerator", "count", "tp", "replicas", "weights", "kv cache", "p99 TTFT", "p99 TPOT", "tokens/s",
+    _HEAD = ("accelerator", "count", "tp", "pp", "replicas", "weights", "kv cache", "p99 TTFT", "p99 TPOT", "tokens/s",
              "cost/hour")
 
     def _rows(self):
         t = lambda v: str(Quantity.from_si(v, TIME))  # noqa: E731
-        return [(o["accelerator"], o["count"], o["tp"], o["replicas"], o["weights"], o["kv_cache"], t(o["ttft_p99_s"]),
+        return [(o["accelerator"], o["count"], o["tp"], o["pp"], o["replicas"], o["weights"], o["kv_cache"], t(o["ttft_p99_s"]),
                  t(o["tpot_p99_s"]), f"{o['output_tokens_per_s']:.0f}",
                  f"{o['cost_per_hour']:g}" if "cost_per_hour" in o else "") for o in self["options"]]
 

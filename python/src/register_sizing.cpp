@@ -37,7 +37,7 @@ void register_sizing(py::module_& m) {
                   j["options"] = nlohmann::ordered_json::array();
                   for (const auto& o : r.options) {
                       nlohmann::ordered_json row = {
-                          {"accelerator", o.accelerator}, {"system", o.system}, {"count", o.count}, {"tp", o.tp},
+                          {"accelerator", o.accelerator}, {"system", o.system}, {"count", o.count}, {"tp", o.tp}, {"pp", o.pp},
                           {"replicas", o.replicas}, {"weights", o.weights}, {"kv_cache", o.kv_cache},
                           {"ttft_p99_s", o.ttft_p99.si()}, {"tpot_p99_s", o.tpot_p99.si()},
                           {"output_tokens_per_s", o.output_tokens_per_s}, {"efficiency_table", o.efficiency_table}};

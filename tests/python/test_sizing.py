@@ -76,3 +76,14 @@ def test_sizing_uses_a_calibration_for_its_accelerator_only():
     assert tuned["A100-80GB-SXM"] == plain["A100-80GB-SXM"]
     with pytest.raises(capplan.ConfigError, match="/calibrations/0.*not among the accelerators"):
         capplan.size_inference(**{**args, "accelerators": ["A100"]}, calibrations=[cal])
+
+
+def test_a_model_larger_than_a_node_gets_pipeline_stages_across_nodes():
+    # Llama-3.1-405B in bf16: 405.9e9 parameters x 2 B = 812 GB of weights, more than one DGX-H100
+    # node's 8 x 80 GB = 640 GB (hand calculation), so the smallest H100 layout is tp 8 x pp 2 on
+    # 16 GPUs; H200's node (8 x 141 GB = 1,128 GB) holds it with tp 8 alone.
+    r = capplan.size_inference("Llama-3.1-405B", 16, 2000, 300, ttft_p99="5 s", tpot_p99="100 ms",
+                               accelerators=["H100", "H200"], weights=["bf16"])
+    best = {o["accelerator"]: o for o in r["options"]}
+    assert (best["H100-SXM"]["tp"], best["H100-SXM"]["pp"], best["H100-SXM"]["count"]) == (8, 2, 16)
+    assert (best["H200"]["tp"], best["H200"]["pp"], best["H200"]["count"]) == (8, 1, 8)

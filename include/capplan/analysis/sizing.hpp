@@ -1,6 +1,7 @@
-// Sizing to an SLO: for each candidate accelerator, the smallest count and layout (TP, replicas,
-// weight and KV formats) whose simulated p99 TTFT and TPOT meet the targets for N concurrent users,
-// ranked by cost per hour when prices are given; the reasons other candidates were rejected.
+// Sizing to an SLO: for each candidate accelerator, the smallest count and layout (TP, PP across
+// nodes for models larger than a node, replicas, weight and KV formats) whose simulated p99 TTFT and
+// TPOT meet the targets for N concurrent users, ranked by cost per hour when prices are given; the
+// reasons other candidates were rejected.
 #pragma once
 
 #include <map>
@@ -33,7 +34,7 @@ struct sizing_request {
 
 struct sizing_option {
     std::string accelerator, system;
-    int count = 0, tp = 0, replicas = 0;
+    int count = 0, tp = 0, pp = 1, replicas = 0;
     std::string weights, kv_cache;
     duration ttft_p99, tpot_p99;
     double output_tokens_per_s = 0.0;
