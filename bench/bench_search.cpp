@@ -3,17 +3,21 @@
 #include <benchmark/benchmark.h>
 
 #include "capplan/catalog.hpp"
+#include "capplan/search/inference_grid.hpp"
 #include "capplan/search/layout_search.hpp"
 #include "capplan/spec/scenario_io.hpp"
 
 using namespace capplan;
 
 namespace {
-const scenario& gpt3() {
+const catalog& cat() {
     static const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
+    return c;
+}
+const scenario& gpt3() {
     static const scenario s = read_scenario(R"({"model": "GPT-3-175B", "system": {"preset": "DGX-A100", "count": 512},
         "parallelism": {"tp": 8, "pp": 8, "vpp": 3, "sequence_parallel": true},
-        "training": {"seq_len": 2048, "global_batch": 1536, "recompute": "selective"}})", c);
+        "training": {"seq_len": 2048, "global_batch": 1536, "recompute": "selective"}})", cat());
     return s;
 }
 }  // namespace
@@ -33,5 +37,20 @@ static void one_layout_step_time(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(estimate_training_performance(gpt3()));
 }
 BENCHMARK(one_layout_step_time)->Unit(benchmark::kMicrosecond);
+
+// A million static-batch inference points (1000 prompt lengths x 250 batches x 4 tp degrees) for
+// Llama-3.1-70B on 8x H200, on 1 and 2 threads.
+static void inference_grid_1m(benchmark::State& state) {
+    static const scenario s = read_scenario(R"({"model": "Llama-3.1-70B", "system": {"preset": "HGX-H200"},
+        "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 1}})", cat());
+    std::vector<grid_axis> axes{{"inference.input_tokens", {}}, {"inference.batch", {}}, {"parallelism.tp", {1, 2, 4, 8}}};
+    for (std::int64_t t = 100; t <= 100000; t += 100) axes[0].values.push_back(t);
+    for (std::int64_t b = 1; b <= 250; ++b) axes[1].values.push_back(b);
+    std::size_t n = 0;
+    for (auto _ : state) n = sweep_inference_grid(s, axes, static_cast<int>(state.range(0))).size();
+    state.counters["points"] = static_cast<double>(n);
+    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+}
+BENCHMARK(inference_grid_1m)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

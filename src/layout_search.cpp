@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include "capplan/analysis/inference_memory.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/sharding.hpp"
 #include "capplan/analysis/training_memory.hpp"
+#include "capplan/detail/threads.hpp"
 #include "capplan/error.hpp"
 
 namespace capplan {
@@ -156,11 +156,7 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
     if (!base.system.accelerator.usable_memory())
         throw config_error("/system/accelerator", base.system.accelerator.name, "memory capacity unknown",
                            "an accelerator with memory.capacity");
-    const int nthreads = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
-    std::vector<std::thread> pool;
-    for (int k = 1; k < nthreads; ++k) pool.emplace_back(work, static_cast<std::size_t>(k), static_cast<std::size_t>(nthreads));
-    work(0, static_cast<std::size_t>(nthreads));
-    for (auto& th : pool) th.join();
+    detail::run_threads(threads, [&](int k, int n) { work(static_cast<std::size_t>(k), static_cast<std::size_t>(n)); });
     std::sort(found.begin(), found.end(), faster);
     if (static_cast<int>(found.size()) > top_k) found.resize(static_cast<std::size_t>(top_k));
     for (const ranked& r : found) {

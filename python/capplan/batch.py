@@ -131,6 +131,25 @@ def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progre
     return pandas.DataFrame(rows)
 
 
+def sweep_inference(scenario, grid: Mapping[str, Iterable[int]], threads: int = 0):
+    """A fast grid of static-batch inference estimates (millions of points in seconds): every
+    combination of ``grid`` over ``inference.input_tokens``, ``inference.output_tokens``,
+    ``inference.batch`` and ``parallelism.tp`` (dp follows from system.count), computed on typed
+    scenarios inside the core with the numbers ``capplan.estimate`` gives for a static batch: columns
+    ``fits``, ``per_device_bytes``, ``ttft_s``, ``tpot_s``, ``output_tokens_per_s`` and ``error``
+    (why a layout cannot run). A pandas DataFrame when pandas is installed, else a dict of lists.
+    Anything else (concurrency simulation, cold start, training): ``capplan.sweep``."""
+    from .api import scenario_text
+    text, base = scenario_text(scenario)
+    axes = [(k, [int(v) for v in values]) for k, values in grid.items()]
+    columns = _core.inference_grid(text, str(base), axes, int(threads))
+    try:
+        import pandas
+    except ImportError:
+        return columns
+    return pandas.DataFrame(columns)
+
+
 def read_table(path: Union[str, Path]) -> List[Row]:
     """Rows of a CSV or XLSX file (first row: dotted column names)."""
     path = Path(path)

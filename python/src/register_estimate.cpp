@@ -26,7 +26,8 @@ void register_estimate(py::module_& m) {
 }  // namespace capplan::python
 
 #include <atomic>
-#include <thread>
+
+#include "capplan/detail/threads.hpp"
 
 namespace capplan::python {
 
@@ -47,15 +48,44 @@ void register_estimate_many(py::module_& m) {
                         }
                     }
                 };
-                const int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-                std::vector<std::thread> pool;
-                for (int k = 1; k < n; ++k) pool.emplace_back(work);
-                work();
-                for (auto& t : pool) t.join();
+                detail::run_threads(threads, [&](int, int) { work(); });
             }
             return out;
         }, py::arg("scenarios"), py::arg("base_dir") = std::filesystem::path{}, py::arg("threads") = 0,
         "Estimate many scenarios (JSON texts) in the core; returns (ok, result JSON or error message) per scenario.");
+}
+
+}  // namespace capplan::python
+
+#include "capplan/search/inference_grid.hpp"
+
+namespace capplan::python {
+
+// A static-batch inference grid on typed scenarios: columns as Python lists (no JSON per point).
+void register_inference_grid(py::module_& m) {
+    m.def("inference_grid", [](const std::string& scenario_text, const std::filesystem::path& base_dir,
+                               const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& axes, int threads) {
+            inference_grid g;
+            {
+                py::gil_scoped_release release;
+                const catalog& cat = default_catalog();
+                std::vector<grid_axis> as;
+                for (const auto& [k, v] : axes) as.push_back({k, v});
+                g = sweep_inference_grid(read_scenario(scenario_text, cat, base_dir), as, threads);
+            }
+            py::dict out;
+            for (std::size_t a = 0; a < g.keys.size(); ++a) out[py::str(g.keys[a])] = g.inputs[a];
+            out["fits"] = std::vector<bool>(g.fits.begin(), g.fits.end());
+            out["per_device_bytes"] = g.per_device_bytes;
+            out["ttft_s"] = g.ttft_s;
+            out["tpot_s"] = g.tpot_s;
+            out["output_tokens_per_s"] = g.output_tokens_per_s;
+            out["error"] = g.errors;
+            return out;
+        }, py::arg("scenario"), py::arg("base_dir"), py::arg("axes"), py::arg("threads") = 0,
+        "Static-batch inference estimates over a grid (keys: inference.input_tokens, inference.output_tokens, "
+        "inference.batch, parallelism.tp), as columns.");
+    m.def("inference_grid_keys", &inference_grid_keys);
 }
 
 }  // namespace capplan::python

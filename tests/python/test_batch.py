@@ -107,3 +107,28 @@ def test_interrupted_long_sweep_keeps_the_points_already_computed(monkeypatch):
     rows = capplan.sweep(base, {"inference.batch": list(range(1, 1101))})
     rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
     assert calls == [256, 256] and len(rows) == 256 and rows[-1]["inference.batch"] == 256
+
+
+def test_sweep_inference_matches_estimate_and_names_bad_axes():
+    base = {"model": "Llama-3.1-8B", "system": {"preset": "HGX-H200", "count": 8},
+            "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 1}}
+    grid = {"inference.input_tokens": [500, 8000, 120000], "inference.batch": [1, 64], "parallelism.tp": [1, 3, 8]}
+    cols = capplan.sweep_inference(base, grid)
+    rows = cols.to_dict("records") if hasattr(cols, "to_dict") else [dict(zip(cols, v)) for v in zip(*cols.values())]
+    assert len(rows) == 3 * 2 * 3
+    for row in rows:
+        if row["parallelism.tp"] == 3:  # 3 does not divide the 8 GPUs: the point says why, the rest go on
+            assert "does not divide" in row["error"] and not row["fits"]
+            continue
+        r = capplan.estimate({**base, "parallelism": {"tp": int(row["parallelism.tp"])},
+                              "inference": {"input_tokens": int(row["inference.input_tokens"]), "output_tokens": 200,
+                                            "batch": int(row["inference.batch"])}}).to_dict()
+        assert bool(row["fits"]) == r["memory"]["fits"]
+        assert row["per_device_bytes"] == pytest.approx(r["memory"]["per_device_bytes"], rel=1e-12)
+        assert row["ttft_s"] == pytest.approx(r["inference"]["ttft_s"], rel=1e-12)
+        assert row["tpot_s"] == pytest.approx(r["inference"]["tpot_s"], rel=1e-12)
+        assert row["output_tokens_per_s"] == pytest.approx(r["inference"]["throughput_tokens_per_s"], rel=1e-12)
+    with pytest.raises(capplan.ConfigError, match="/grid/0.*not a key.*inference.input_tokens"):
+        capplan.sweep_inference(base, {"system.count": [8]})
+    with pytest.raises(capplan.ConfigError, match="/grid/0.*at least 1"):
+        capplan.sweep_inference(base, {"inference.batch": [0]})
