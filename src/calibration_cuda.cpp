@@ -1,8 +1,7 @@
-#include "capplan/calibration/cuda_backend.hpp"
-
 #include <algorithm>
 #include <ctime>
 
+#include "capplan/calibration/cuda_backend.hpp"
 #include "capplan/error.hpp"
 
 #ifdef CAPPLAN_WITH_CUDA
@@ -16,14 +15,17 @@ using namespace units;
 
 namespace {
 [[noreturn]] void not_built() {
-    throw device_error("the CUDA calibration backend was not built (nvcc was not found when capplan was compiled); "
-                       "allowed: --backend cpu, or rebuild with the CUDA Toolkit on PATH");
+    throw device_error(
+        "the CUDA calibration backend was not built (nvcc was not found when capplan was compiled); "
+        "allowed: --backend cpu, or rebuild with the CUDA Toolkit on PATH");
 }
 }  // namespace
 
 bool cuda_backend_built() { return false; }
 std::vector<std::string> cuda_gemm_formats(int) { not_built(); }
-measurement cuda_gemm(std::int64_t, std::int64_t, std::int64_t, const std::string&, const measure_options&, int) { not_built(); }
+measurement cuda_gemm(std::int64_t, std::int64_t, std::int64_t, const std::string&, const measure_options&, int) {
+    not_built();
+}
 measurement cuda_memory_copy(data_size, const measure_options&, int) { not_built(); }
 measurement cuda_host_copy(data_size, bool, bool, const measure_options&, int) { not_built(); }
 measurement cuda_decode_attention(std::int64_t, std::int64_t, std::int64_t, std::int64_t, const measure_options&, int) {
@@ -31,7 +33,9 @@ measurement cuda_decode_attention(std::int64_t, std::int64_t, std::int64_t, std:
 }
 measurement cuda_launch_latency(const measure_options&, int) { not_built(); }
 provenance cuda_provenance(int) { not_built(); }
-calibration_run calibrate_cuda(const model_spec&, const accelerator_spec&, const cuda_calibration_options&) { not_built(); }
+calibration_run calibrate_cuda(const model_spec&, const accelerator_spec&, const cuda_calibration_options&) {
+    not_built();
+}
 
 #else
 
@@ -42,7 +46,8 @@ template <class Make>
 measurement run(const std::string& name, const std::string& kind, const measure_options& o, Make&& make) {
     try {
         std::unique_ptr<cuda::timed_probe> p = make();
-        return measure(name, kind, {p->flops * FLOP, p->bytes * B}, [&] { return duration::from_si(p->run_once()); }, o);
+        return measure(
+            name, kind, {p->flops * FLOP, p->bytes * B}, [&] { return duration::from_si(p->run_once()); }, o);
     } catch (const cuda::probe_failure& e) {
         throw device_error(name + ": " + e.what());
     }
@@ -76,10 +81,11 @@ std::vector<std::string> cuda_gemm_formats(int device) {
     }
 }
 
-measurement cuda_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& format, const measure_options& o,
-                      int device) {
+measurement cuda_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& format,
+                      const measure_options& o, int device) {
     for (auto [name, v] : {std::pair{"/m", m}, std::pair{"/n", n}, std::pair{"/k", k}})
-        if (v < 1 || v > 131072) throw config_error(name, std::to_string(v), "out of range", "an integer in [1, 131072]");
+        if (v < 1 || v > 131072)
+            throw config_error(name, std::to_string(v), "out of range", "an integer in [1, 131072]");
     const auto formats = cuda_gemm_formats(device);
     if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
         std::string allowed;
@@ -87,8 +93,8 @@ measurement cuda_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std:
         throw device_error("GEMM format '" + format + "' is not supported on " + props(device).name +
                            "; allowed: " + (allowed.empty() ? "none (compute capability below 8.0)" : allowed));
     }
-    measurement r = run("gemm " + format + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k), "gemm",
-                        o, [&] { return cuda::gemm(device, m, n, k, format); });
+    measurement r = run("gemm " + format + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k),
+                        "gemm", o, [&] { return cuda::gemm(device, m, n, k, format); });
     r.format = format;
     r.m = m, r.n = n, r.k = k;
     return r;
@@ -103,19 +109,21 @@ measurement cuda_memory_copy(data_size size, const measure_options& o, int devic
 measurement cuda_host_copy(data_size size, bool to_device, bool pinned, const measure_options& o, int device) {
     check_size(size, "/size");
     props(device);
-    return run(std::string(to_device ? "host to device " : "device to host ") + (pinned ? "pinned " : "pageable ") + mib(size),
-               to_device ? "host_to_device" : "device_to_host", o,
-               [&] { return cuda::host_copy(device, size.si(), to_device, pinned); });
+    return run(
+        std::string(to_device ? "host to device " : "device to host ") + (pinned ? "pinned " : "pageable ") + mib(size),
+        to_device ? "host_to_device" : "device_to_host", o,
+        [&] { return cuda::host_copy(device, size.si(), to_device, pinned); });
 }
 
-measurement cuda_decode_attention(std::int64_t batch, std::int64_t context, std::int64_t kv_heads, std::int64_t head_dim,
-                                  const measure_options& o, int device) {
+measurement cuda_decode_attention(std::int64_t batch, std::int64_t context, std::int64_t kv_heads,
+                                  std::int64_t head_dim, const measure_options& o, int device) {
     if (batch < 1 || context < 1 || kv_heads < 1 || batch * kv_heads > (1 << 24) || context > (1 << 22))
         throw config_error("/decode_attention", std::to_string(batch) + "x" + std::to_string(context), "out of range",
                            "batch x kv_heads up to 2^24, context up to 2^22");
     props(device);
-    measurement r = run("decode attention batch " + std::to_string(batch) + " context " + std::to_string(context),
-                        "decode_attention", o, [&] { return cuda::decode_attention(device, batch, context, kv_heads, head_dim); });
+    measurement r =
+        run("decode attention batch " + std::to_string(batch) + " context " + std::to_string(context),
+            "decode_attention", o, [&] { return cuda::decode_attention(device, batch, context, kv_heads, head_dim); });
     r.format = "bf16";
     return r;
 }
@@ -131,8 +139,9 @@ provenance cuda_provenance(int device) {
     out.backend = "cuda";
     out.device = p.name + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " +
                  std::to_string(p.multiprocessors) + " SMs)";
-    out.runtime = "CUDA runtime " + std::to_string(p.runtime_version / 1000) + "." + std::to_string(p.runtime_version % 1000 / 10) +
-                  ", driver " + std::to_string(p.driver_version / 1000) + "." + std::to_string(p.driver_version % 1000 / 10) +
+    out.runtime = "CUDA runtime " + std::to_string(p.runtime_version / 1000) + "." +
+                  std::to_string(p.runtime_version % 1000 / 10) + ", driver " +
+                  std::to_string(p.driver_version / 1000) + "." + std::to_string(p.driver_version % 1000 / 10) +
                   ", cuBLASLt (dlopen)";
     if (p.sm_clock_khz > 0)
         out.clocks = "SM " + std::to_string(static_cast<int>(p.sm_clock_khz / 1000)) + " MHz, memory " +
@@ -158,11 +167,14 @@ calibration_run calibrate_cuda(const model_spec& m, const accelerator_spec& a, c
     for (const auto& f : formats) {
         const peak_rate p = a.peak(f);
         if (p.status != peak_rate::state::known)
-            throw config_error("/accelerator", "'" + a.name + "'", "the catalog has no " + f + " peak to refer the " + f + " curve to",
+            throw config_error("/accelerator", "'" + a.name + "'",
+                               "the catalog has no " + f + " peak to refer the " + f + " curve to",
                                "an accelerator whose peak_dense_flops lists " + f);
         peaks.flops[f] = p.value;
     }
-    if (!a.memory_bandwidth) throw config_error("/accelerator", "'" + a.name + "'", "no memory bandwidth in the catalog", "an accelerator with memory.bandwidth");
+    if (!a.memory_bandwidth)
+        throw config_error("/accelerator", "'" + a.name + "'", "no memory bandwidth in the catalog",
+                           "an accelerator with memory.bandwidth");
     peaks.memory = *a.memory_bandwidth;
     std::vector<std::int64_t> tokens = o.gemm_tokens;
     tokens.push_back(o.layer_tokens);
@@ -172,7 +184,8 @@ calibration_run calibrate_cuda(const model_spec& m, const accelerator_spec& a, c
             try {
                 run.measurements.push_back(cuda_gemm(s[0], s[1], s[2], f, o.probe, o.device));
             } catch (const device_error&) {
-                if (std::find(supported.begin(), supported.end(), f) == supported.end()) throw;  // the format, not a shape
+                if (std::find(supported.begin(), supported.end(), f) == supported.end())
+                    throw;  // the format, not a shape
             }
         }
     std::vector<data_size> sizes = o.copy_sizes;
@@ -180,11 +193,13 @@ calibration_run calibrate_cuda(const model_spec& m, const accelerator_spec& a, c
         for (double mb = 1; mb <= 4096 && 2.5 * mb * 1048576.0 < dev.memory_bytes; mb *= 4) sizes.push_back(mb * MiB);
     for (const auto& s : sizes) run.measurements.push_back(cuda_memory_copy(s, o.probe, o.device));
     for (bool to_device : {true, false})
-        for (bool pinned : {true, false}) run.measurements.push_back(cuda_host_copy(o.host_copy, to_device, pinned, o.probe, o.device));
+        for (bool pinned : {true, false})
+            run.measurements.push_back(cuda_host_copy(o.host_copy, to_device, pinned, o.probe, o.device));
     if (!m.mla && m.head_dim % 32 == 0 && m.head_dim <= 256)
         for (std::int64_t batch : {1, 16, 64})
             for (std::int64_t context : {1024, 8192})
-                run.measurements.push_back(cuda_decode_attention(batch, context, m.kv_heads, m.head_dim, o.probe, o.device));
+                run.measurements.push_back(
+                    cuda_decode_attention(batch, context, m.kv_heads, m.head_dim, o.probe, o.device));
     const measurement launch = cuda_launch_latency(o.probe, o.device);
     run.measurements.push_back(launch);
 

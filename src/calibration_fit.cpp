@@ -1,12 +1,11 @@
-#include "capplan/calibration/efficiency_fit.hpp"
-
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <nlohmann/json.hpp>
 
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/calibration/cpu_backend.hpp"
+#include "capplan/calibration/efficiency_fit.hpp"
 #include "capplan/error.hpp"
 #include "capplan/units_parse.hpp"
 
@@ -50,8 +49,8 @@ measurement best_round(const std::vector<std::vector<measurement>>& rounds, std:
 
 }  // namespace
 
-efficiency_table fit_efficiency_table(const std::vector<measurement>& ms, const reference_peaks& peaks, std::string name,
-                                      std::string accelerator, std::string source) {
+efficiency_table fit_efficiency_table(const std::vector<measurement>& ms, const reference_peaks& peaks,
+                                      std::string name, std::string accelerator, std::string source) {
     efficiency_table t;
     t.name = std::move(name);
     t.accelerator = std::move(accelerator);
@@ -159,7 +158,8 @@ calibration_run calibrate_cpu(const model_spec& m, const cpu_calibration_options
     run.model = m.name;
     run.layer_tokens = o.layer_tokens;
     run.where = cpu_provenance();
-    for (std::size_t i = 0; i < probe_rounds.front().size(); ++i) run.measurements.push_back(best_round(probe_rounds, i));
+    for (std::size_t i = 0; i < probe_rounds.front().size(); ++i)
+        run.measurements.push_back(best_round(probe_rounds, i));
     std::vector<measurement> layer;
     for (std::size_t i = 0; i < layer_rounds.front().size(); ++i) layer.push_back(best_round(layer_rounds, i));
 
@@ -169,20 +169,25 @@ calibration_run calibrate_cpu(const model_spec& m, const cpu_calibration_options
         if (ms.kind == "gemm" && ms.achieved_flops().si() > peaks.flops[ms.format].si())
             peaks.flops[ms.format] = ms.achieved_flops();
     for (const auto& ms : run.measurements)
-        if (ms.kind == "memory_triad" && ms.work.bytes.si() >= 3.0 * arrays.back().si()) peaks.memory = ms.achieved_bandwidth();
+        if (ms.kind == "memory_triad" && ms.work.bytes.si() >= 3.0 * arrays.back().si())
+            peaks.memory = ms.achieved_bandwidth();
 
     accelerator_spec& a = run.accelerator;
     // A catalog-style name (letters, digits, . _ + -) that still tells one CPU model from another.
     a.name = "host-cpu";
     for (char c : run.where.device) {
         const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+';
-        if (keep) a.name += c;
-        else if (a.name.back() != '-') a.name += '-';
+        if (keep)
+            a.name += c;
+        else if (a.name.back() != '-')
+            a.name += '-';
     }
     if (a.name.back() == '-') a.name.pop_back();
     a.vendor = "generic";
-    a.source = "capplan calibrate --backend cpu on " + run.where.date + ": peaks = best measured GEMM rate per format; "
-               "memory bandwidth = STREAM triad on " + format(arrays.back(), true) + " arrays (" + run.where.runtime + ")";
+    a.source = "capplan calibrate --backend cpu on " + run.where.date +
+               ": peaks = best measured GEMM rate per format; "
+               "memory bandwidth = STREAM triad on " +
+               format(arrays.back(), true) + " arrays (" + run.where.runtime + ")";
     a.memory_bandwidth = peaks.memory;
     a.memory_capacity = cpu_memory_total();
     for (const auto& [f, rate] : peaks.flops) a.peak_dense_flops[f] = {peak_rate::state::known, rate};
@@ -222,8 +227,9 @@ std::string calibration_json(const calibration_run& run, const std::string& comm
                {"description", run.where.device + " as measured by capplan calibrate (Eigen GEMM, STREAM triad)."},
                {"source", a.source},
                {"confidence", "measured"},
-               {"memory", {{"capacity", a.memory_capacity ? ojson(format(*a.memory_capacity, true)) : ojson(nullptr)},
-                           {"bandwidth", format(*a.memory_bandwidth)}}},
+               {"memory",
+                {{"capacity", a.memory_capacity ? ojson(format(*a.memory_capacity, true)) : ojson(nullptr)},
+                 {"bandwidth", format(*a.memory_bandwidth)}}},
                {"peak_dense_flops", peak_flops},
                {"efficiency", {{"kernel_launch", {{"value", "0 s"}, {"source", "a CPU kernel is a function call"}}}}}};
 
@@ -235,19 +241,21 @@ std::string calibration_json(const calibration_run& run, const std::string& comm
                           {"predicted_after_s", c.after.si()},
                           {"error_before", c.before.si() / c.measured.si() - 1.0},
                           {"error_after", c.after.si() / c.measured.si() - 1.0}});
-    ojson j{{"kind", "efficiency_calibration"},
-            {"name", t.name},
-            {"accelerator", t.accelerator},
-            {"source", t.source},
-            {"command", command},
-            {"fit", "least-squares linear spline in log10(work per kernel), weights 1/efficiency (Eigen "
-                    "ColPivHouseholderQR); each probe: the fastest of the interleaved rounds' medians"},
-            {"peaks",
-             {{"flops", flops},
-              {"memory_bandwidth", t.memory_bandwidth ? ojson(format(*t.memory_bandwidth)) : ojson(nullptr)},
-              {"note", "efficiency = achieved / these rates; memory efficiency exceeds 1 where the data fit in a cache"}}},
-            {"curves", curves},
-            {"report", {{"model", run.model}, {"layer_tokens", run.layer_tokens}, {"ops", report}}}};
+    ojson j{
+        {"kind", "efficiency_calibration"},
+        {"name", t.name},
+        {"accelerator", t.accelerator},
+        {"source", t.source},
+        {"command", command},
+        {"fit",
+         "least-squares linear spline in log10(work per kernel), weights 1/efficiency (Eigen "
+         "ColPivHouseholderQR); each probe: the fastest of the interleaved rounds' medians"},
+        {"peaks",
+         {{"flops", flops},
+          {"memory_bandwidth", t.memory_bandwidth ? ojson(format(*t.memory_bandwidth)) : ojson(nullptr)},
+          {"note", "efficiency = achieved / these rates; memory efficiency exceeds 1 where the data fit in a cache"}}},
+        {"curves", curves},
+        {"report", {{"model", run.model}, {"layer_tokens", run.layer_tokens}, {"ops", report}}}};
     if (t.kernel_launch) j["kernel_launch"] = format(*t.kernel_launch);
     if (run.where.backend == "cpu") j["host_accelerator"] = host;
     const ojson raw = ojson::parse(measurements_json(run.where, run.measurements, -1));

@@ -93,7 +93,8 @@ efficiency_curve read_curve(const json& v, const std::string& where, const char*
         const auto e = p.number("efficiency", 0.0);
         if (!w || *w <= 0.0) p.missing(work_key, "a positive number");
         if (!e || *e <= 0.0 || *e > 100.0)
-            throw config_error(p.path("efficiency"), e ? std::to_string(*e) : "", "not an efficiency", "a number in (0, 100]");
+            throw config_error(p.path("efficiency"), e ? std::to_string(*e) : "", "not an efficiency",
+                               "a number in (0, 100]");
         p.finish();
         if (!c.points.empty() && *w <= c.points.back().work)
             throw config_error(p.path(work_key), std::to_string(*w), "points must be in increasing order of size",
@@ -109,7 +110,8 @@ std::map<std::string, efficiency_curve> read_format_curves(object_reader& curves
     if (!v || v->is_null()) return out;
     object_reader by_format(*v, curves.path(key), false);
     for (const auto& [format, points] : v->items()) {
-        static const std::vector<std::string> formats{"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"};
+        static const std::vector<std::string> formats{"fp64", "fp32", "tf32", "bf16", "fp16",
+                                                      "fp8",  "fp4",  "int8", "int4"};
         if (std::find(formats.begin(), formats.end(), format) == formats.end())
             throw config_error(by_format.path(format), "'" + format + "'", "not a number format",
                                "fp64, fp32, tf32, bf16, fp16, fp8, fp4, int8, int4");
@@ -152,7 +154,8 @@ efficiency_table read_efficiency_table(const json& root, const std::string& poin
         if (!t.peak_flops.count(format))
             throw config_error(r.path("peaks") + "/flops", "", "the " + format + " curve has no reference peak",
                                "a peak for every format in curves.gemm");
-    if ((!t.memory.empty() || !t.norm.empty()) && !t.memory_bandwidth) r.child("peaks").missing("memory_bandwidth", "the reference of the memory curve");
+    if ((!t.memory.empty() || !t.norm.empty()) && !t.memory_bandwidth)
+        r.child("peaks").missing("memory_bandwidth", "the reference of the memory curve");
     r.allow({"fit", "host_accelerator", "provenance", "measurements", "report", "command"});
     r.finish();
     return t;
@@ -161,7 +164,8 @@ efficiency_table read_efficiency_table(const json& root, const std::string& poin
 }  // namespace
 
 efficiency_table read_efficiency_table(std::string_view json_text, const std::string& pointer) {
-    return read_efficiency_table(detail::parse_json_text(json_text, pointer.empty() ? "the calibration" : pointer), pointer);
+    return read_efficiency_table(detail::parse_json_text(json_text, pointer.empty() ? "the calibration" : pointer),
+                                 pointer);
 }
 
 efficiency_table load_efficiency_table(const std::filesystem::path& file) {

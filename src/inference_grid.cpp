@@ -94,10 +94,14 @@ inference_grid sweep_inference_grid(const scenario& base, const std::vector<grid
                 const std::int64_t v = values[rest % values.size()];
                 rest /= values.size();
                 g.inputs[a][i] = v;
-                if (axes[a].key == "inference.input_tokens") input = v;
-                else if (axes[a].key == "inference.output_tokens") output = v;
-                else if (axes[a].key == "inference.batch") batch = v;
-                else tp = v;
+                if (axes[a].key == "inference.input_tokens")
+                    input = v;
+                else if (axes[a].key == "inference.output_tokens")
+                    output = v;
+                else if (axes[a].key == "inference.batch")
+                    batch = v;
+                else
+                    tp = v;
             }
             const layout& l = local.at(tp);
             if (!l.error.empty()) {

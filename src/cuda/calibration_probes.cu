@@ -17,15 +17,16 @@ namespace capplan::cuda {
 namespace {
 
 void check(cudaError_t e, const std::string& what) {
-    if (e != cudaSuccess)
-        throw probe_failure(what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    if (e != cudaSuccess) throw probe_failure(what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
 // Device memory freed with its owner.
 struct device_buffer {
     void* p = nullptr;
     std::size_t bytes = 0;
-    explicit device_buffer(std::size_t n) : bytes(n) { check(cudaMalloc(&p, n == 0 ? 1 : n), "cudaMalloc " + std::to_string(n) + " B"); }
+    explicit device_buffer(std::size_t n) : bytes(n) {
+        check(cudaMalloc(&p, n == 0 ? 1 : n), "cudaMalloc " + std::to_string(n) + " B");
+    }
     ~device_buffer() { cudaFree(p); }
     device_buffer(const device_buffer&) = delete;
     device_buffer& operator=(const device_buffer&) = delete;
@@ -79,11 +80,13 @@ void use(int device) { check(cudaSetDevice(device), "cudaSetDevice " + std::to_s
 
 // cuBLASLt, opened at run time so that the module imports where the library is missing. The
 // entry points used, each kept as a pointer of its own declared type.
+// clang-format off
 #define CAPPLAN_CUBLASLT_API(X)                                                                      \
     X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescSetAttribute) \
     X(cublasLtMatmulDescDestroy) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)            \
     X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceSetAttribute)                            \
     X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+// clang-format on
 
 struct lt_api {
     void* lib = nullptr;
@@ -102,8 +105,8 @@ struct lt_api {
                 error = std::string("cannot open libcublasLt (.so.13, .so.12): ") + (e ? e : "not found");
                 return a;
             }
-#define CAPPLAN_LOAD(f)                                                             \
-    a.f = reinterpret_cast<decltype(&::f)>(dlsym(a.lib, #f));                     \
+#define CAPPLAN_LOAD(f)                                       \
+    a.f = reinterpret_cast<decltype(&::f)>(dlsym(a.lib, #f)); \
     if (!a.f && error.empty()) error = "libcublasLt lacks " #f;
             CAPPLAN_CUBLASLT_API(CAPPLAN_LOAD)
 #undef CAPPLAN_LOAD
@@ -115,7 +118,8 @@ struct lt_api {
 };
 
 void lt_check(cublasStatus_t s, const std::string& what) {
-    if (s != CUBLAS_STATUS_SUCCESS) throw probe_failure(what + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
+    if (s != CUBLAS_STATUS_SUCCESS)
+        throw probe_failure(what + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
 }
 
 class gemm_probe final : public timed_probe {
@@ -153,12 +157,15 @@ public:
         lt_check(api_.cublasLtMatrixLayoutCreate(&ld_, out, u(n), u(m), n), "layout D");
         lt_check(api_.cublasLtMatmulPreferenceCreate(&pref_), "cublasLtMatmulPreferenceCreate");
         const std::size_t ws = workspace_->bytes;
-        lt_check(api_.cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "workspace");
+        lt_check(
+            api_.cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+            "workspace");
         int found = 0;
-        const cublasStatus_t hs = api_.cublasLtMatmulAlgoGetHeuristic(handle_, desc_, la_, lb_, ld_, ld_, pref_, 1, &algo_, &found);
+        const cublasStatus_t hs =
+            api_.cublasLtMatmulAlgoGetHeuristic(handle_, desc_, la_, lb_, ld_, ld_, pref_, 1, &algo_, &found);
         if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
-            throw probe_failure("no cuBLASLt algorithm for " + format + " " + std::to_string(m) + "x" + std::to_string(n) +
-                                "x" + std::to_string(k) + " on this device");
+            throw probe_failure("no cuBLASLt algorithm for " + format + " " + std::to_string(m) + "x" +
+                                std::to_string(n) + "x" + std::to_string(k) + " on this device");
         flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
         bytes = static_cast<double>(n * k + k * m) * static_cast<double>(in_size) + static_cast<double>(n * m) * 2.0;
         check(cudaDeviceSynchronize(), "GEMM set-up");
@@ -175,8 +182,8 @@ public:
         use(device_);
         const float alpha = 1.0f, beta = 0.0f;
         return events_.time([&] {
-            lt_check(api_.cublasLtMatmul(handle_, desc_, &alpha, a_->p, la_, b_->p, lb_, &beta, d_->p, ld_, d_->p, ld_, &algo_.algo,
-                                 workspace_->p, workspace_->bytes, nullptr),
+            lt_check(api_.cublasLtMatmul(handle_, desc_, &alpha, a_->p, la_, b_->p, lb_, &beta, d_->p, ld_, d_->p, ld_,
+                                         &algo_.algo, workspace_->p, workspace_->bytes, nullptr),
                      "cublasLtMatmul");
         });
     }
@@ -195,7 +202,8 @@ private:
 
 class device_copy_probe final : public timed_probe {
 public:
-    device_copy_probe(int device, double n) : device_(device), src_(static_cast<std::size_t>(n)), dst_(static_cast<std::size_t>(n)), flush_(device) {
+    device_copy_probe(int device, double n)
+        : device_(device), src_(static_cast<std::size_t>(n)), dst_(static_cast<std::size_t>(n)), flush_(device) {
         check(cudaMemset(src_.p, 1, src_.bytes), "cudaMemset");
         bytes = 2.0 * n;  // read + write
         check(cudaDeviceSynchronize(), "copy set-up");
@@ -203,7 +211,8 @@ public:
     double run_once() override {
         use(device_);
         flush_();
-        return events_.time([&] { check(cudaMemcpyAsync(dst_.p, src_.p, src_.bytes, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync"); });
+        return events_.time(
+            [&] { check(cudaMemcpyAsync(dst_.p, src_.p, src_.bytes, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync"); });
     }
 
 private:
@@ -228,14 +237,18 @@ public:
         bytes = n;
     }
     ~host_copy_probe() override {
-        if (pinned_) cudaFreeHost(host_);
-        else std::free(host_);
+        if (pinned_)
+            cudaFreeHost(host_);
+        else
+            std::free(host_);
     }
     double run_once() override {
         use(device_);
         return events_.time([&] {
-            if (to_device_) check(cudaMemcpyAsync(dev_.p, host_, dev_.bytes, cudaMemcpyHostToDevice), "cudaMemcpyAsync H2D");
-            else check(cudaMemcpyAsync(host_, dev_.p, dev_.bytes, cudaMemcpyDeviceToHost), "cudaMemcpyAsync D2H");
+            if (to_device_)
+                check(cudaMemcpyAsync(dev_.p, host_, dev_.bytes, cudaMemcpyHostToDevice), "cudaMemcpyAsync H2D");
+            else
+                check(cudaMemcpyAsync(host_, dev_.p, dev_.bytes, cudaMemcpyDeviceToHost), "cudaMemcpyAsync D2H");
         });
     }
 
@@ -252,7 +265,8 @@ private:
 constexpr int decode_warps = 4;
 constexpr int max_head_dim = 256;
 
-__global__ void decode_attention_kernel(const __nv_bfloat16* k, const __nv_bfloat16* v, float* out, int context, int head_dim) {
+__global__ void decode_attention_kernel(const __nv_bfloat16* k, const __nv_bfloat16* v, float* out, int context,
+                                        int head_dim) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const std::size_t base = static_cast<std::size_t>(blockIdx.x) * context * head_dim;
     const int per_lane = head_dim / 32;
@@ -265,7 +279,8 @@ __global__ void decode_attention_kernel(const __nv_bfloat16* k, const __nv_bfloa
         for (int e = 0; e < per_lane; ++e) s += q * __bfloat162float(kj[lane + 32 * e]);
         for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
         s *= scale;
-        const float new_max = fmaxf(running_max, s), correction = __expf(running_max - new_max), p = __expf(s - new_max);
+        const float new_max = fmaxf(running_max, s), correction = __expf(running_max - new_max),
+                    p = __expf(s - new_max);
         running_sum = running_sum * correction + p;
         const __nv_bfloat16* vj = v + base + static_cast<std::size_t>(j) * head_dim;
         for (int e = 0; e < per_lane; ++e) acc[e] = acc[e] * correction + p * __bfloat162float(vj[lane + 32 * e]);
@@ -290,14 +305,19 @@ __global__ void decode_attention_kernel(const __nv_bfloat16* k, const __nv_bfloa
 
 class decode_attention_probe final : public timed_probe {
 public:
-    decode_attention_probe(int device, std::int64_t batch, std::int64_t context, std::int64_t kv_heads, std::int64_t head_dim)
-        : device_(device), blocks_(static_cast<int>(batch * kv_heads)), context_(static_cast<int>(context)),
+    decode_attention_probe(int device, std::int64_t batch, std::int64_t context, std::int64_t kv_heads,
+                           std::int64_t head_dim)
+        : device_(device),
+          blocks_(static_cast<int>(batch * kv_heads)),
+          context_(static_cast<int>(context)),
           head_dim_(static_cast<int>(head_dim)),
           k_(static_cast<std::size_t>(batch * kv_heads * context * head_dim) * 2),
           v_(static_cast<std::size_t>(batch * kv_heads * context * head_dim) * 2),
-          out_(static_cast<std::size_t>(batch * kv_heads * head_dim) * 4), flush_(device) {
+          out_(static_cast<std::size_t>(batch * kv_heads * head_dim) * 4),
+          flush_(device) {
         if (head_dim % 32 != 0 || head_dim > max_head_dim)
-            throw probe_failure("decode attention head_dim " + std::to_string(head_dim) + ": a multiple of 32 up to 256");
+            throw probe_failure("decode attention head_dim " + std::to_string(head_dim) +
+                                ": a multiple of 32 up to 256");
         fill_buffer<__nv_bfloat16>(k_);
         fill_buffer<__nv_bfloat16>(v_);
         bytes = static_cast<double>(k_.bytes + v_.bytes + out_.bytes);
@@ -309,8 +329,8 @@ public:
         flush_();
         return events_.time([&] {
             decode_attention_kernel<<<blocks_, 32 * decode_warps>>>(static_cast<const __nv_bfloat16*>(k_.p),
-                                                                  static_cast<const __nv_bfloat16*>(v_.p),
-                                                                  static_cast<float*>(out_.p), context_, head_dim_);
+                                                                    static_cast<const __nv_bfloat16*>(v_.p),
+                                                                    static_cast<float*>(out_.p), context_, head_dim_);
         });
     }
 
@@ -330,9 +350,8 @@ public:
         use(device_);
         constexpr int launches = 1000;
         return events_.time([&] {
-                   for (int i = 0; i < launches; ++i) empty_kernel<<<1, 1>>>();
-               }) /
-               launches;
+            for (int i = 0; i < launches; ++i) empty_kernel<<<1, 1>>>();
+        }) / launches;
     }
 
 private:
@@ -346,7 +365,8 @@ device_properties properties(int device) {
     int count = 0;
     check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     if (device < 0 || device >= count)
-        throw probe_failure("device " + std::to_string(device) + " out of range: " + std::to_string(count) + " CUDA device(s)");
+        throw probe_failure("device " + std::to_string(device) + " out of range: " + std::to_string(count) +
+                            " CUDA device(s)");
     cudaDeviceProp p{};
     check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
     device_properties out;
@@ -374,7 +394,8 @@ std::vector<std::string> gemm_formats(int device) {
     return out;
 }
 
-std::unique_ptr<timed_probe> gemm(int device, std::int64_t m, std::int64_t n, std::int64_t k, const std::string& format) {
+std::unique_ptr<timed_probe> gemm(int device, std::int64_t m, std::int64_t n, std::int64_t k,
+                                  const std::string& format) {
     use(device);
     return std::make_unique<gemm_probe>(device, m, n, k, format);
 }
@@ -389,8 +410,8 @@ std::unique_ptr<timed_probe> host_copy(int device, double bytes, bool to_device,
     return std::make_unique<host_copy_probe>(device, bytes, to_device, pinned);
 }
 
-std::unique_ptr<timed_probe> decode_attention(int device, std::int64_t batch, std::int64_t context, std::int64_t kv_heads,
-                                              std::int64_t head_dim) {
+std::unique_ptr<timed_probe> decode_attention(int device, std::int64_t batch, std::int64_t context,
+                                              std::int64_t kv_heads, std::int64_t head_dim) {
     use(device);
     return std::make_unique<decode_attention_probe>(device, batch, context, kv_heads, head_dim);
 }

@@ -110,8 +110,8 @@ TEST_CASE("a table changes the step by kernel size; the catalog defaults are the
     // Another accelerator or an unmeasured format: errors at /calibration.
     CHECK_THROWS_WITH_AS(calibrated_perf_efficiency(t, cat.accelerator("A100-80GB-SXM", "/a"), bf16),
                          doctest::Contains("measured on H100-SXM"), config_error);
-    CHECK_THROWS_WITH_AS(calibrated_perf_efficiency(t, a, find_format("fp8")), doctest::Contains("no matrix curve for fp8"),
-                         config_error);
+    CHECK_THROWS_WITH_AS(calibrated_perf_efficiency(t, a, find_format("fp8")),
+                         doctest::Contains("no matrix curve for fp8"), config_error);
 }
 
 TEST_CASE("the catalog's small-GEMM curve caps each kernel, in its own format's terms") {

@@ -24,10 +24,11 @@ measurement cuda_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std:
 // Device-to-device copy with the L2 flushed before each run: bytes = read + write.
 measurement cuda_memory_copy(data_size size, const measure_options& options = {}, int device = 0);
 // Host to device (to_device) or back, from pinned or pageable memory: bytes = the copy.
-measurement cuda_host_copy(data_size size, bool to_device, bool pinned, const measure_options& options = {}, int device = 0);
+measurement cuda_host_copy(data_size size, bool to_device, bool pinned, const measure_options& options = {},
+                           int device = 0);
 // One decode token per sequence reading its K and V cache (bf16), kind "decode_attention".
-measurement cuda_decode_attention(std::int64_t batch, std::int64_t context, std::int64_t kv_heads, std::int64_t head_dim,
-                                  const measure_options& options = {}, int device = 0);
+measurement cuda_decode_attention(std::int64_t batch, std::int64_t context, std::int64_t kv_heads,
+                                  std::int64_t head_dim, const measure_options& options = {}, int device = 0);
 // Time per launch of an empty kernel in a burst (asynchronous launch overhead), kind "launch".
 measurement cuda_launch_latency(const measure_options& options = {}, int device = 0);
 
@@ -35,7 +36,7 @@ provenance cuda_provenance(int device = 0);
 
 struct cuda_calibration_options {
     std::vector<std::int64_t> gemm_tokens{1, 16, 128, 512, 2048};  // the layer's GEMMs at these token counts
-    std::int64_t layer_tokens = 2048;   // the prompt of the GEMM-operator check
+    std::int64_t layer_tokens = 2048;                              // the prompt of the GEMM-operator check
     std::vector<std::string> formats;   // empty: every format both the device and the accelerator's peaks have
     std::vector<data_size> copy_sizes;  // device copies; empty: 1 MiB .. 4 GiB by factors of 4 (within memory)
     data_size host_copy = data_size::from_si(256.0 * 1048576.0);

@@ -43,7 +43,8 @@ std::vector<std::string> gemm_formats(int device);
 
 // Y[m, n] = X[m, k] W[n, k]^T as a framework's linear layer: m tokens, n outputs, k inputs
 // (cuBLASLt "TN", fp32 accumulation, the heuristic's first algorithm, 32 MiB workspace).
-std::unique_ptr<timed_probe> gemm(int device, std::int64_t m, std::int64_t n, std::int64_t k, const std::string& format);
+std::unique_ptr<timed_probe> gemm(int device, std::int64_t m, std::int64_t n, std::int64_t k,
+                                  const std::string& format);
 
 // Device-to-device copy of `bytes`, the L2 cache flushed (a larger buffer overwritten) before each run.
 std::unique_ptr<timed_probe> device_copy(int device, double bytes);
@@ -53,8 +54,8 @@ std::unique_ptr<timed_probe> host_copy(int device, double bytes, bool to_device,
 
 // Decode attention: one query token per sequence reads its K and V cache (bf16) with an online
 // softmax, batch x kv_heads blocks; bytes = K + V read once; L2 flushed before each run.
-std::unique_ptr<timed_probe> decode_attention(int device, std::int64_t batch, std::int64_t context, std::int64_t kv_heads,
-                                              std::int64_t head_dim);
+std::unique_ptr<timed_probe> decode_attention(int device, std::int64_t batch, std::int64_t context,
+                                              std::int64_t kv_heads, std::int64_t head_dim);
 
 // A burst of 1000 empty kernels: run_once returns the time per launch.
 std::unique_ptr<timed_probe> launch(int device);

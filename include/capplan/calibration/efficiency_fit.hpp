@@ -49,8 +49,8 @@ struct cpu_calibration_options {
     std::vector<std::int64_t> gemm_tokens{1, 16, 128};  // GEMM shapes of the layer at these token counts
     std::int64_t layer_tokens = 128;                    // the prompt of the layer check
     std::vector<std::string> formats{"fp32"};
-    std::vector<data_size> triad_arrays;                // empty: 16 KiB .. 256 MiB by factors of 4
-    int rounds = 3;                                     // interleaved repetitions; the fastest median counts
+    std::vector<data_size> triad_arrays;  // empty: 16 KiB .. 256 MiB by factors of 4
+    int rounds = 3;                       // interleaved repetitions; the fastest median counts
     measure_options probe;
 };
 

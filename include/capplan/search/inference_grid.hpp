@@ -27,7 +27,7 @@ struct inference_grid {
     std::vector<std::vector<std::int64_t>> inputs;  // inputs[axis][point]
     std::vector<std::uint8_t> fits;                 // per point (1 = the batch fits memory)
     std::vector<double> per_device_bytes, ttft_s, tpot_s, output_tokens_per_s;
-    std::vector<std::string> errors;                // per point: empty, or why the point has no numbers
+    std::vector<std::string> errors;  // per point: empty, or why the point has no numbers
     std::size_t size() const { return fits.size(); }
 };
 

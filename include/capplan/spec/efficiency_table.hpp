@@ -28,7 +28,7 @@ struct efficiency_point {
 struct efficiency_curve {
     std::vector<efficiency_point> points;  // work strictly increasing
     bool empty() const { return points.empty(); }
-    double at(double work) const;          // linear in log10(work) between points; the end values beyond
+    double at(double work) const;  // linear in log10(work) between points; the end values beyond
 };
 
 // Least-squares fit of a linear spline in log10(work) to (work, efficiency) samples (Eigen QR),
@@ -39,16 +39,16 @@ efficiency_curve fit_efficiency_curve(std::vector<efficiency_point> samples, int
 
 // The curves of one accelerator, and the peaks they are fractions of.
 struct efficiency_table {
-    std::string name;         // named in every result that uses it
-    std::string accelerator;  // the accelerator it was measured on
-    std::string source;       // how it was made (command, file)
-    std::map<std::string, flop_rate> peak_flops;  // reference peak per format key
-    std::optional<byte_rate> memory_bandwidth;    // reference bandwidth of the memory curve
+    std::string name;                                   // named in every result that uses it
+    std::string accelerator;                            // the accelerator it was measured on
+    std::string source;                                 // how it was made (command, file)
+    std::map<std::string, flop_rate> peak_flops;        // reference peak per format key
+    std::optional<byte_rate> memory_bandwidth;          // reference bandwidth of the memory curve
     std::map<std::string, efficiency_curve> gemm;       // matrix multiplies, by format key (FLOP per kernel)
     std::map<std::string, efficiency_curve> attention;  // attention core, by format key; absent: gemm's
-    efficiency_curve memory;      // memory-bound passes, STREAM-like (bytes per kernel)
-    efficiency_curve norm;        // residual add + RMSNorm kernels (bytes per kernel); empty: memory's
-    std::optional<duration> kernel_launch;              // per kernel, when measured
+    efficiency_curve memory;                            // memory-bound passes, STREAM-like (bytes per kernel)
+    efficiency_curve norm;                  // residual add + RMSNorm kernels (bytes per kernel); empty: memory's
+    std::optional<duration> kernel_launch;  // per kernel, when measured
 };
 
 // Reads a calibration file (models/schema/efficiency_calibration.schema.json) from JSON text;
