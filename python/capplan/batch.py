@@ -131,23 +131,32 @@ def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progre
     return pandas.DataFrame(rows)
 
 
-def sweep_inference(scenario, grid: Mapping[str, Iterable[int]], threads: int = 0):
-    """A fast grid of static-batch inference estimates (millions of points in seconds): every
-    combination of ``grid`` over ``inference.input_tokens``, ``inference.output_tokens``,
-    ``inference.batch`` and ``parallelism.tp`` (dp follows from system.count), computed on typed
-    scenarios inside the core with the numbers ``capplan.estimate`` gives for a static batch: columns
-    ``fits``, ``per_device_bytes``, ``ttft_s``, ``tpot_s``, ``output_tokens_per_s`` and ``error``
-    (why a layout cannot run). A pandas DataFrame when pandas is installed, else a dict of lists.
-    Anything else (concurrency simulation, cold start, training): ``capplan.sweep``."""
+def sweep_inference(scenario, grid: Mapping[str, Iterable[Any]], threads: int = 0):
+    """A fast grid of static-batch inference estimates (millions of points in seconds), with the
+    numbers ``capplan.estimate`` gives for a static batch: columns ``fits``, ``per_device_bytes``,
+    ``ttft_s``, ``tpot_s``, ``output_tokens_per_s`` and ``error`` (why a layout cannot run), after
+    the grid's own columns. ``inference.input_tokens``, ``inference.output_tokens`` and
+    ``inference.batch`` vary per point inside the core; every other dotted key (``parallelism.tp``,
+    ``system.count``, ``precision.kv_cache``, ``model``...) makes one scenario per combination,
+    parsed once. A pandas DataFrame when pandas is installed, else a dict of lists. For the serving
+    simulation under concurrency, cold start or training: ``capplan.sweep``."""
     from .api import scenario_text
     text, base = scenario_text(scenario)
-    axes = [(k, [int(v) for v in values]) for k, values in grid.items()]
-    columns = _core.inference_grid(text, str(base), axes, int(threads))
+    base_dict = json.loads(text)
+    workload = set(_core.inference_grid_keys())
+    axes = [(k, [int(v) for v in values]) for k, values in grid.items() if k in workload]
+    layout_keys = [k for k in grid if k not in workload]
+    combos = [dict(zip(layout_keys, c)) for c in itertools.product(*(list(grid[k]) for k in layout_keys))]
+    texts = [json.dumps(_jsonable(scenario_from_row(c, base_dict))) for c in combos]
+    columns = _core.inference_grid(texts, str(base), axes, int(threads))
+    index = columns.pop("layout")
+    out = {k: [combos[i][k] for i in index] for k in layout_keys}
+    out.update(columns)
     try:
         import pandas
     except ImportError:
-        return columns
-    return pandas.DataFrame(columns)
+        return out
+    return pandas.DataFrame(out)
 
 
 def read_table(path: Union[str, Path]) -> List[Row]:

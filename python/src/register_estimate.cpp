@@ -63,17 +63,27 @@ namespace capplan::python {
 
 // A static-batch inference grid on typed scenarios: columns as Python lists (no JSON per point).
 void register_inference_grid(py::module_& m) {
-    m.def("inference_grid", [](const std::string& scenario_text, const std::filesystem::path& base_dir,
+    m.def("inference_grid", [](const std::vector<std::string>& scenario_texts, const std::filesystem::path& base_dir,
                                const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& axes, int threads) {
             inference_grid g;
             {
                 py::gil_scoped_release release;
                 const catalog& cat = default_catalog();
+                std::vector<scenario> layouts(scenario_texts.size());
+                std::vector<std::string> errors(scenario_texts.size());
+                for (std::size_t i = 0; i < scenario_texts.size(); ++i) {
+                    try {
+                        layouts[i] = read_scenario(scenario_texts[i], cat, base_dir);
+                    } catch (const std::exception& e) {
+                        errors[i] = e.what();
+                    }
+                }
                 std::vector<grid_axis> as;
                 for (const auto& [k, v] : axes) as.push_back({k, v});
-                g = sweep_inference_grid(read_scenario(scenario_text, cat, base_dir), as, threads);
+                g = sweep_inference_grid(layouts, errors, as, threads);
             }
             py::dict out;
+            out["layout"] = g.layout;
             for (std::size_t a = 0; a < g.keys.size(); ++a) out[py::str(g.keys[a])] = g.inputs[a];
             out["fits"] = std::vector<bool>(g.fits.begin(), g.fits.end());
             out["per_device_bytes"] = g.per_device_bytes;
@@ -82,9 +92,9 @@ void register_inference_grid(py::module_& m) {
             out["output_tokens_per_s"] = g.output_tokens_per_s;
             out["error"] = g.errors;
             return out;
-        }, py::arg("scenario"), py::arg("base_dir"), py::arg("axes"), py::arg("threads") = 0,
-        "Static-batch inference estimates over a grid (keys: inference.input_tokens, inference.output_tokens, "
-        "inference.batch, parallelism.tp), as columns.");
+        }, py::arg("scenarios"), py::arg("base_dir"), py::arg("axes"), py::arg("threads") = 0,
+        "Static-batch inference estimates for each scenario (a layout) over a grid of inference.input_tokens, "
+        "inference.output_tokens and inference.batch, as columns (layout = the scenario's index).");
     m.def("inference_grid_keys", &inference_grid_keys);
 }
 
