@@ -5,16 +5,14 @@
 #include "capplan/analysis/inference_memory.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/training_memory.hpp"
+#include "bench_catalog_dir.hpp"
 #include "capplan/catalog.hpp"
 #include "capplan/spec/scenario_io.hpp"
 
 using namespace capplan;
 
 namespace {
-const catalog& cat() {
-    static const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
-    return c;
-}
+const catalog& cat() { return bench_catalog(); }
 const scenario& llama70b() {
     static const scenario s = read_scenario(default_scenario_json(), cat());
     return s;

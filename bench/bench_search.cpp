@@ -2,6 +2,7 @@
 // one layout's step time. Run: build/cpp/capplan_bench_search (measured, never asserted).
 #include <benchmark/benchmark.h>
 
+#include "bench_catalog_dir.hpp"
 #include "capplan/catalog.hpp"
 #include "capplan/search/inference_grid.hpp"
 #include "capplan/search/layout_search.hpp"
@@ -10,10 +11,7 @@
 using namespace capplan;
 
 namespace {
-const catalog& cat() {
-    static const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
-    return c;
-}
+const catalog& cat() { return bench_catalog(); }
 const scenario& gpt3() {
     static const scenario s = read_scenario(R"({"model": "GPT-3-175B", "system": {"preset": "DGX-A100", "count": 512},
         "parallelism": {"tp": 8, "pp": 8, "vpp": 3, "sequence_parallel": true},
