@@ -275,9 +275,7 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     // 0.61 (the H100 bf16 in-engine estimate; A100 measured 0.66, MI300X 0.42).
     const bool measured_memory = a.memory_efficiency.has_value();
     e.memory = a.memory_efficiency.value_or(0.82);
-    auto mm = a.matmul_efficiency.find(compute.peak_key);
-    if (mm == a.matmul_efficiency.end() && (compute.peak_key == "fp16" || compute.peak_key == "bf16"))
-        mm = a.matmul_efficiency.find(compute.peak_key == "fp16" ? "bf16" : "fp16");  // same tensor-core rate
+    const auto mm = find_by_peak(a.matmul_efficiency, compute.peak_key);
     const bool measured_matmul = mm != a.matmul_efficiency.end();
     e.gemm = measured_matmul ? mm->second : 0.61;
     // Small kernels cannot beat the catalog's raw GEMM efficiency by FLOPs per kernel: each kernel
@@ -306,10 +304,7 @@ perf_efficiency calibrated_perf_efficiency(const efficiency_table& t, const acce
         throw config_error("/calibration", "'" + t.name + "'",
                            "measured on " + t.accelerator + ", but the scenario runs on " + a.name,
                            "a calibration of " + a.name + " (capplan calibrate on that accelerator)");
-    std::string key = compute.peak_key;
-    if (!t.gemm.count(key) && (key == "fp16" || key == "bf16") && t.gemm.count(key == "fp16" ? "bf16" : "fp16"))
-        key = key == "fp16" ? "bf16" : "fp16";  // same tensor-core rate
-    const auto curve = t.gemm.find(key);
+    const auto curve = find_by_peak(t.gemm, compute.peak_key);
     if (curve == t.gemm.end()) {
         std::string have;
         for (const auto& [f, c] : t.gemm) have += (have.empty() ? "" : ", ") + f;
@@ -323,6 +318,7 @@ perf_efficiency calibrated_perf_efficiency(const efficiency_table& t, const acce
         for (auto& p : c.points) p.value *= factor;
         return c;
     };
+    const std::string& key = curve->first;  // the measured format (bf16 serves fp16 and back)
     const double flop_factor = own.status == peak_rate::state::known ? t.peak_flops.at(key) / own.value : 1.0;
     e.gemm_by_size = rescale(curve->second, flop_factor);
     if (const auto at = t.attention.find(key); at != t.attention.end()) e.attention_by_size = rescale(at->second, flop_factor);

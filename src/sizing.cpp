@@ -139,10 +139,9 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                     sc.parallelism.pp = pp;
                     sc.parallelism.etp = tp;
                     sc.parallelism.dp = r;
-                    const std::string& key = sc.precision.compute.peak_key;
-                    const bool calibrated = calibration && (calibration->gemm.count(key) ||
-                                                            ((key == "bf16" || key == "fp16") &&
-                                                             calibration->gemm.count(key == "bf16" ? "fp16" : "bf16")));
+                    const bool calibrated =
+                        calibration &&
+                        find_by_peak(calibration->gemm, sc.precision.compute.peak_key) != calibration->gemm.end();
                     if (calibrated) sc.calibration = *calibration;
                     inference_spec inf;
                     inf.input_tokens = q.input_tokens;

@@ -22,6 +22,16 @@ struct number_format {
     constexpr bool quantized() const { return element_bits < 16.0; }
 };
 
+// The entry of `by_format` (a map keyed by peak key) for `peak_key`, or for the format that runs at
+// the same tensor-core rate (bf16 <-> fp16) when only that one is there; end() when neither is.
+template <class Map>
+typename Map::const_iterator find_by_peak(const Map& by_format, const std::string& peak_key) {
+    auto it = by_format.find(peak_key);
+    if (it == by_format.end() && (peak_key == "bf16" || peak_key == "fp16"))
+        it = by_format.find(peak_key == "bf16" ? "fp16" : "bf16");
+    return it;
+}
+
 // The catalog of formats; `find_format` throws config_error naming `field` with the allowed names.
 const std::vector<number_format>& number_formats();
 const number_format& find_format(std::string_view name, std::string_view field = "");

@@ -2,7 +2,17 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+
+#include "capplan/catalog.hpp"
+#include "capplan/spec/hf_config.hpp"
+
 namespace capplan::python {
+
+// A model the Python side passes as a catalog name, or as config.json text when `is_config`.
+inline model_spec resolve_model(const std::string& model, bool is_config, const std::string& name = "custom") {
+    return is_config ? model_from_hf_config(model, name, "/model") : default_catalog().model(model, "/model");
+}
 
 void register_errors(pybind11::module_& m);
 void register_units(pybind11::module_& m);

@@ -50,7 +50,7 @@ void register_calibration(py::module_& m) {
            const std::vector<std::int64_t>& gemm_tokens, const std::vector<std::string>& formats, double max_time_s,
            int device, const std::string& command) {
             const catalog& cat = default_catalog();
-            const model_spec spec = is_config ? model_from_hf_config(model, name, "/model") : cat.model(model, "/model");
+            const model_spec spec = resolve_model(model, is_config, name);
             const accelerator_spec a = cat.accelerator(accelerator, "/accelerator");
             cuda_calibration_options o;
             o.layer_tokens = layer_tokens;
@@ -70,8 +70,7 @@ void register_calibration(py::module_& m) {
         [](const std::string& model, bool is_config, const std::string& name, std::int64_t layer_tokens, const std::vector<std::int64_t>& gemm_tokens,
            const std::vector<std::string>& formats, const std::vector<double>& triad_array_bytes, int rounds,
            double max_time_s, const std::string& command) {
-            const model_spec spec =
-                is_config ? model_from_hf_config(model, name, "/model") : default_catalog().model(model, "/model");
+            const model_spec spec = resolve_model(model, is_config, name);
             cpu_calibration_options o;
             o.layer_tokens = layer_tokens;
             o.gemm_tokens = gemm_tokens;

@@ -34,21 +34,17 @@ void register_catalog(py::module_& m) {
             return to_json(model_from_hf_config(text, name, "/model"));
         }, py::arg("text"), py::arg("name") = "custom");
     m.def("accelerator_json", [](const std::string& name) { return to_json(default_catalog().accelerator(name, "/accelerator")); }, py::arg("name"));
-    // A model given by catalog name, or by config.json text when `is_config`.
-    auto resolve = [](const std::string& model, bool is_config) {
-        return is_config ? model_from_hf_config(model, "custom", "/model") : default_catalog().model(model, "/model");
-    };
-    m.def("model_kv_cache_bytes", [resolve](const std::string& model, bool is_config, const std::vector<std::int64_t>& contexts,
+    m.def("model_kv_cache_bytes", [](const std::string& model, bool is_config, const std::vector<std::int64_t>& contexts,
                                              int tp, const std::string& fmt, std::int64_t block) {
             if (tp < 1) throw config_error("/tp", std::to_string(tp), "must be at least 1", "an integer >= 1");
             if (block < 1) throw config_error("/block_tokens", std::to_string(block), "must be at least 1", "an integer >= 1");
             for (auto c : contexts)
                 if (c < 0) throw config_error("/contexts", std::to_string(c), "a negative context length", "token counts >= 0");
-            const model_spec m = resolve(model, is_config);
+            const model_spec m = resolve_model(model, is_config);
             return kv_bytes_for_batch(m, tp, find_format(fmt, "/kv_cache"), all_layers(m), contexts, block).si();
         }, py::arg("model"), py::arg("is_config"), py::arg("contexts"), py::arg("tp"), py::arg("fmt"), py::arg("block_tokens"));
-    m.def("model_weight_bytes", [resolve](const std::string& model, bool is_config, const std::string& fmt) {
-            const model_spec m = resolve(model, is_config);
+    m.def("model_weight_bytes", [](const std::string& model, bool is_config, const std::string& fmt) {
+            const model_spec m = resolve_model(model, is_config);
             return weight_bytes(count_parameters(m), find_format(fmt, "/weights")).si();
         }, py::arg("model"), py::arg("is_config"), py::arg("fmt"));
     m.def("system_json", [](const std::string& name) { return to_json(default_catalog().system(name, "/system")); }, py::arg("name"));

@@ -21,7 +21,7 @@ void register_sizing(py::module_& m) {
                   py::gil_scoped_release release;
                   const catalog& cat = default_catalog();
                   sizing_request q;
-                  q.model = is_config ? model_from_hf_config(model, "custom", "/model") : cat.model(model, "/model");
+                  q.model = resolve_model(model, is_config);
                   q.concurrency = concurrency;
                   q.input_tokens = input;
                   q.output_tokens = output;
