@@ -167,6 +167,7 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
             m.finish();
         }
         a.kernel_launch = e.quantity<duration>("kernel_launch");
+        a.prefill_step_overhead = e.quantity<duration>("prefill_step_overhead");
         if (const json* f = e.get("matmul_by_size"); f && !f->is_null()) {
             object_reader fr(*f, e.path("matmul_by_size"));
             a.matmul_by_size_format = fr.required_choice("format", {"fp32", "tf32", "bf16", "fp16", "fp8"});

@@ -230,6 +230,7 @@ training_spec read_training(object_reader& r) {
     t.offload_optimizer = r.boolean("offload_optimizer").value_or(false);
     t.async_checkpoint = r.boolean("async_checkpoint").value_or(true);
     t.straggler_factor = r.number("straggler_factor", 1.0).value_or(1.0);
+    t.tp_comm_overlap = r.boolean("tp_comm_overlap").value_or(false);
     if (const json* d = r.get("data"); d && !d->is_null()) {
         object_reader dr(*d, r.path("data"), true);
         t.data_bytes_per_token = dr.quantity<data_size>("bytes_per_token");
@@ -378,6 +379,10 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
         if (sc.training->shard_group > dp || dp % sc.training->shard_group != 0)
             throw config_error("/training/shard_group", std::to_string(sc.training->shard_group),
                                "must divide the data-parallel degree " + std::to_string(dp), "a divisor of dp");
+        // Megatron-LM: --tp-comm-overlap requires --sequence-parallel (its all-gathers and reduce-scatters).
+        if (sc.training->tp_comm_overlap && sc.parallelism.tp > 1 && !sc.parallelism.sequence_parallel)
+            throw config_error("/training/tp_comm_overlap", "true", "needs parallelism.sequence_parallel with tp > 1",
+                               "false, or sequence_parallel: true");
     }
     if (const json* i = root.get("inference"); i && !i->is_null()) {
         object_reader r(*i, "/inference", true);

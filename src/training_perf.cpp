@@ -44,12 +44,22 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     const double stages = p.pp;
     // Megatron tensor parallelism: two all-reduces per layer in the forward, two in the backward
     // (Shoeybi et al. 2019 §3), not overlapped with the matrix multiplies.
-    const duration forward = (f.compute + head_time) / stages;
-    const duration tp_comm = 2.0 * f.communication / stages;
-    const duration backward = 2.0 * forward;
     duration attention_core;
     for (const auto& op : f.ops)
         if (op.op == "attention core") attention_core = op.time;
+    // FP8 training with Transformer Engine's default recipe runs the attention core (softmax(QK^T)V)
+    // in 16 bits (DotProductAttention: FP8 only with fp8_dpa, default off): at the 16-bit rate.
+    duration attention_16bit_extra;
+    const bool fp8_training = s.precision.compute.peak_key == "fp8" && !s.precision.activations.quantized();
+    if (fp8_training) {
+        const peak_rate p16 = s.system.accelerator.peak(s.precision.activations.peak_key);
+        for (const auto& op : f.ops)
+            if (op.op == "attention core" && op.compute_bound && p16.status == peak_rate::state::known)
+                attention_16bit_extra = (perf.peak / p16.value - 1.0) * op.time;
+    }
+    const duration forward = (f.compute + head_time + attention_16bit_extra) / stages;
+    duration tp_comm = 2.0 * f.communication / stages;
+    const duration backward = 2.0 * forward;
     const duration recompute = t.recompute == recompute_kind::full        ? forward
                                : t.recompute == recompute_kind::selective ? attention_core / stages
                                                                           : duration{};
@@ -74,11 +84,43 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         ep_comm = 4.0 * static_cast<double>(m.moe_layer_count()) / stages *
                   perf.alltoall(tokens * static_cast<double>(m.moe.experts_per_token) * static_cast<double>(m.hidden) *
                                 s.precision.activations.bytes_per_element() * B);
+    // FP8 casts (Transformer Engine, Micikevicius et al. 2022 arXiv:2209.05433 §4): each GEMM's
+    // 16-bit input is cast to FP8 with a transposed copy for the other GEMM of the pair (fused
+    // cast_transpose: read 2 B, write 1 + 1 B per element): in the forward the activations entering
+    // the GEMMs, in the backward the gradients leaving them. Weights are cast once per step (cached
+    // across micro-batches). Memory-bound passes, serial with the GEMMs.
+    duration fp8_casts;
+    if (fp8_training) {
+        const double h = static_cast<double>(m.hidden), tpd = p.tp;
+        const double kv = 2.0 * detail::kv_heads_per_rank(m, p.tp) * static_cast<double>(m.head_dim);
+        const double q = static_cast<double>(m.heads) / tpd * static_cast<double>(m.head_dim);
+        const double gate = m.gated_mlp ? 2.0 : 1.0;
+        // Per token and layer on one rank: forward inputs (QKV h, output q, up h, down I/tp) and
+        // backward output gradients (QKV q + kv, output h, up gate x I/tp, down h).
+        const double attention = (h + q) + (q + kv + h);
+        auto mlp = [&](double width) { return (h + width) + (gate * width + h); };
+        const double dense = mlp(static_cast<double>(m.intermediate) / tpd);
+        const double moe = static_cast<double>(m.moe.experts_per_token) *
+                               mlp(static_cast<double>(m.moe.expert_intermediate) / p.etp) +
+                           static_cast<double>(m.moe.shared_experts) * mlp(static_cast<double>(m.moe.expert_intermediate) / tpd);
+        const double moe_layers = m.is_moe() ? static_cast<double>(m.moe_layer_count()) : 0.0;
+        const double elements = tokens * (static_cast<double>(m.layers) * attention +
+                                          (static_cast<double>(m.layers) - moe_layers) * dense + moe_layers * moe);
+        fp8_casts = (elements * 4.0 * B) / stages / (perf.memory_bandwidth * perf.efficiency.memory);
+    }
     // Stragglers: the slowest rank sets the pace of every synchronous step (an optional factor >= 1).
     const double straggler = t.straggler_factor;
     // A full recomputation reruns the forward's tensor-parallel all-reduces too.
-    const duration recompute_comm = t.recompute == recompute_kind::full ? f.communication / stages : duration{};
-    const duration per_mb = straggler * (forward + backward + recompute) + tp_comm + recompute_comm + cp_comm + ep_comm;
+    duration recompute_comm = t.recompute == recompute_kind::full ? f.communication / stages : duration{};
+    // Tensor-parallel overlap (Wang et al. 2023, ASPLOS, "Overlap Communication with Dependent
+    // Computation via Decomposition"; Transformer Engine userbuffers): each all-gather / reduce-scatter
+    // is split into chunks pipelined with the GEMM that consumes or produces it, so only what the
+    // GEMMs cannot cover stays exposed.
+    if (t.tp_comm_overlap && p.tp > 1) {
+        tp_comm = std::max(duration{}, tp_comm - (forward + backward));
+        recompute_comm = std::max(duration{}, recompute_comm - recompute);
+    }
+    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts) + tp_comm + recompute_comm + cp_comm + ep_comm;
     const double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
     const duration compute = static_cast<double>(mb) * per_mb;
     const duration bubble = bubble_mbs * per_mb;
@@ -130,7 +172,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
 
     out.straggler = straggler;
     out.bubble_micro_batches = bubble_mbs;
-    out.forward = forward, out.backward = backward, out.recompute = recompute;
+    out.forward = forward, out.backward = backward, out.recompute = recompute, out.fp8_casts = fp8_casts;
     out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.cp_comm = cp_comm, out.ep_comm = ep_comm;
     out.bubble = bubble, out.dp_time = dp_time, out.dp_exposed = dp_exposed, out.optimizer = optimizer;
     out.step = compute + bubble + dp_exposed + optimizer;
@@ -143,7 +185,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
     const training_spec& t = *s.training;
     const model_spec& m = s.model;
     const training_step_parts parts = training_step_time(s, perf, f, w);
-    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, tp_comm, recompute_comm, cp_comm, ep_comm, bubble,
+    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, tp_comm, recompute_comm, cp_comm, ep_comm, bubble,
                 dp_time, dp_exposed, optimizer, step] = parts;
     training_performance out;
     out.micro_batches = mb;
@@ -152,6 +194,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
     out.terms = {{"forward", smb * forward, smb * forward},
                  {"backward", smb * backward, smb * backward},
                  {"recompute", smb * recompute, smb * recompute},
+                 {"fp8 casts", smb * fp8_casts, smb * fp8_casts},
                  {"tp communication", static_cast<double>(mb) * (tp_comm + recompute_comm),
                   static_cast<double>(mb) * (tp_comm + recompute_comm)},
                  {"cp ring exchange", static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_comm},

@@ -118,14 +118,15 @@ TEST_CASE("the catalog's small-GEMM curve caps each kernel, in its own format's 
     const catalog cat = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
     const accelerator_spec h100 = cat.accelerator("H100-SXM", "/a");
     // H100-SXM efficiency.matmul_by_size (bf16, OpenXLA sm_90 table): 0.2059 at 2.147e9 FLOPs, 0.4584 at
-    // 8.59e9; large-kernel values bf16 0.61, fp8 0.44 (the catalog's matmul block).
+    // 8.59e9, 0.6991 at 3.436e10; large-kernel values bf16 0.61, fp8 0.50 (the catalog's matmul block).
     const perf_efficiency bf16 = default_perf_efficiency(h100, find_format("bf16"));
     CHECK(bf16.gemm_at(2.147e9) == doctest::Approx(0.2059));
     CHECK(bf16.gemm_at(1e13) == doctest::Approx(0.61));  // the curve's 0.82 is capped by the in-engine value
     // fp8's peak is twice bf16's: a kernel of W fp8 FLOPs takes the curve at W / 2.
     const perf_efficiency fp8 = default_perf_efficiency(h100, find_format("fp8"));
     CHECK(fp8.gemm_at(2 * 2.147e9) == doctest::Approx(0.2059));
-    CHECK(fp8.gemm_at(2 * 8.59e9) == doctest::Approx(0.44));  // min(0.44, 0.4584)
+    CHECK(fp8.gemm_at(2 * 8.59e9) == doctest::Approx(0.4584));   // min(0.50, 0.4584)
+    CHECK(fp8.gemm_at(2 * 3.436e10) == doctest::Approx(0.50));   // min(0.50, 0.6991)
     // An accelerator without the curve keeps one value at every size.
     const perf_efficiency a100 = default_perf_efficiency(cat.accelerator("A100-80GB-SXM", "/a"), find_format("bf16"));
     CHECK(a100.gemm_at(1e6) == doctest::Approx(a100.gemm_at(1e13)));

@@ -30,6 +30,7 @@ struct perf_efficiency {
     double memory = 0.0;        // achieved / peak memory bandwidth (large kernels)
     duration per_kernel;        // launch and tail per kernel (CUDA graphs in decode)
     duration per_step;          // engine scheduling, sampling and host work per step
+    duration per_prefill_step;  // more for a step that runs a prompt (no CUDA graph for prefill)
     std::string source;         // where the numbers come from
     std::string table = "catalog";  // the efficiency table used: "catalog" or a calibration's name
     // By the work of one kernel, from a calibration, as fractions of the accelerator's own peaks;
