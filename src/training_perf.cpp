@@ -43,22 +43,19 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     const duration head_time = head / (perf.peak * perf.efficiency.gemm);
     const double stages = p.pp;
     // Megatron tensor parallelism: two all-reduces per layer in the forward, two in the backward
-    // (Shoeybi et al. 2019 §3), not overlapped with the matrix multiplies.
-    duration attention_core;
-    for (const auto& op : f.ops)
-        if (op.op == "attention core") attention_core = op.time;
+    // (Shoeybi et al. 2019 §3), overlapped with the matrix multiplies only with tp_comm_overlap (below).
+    const auto core = std::find_if(f.ops.begin(), f.ops.end(), [](const op_time& op) { return op.op == "attention core"; });
+    const duration attention_core = core != f.ops.end() ? core->time : duration{};
     // FP8 training with Transformer Engine's default recipe runs the attention core (softmax(QK^T)V)
     // in 16 bits (DotProductAttention: FP8 only with fp8_dpa, default off): at the 16-bit rate.
     duration attention_16bit_extra;
     const bool fp8_training = s.precision.compute.peak_key == "fp8" && !s.precision.activations.quantized();
-    if (fp8_training) {
+    if (fp8_training && core != f.ops.end() && core->compute_bound) {
         const peak_rate p16 = s.system.accelerator.peak(s.precision.activations.peak_key);
-        for (const auto& op : f.ops)
-            if (op.op == "attention core" && op.compute_bound && p16.status == peak_rate::state::known)
-                attention_16bit_extra = (perf.peak / p16.value - 1.0) * op.time;
+        if (p16.status == peak_rate::state::known) attention_16bit_extra = (perf.peak / p16.value - 1.0) * attention_core;
     }
     const duration forward = (f.compute + head_time + attention_16bit_extra) / stages;
-    duration tp_comm = 2.0 * f.communication / stages;
+    const duration tp_comm = 2.0 * f.communication / stages;
     const duration backward = 2.0 * forward;
     const duration recompute = t.recompute == recompute_kind::full        ? forward
                                : t.recompute == recompute_kind::selective ? attention_core / stages
@@ -88,7 +85,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // 16-bit input is cast to FP8 with a transposed copy for the other GEMM of the pair (fused
     // cast_transpose: read 2 B, write 1 + 1 B per element): in the forward the activations entering
     // the GEMMs, in the backward the gradients leaving them. Weights are cast once per step (cached
-    // across micro-batches). Memory-bound passes, serial with the GEMMs.
+    // across micro-batches) and not counted. Memory-bound passes, serial with the GEMMs.
     duration fp8_casts;
     if (fp8_training) {
         const double h = static_cast<double>(m.hidden), tpd = p.tp;
@@ -111,16 +108,16 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // Stragglers: the slowest rank sets the pace of every synchronous step (an optional factor >= 1).
     const double straggler = t.straggler_factor;
     // A full recomputation reruns the forward's tensor-parallel all-reduces too.
-    duration recompute_comm = t.recompute == recompute_kind::full ? f.communication / stages : duration{};
+    const duration recompute_comm = t.recompute == recompute_kind::full ? f.communication / stages : duration{};
     // Tensor-parallel overlap (Wang et al. 2023, ASPLOS, "Overlap Communication with Dependent
     // Computation via Decomposition"; Transformer Engine userbuffers): each all-gather / reduce-scatter
     // is split into chunks pipelined with the GEMM that consumes or produces it, so only what the
     // GEMMs cannot cover stays exposed.
-    if (t.tp_comm_overlap && p.tp > 1) {
-        tp_comm = std::max(duration{}, tp_comm - (forward + backward));
-        recompute_comm = std::max(duration{}, recompute_comm - recompute);
-    }
-    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts) + tp_comm + recompute_comm + cp_comm + ep_comm;
+    const duration tp_exposed = t.tp_comm_overlap && p.tp > 1
+                                    ? std::max(duration{}, tp_comm - (forward + backward)) +
+                                          std::max(duration{}, recompute_comm - recompute)
+                                    : tp_comm + recompute_comm;
+    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts) + tp_exposed + cp_comm + ep_comm;
     const double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
     const duration compute = static_cast<double>(mb) * per_mb;
     const duration bubble = bubble_mbs * per_mb;
@@ -173,7 +170,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     out.straggler = straggler;
     out.bubble_micro_batches = bubble_mbs;
     out.forward = forward, out.backward = backward, out.recompute = recompute, out.fp8_casts = fp8_casts;
-    out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.cp_comm = cp_comm, out.ep_comm = ep_comm;
+    out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.tp_exposed = tp_exposed, out.cp_comm = cp_comm, out.ep_comm = ep_comm;
     out.bubble = bubble, out.dp_time = dp_time, out.dp_exposed = dp_exposed, out.optimizer = optimizer;
     out.step = compute + bubble + dp_exposed + optimizer;
     return out;
@@ -185,7 +182,8 @@ training_performance assemble_training_performance(const scenario& s, const perf
     const training_spec& t = *s.training;
     const model_spec& m = s.model;
     const training_step_parts parts = training_step_time(s, perf, f, w);
-    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, tp_comm, recompute_comm, cp_comm, ep_comm, bubble,
+    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, tp_comm, recompute_comm, tp_exposed, cp_comm,
+                ep_comm, bubble,
                 dp_time, dp_exposed, optimizer, step] = parts;
     training_performance out;
     out.micro_batches = mb;
@@ -195,8 +193,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
                  {"backward", smb * backward, smb * backward},
                  {"recompute", smb * recompute, smb * recompute},
                  {"fp8 casts", smb * fp8_casts, smb * fp8_casts},
-                 {"tp communication", static_cast<double>(mb) * (tp_comm + recompute_comm),
-                  static_cast<double>(mb) * (tp_comm + recompute_comm)},
+                 {"tp communication", static_cast<double>(mb) * (tp_comm + recompute_comm), static_cast<double>(mb) * tp_exposed},
                  {"cp ring exchange", static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_comm},
                  {"ep all-to-all", static_cast<double>(mb) * ep_comm, static_cast<double>(mb) * ep_comm},
                  {"pipeline bubble", bubble, bubble},

@@ -184,16 +184,19 @@ def test_more_gpus_at_fixed_work_per_gpu_never_lower_total_throughput():
 
 
 def test_tp_comm_overlap_hides_tensor_parallel_traffic_and_needs_sequence_parallelism():
-    def run(overlap, sp=True):
-        return capplan.estimate({"model": "Llama-2-70B", "system": {"preset": "DGX-H100", "count": 64},
+    def run(overlap, sp=True, full=False):
+        r = capplan.estimate({"model": "Llama-2-70B", "system": {"preset": "DGX-H100", "count": 64},
                                  "parallelism": {"tp": 4, "pp": 4, "vpp": 20, "sequence_parallel": sp},
                                  "precision": {"weights": "bf16", "compute": "fp8"},
                                  "training": {"seq_len": 4096, "global_batch": 128, "tp_comm_overlap": overlap,
-                                              "distributed_optimizer": True}}).to_dict()["training"]
+                                              "distributed_optimizer": True}}).to_dict()
+        return r if full else r["training"]
     plain, hidden = run(False), run(True)
     term = {t["term"]: t for t in plain["breakdown"]}
     tp = term["tp communication"]["exposed_s"]
-    assert tp > 0 and {t["term"]: t for t in hidden["breakdown"]}["tp communication"]["exposed_s"] == 0.0
+    hidden_tp = {t["term"]: t for t in hidden["breakdown"]}["tp communication"]
+    assert tp > 0 and hidden_tp["exposed_s"] == 0.0
+    assert hidden_tp["time_s"] == pytest.approx(term["tp communication"]["time_s"])  # still shown, as overlapped
     # The step loses the hidden traffic, and the pipeline bubble (in micro-batch times) shrinks with it.
     bubble = term["pipeline bubble"]["exposed_s"]
     bubble_hidden = {t["term"]: t for t in hidden["breakdown"]}["pipeline bubble"]["exposed_s"]
@@ -201,6 +204,10 @@ def test_tp_comm_overlap_hides_tensor_parallel_traffic_and_needs_sequence_parall
     assert plain["step_time_s"] - hidden["step_time_s"] == pytest.approx(tp + bubble - bubble_hidden, rel=1e-9)
     # FP8 training pays the casts (4 bytes per GEMM input/gradient element); 16-bit training does not.
     assert term["fp8 casts"]["exposed_s"] > 0
+    # ... device work, so the chain counts them under compute (with forward, backward, recompute).
+    chain = {c["stage"]: c["time_s"] for c in run(False, full=True)["chain"]}
+    compute = sum(term[k]["exposed_s"] for k in ("forward", "backward", "recompute", "fp8 casts"))
+    assert chain["compute"] == pytest.approx(compute)
     bf16 = capplan.estimate({"model": "Llama-2-70B", "system": {"preset": "DGX-H100", "count": 64},
                              "parallelism": {"tp": 4, "pp": 4, "vpp": 20, "sequence_parallel": True},
                              "training": {"seq_len": 4096, "global_batch": 128}}).to_dict()["training"]

@@ -58,7 +58,9 @@ struct training_step_parts {
     double bubble_micro_batches = 0.0;         // pipeline bubble in micro-batch times
     duration forward, backward, recompute;     // per micro-batch and stage
     duration fp8_casts;                        // per micro-batch and stage (FP8 training)
-    duration tp_comm, recompute_comm, cp_comm, ep_comm;  // per micro-batch and stage, exposed
+    duration tp_comm, recompute_comm;          // per micro-batch and stage, all of it
+    duration tp_exposed;                       // the part of tp_comm + recompute_comm not overlapped
+    duration cp_comm, ep_comm;                 // per micro-batch and stage, exposed
     duration bubble;                           // per step
     duration dp_time, dp_exposed;              // data-parallel gradients (+ ZeRO-3 gathers)
     duration optimizer;
