@@ -283,6 +283,8 @@ void estimate_training_speed(const scenario& s, estimate_result& r) {
             compute += term.exposed;
         else if (term.term == "tp communication" || term.term == "cp ring exchange" || term.term == "ep all-to-all")
             tp_comm += term.exposed;
+        else if (term.term == "pp sends")  // between nodes when the stages do not fit one
+            (s.parallelism.tp * s.parallelism.pp > s.system.per_node ? dp : tp_comm) += term.exposed;
         else if (term.term == "pipeline bubble") bubble += term.exposed;
         else if (term.term == "optimizer step") optimizer += term.exposed;
         else dp += term.exposed;

@@ -149,7 +149,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     // and repeated (a 96-layer model costs at most four layers).
     struct layer_cost {
         op_sum ops[4] = {};
-        duration communication;
+        duration tp_allreduce, ep_alltoall;
         bool done = false;
     };
     layer_cost kinds[2][2];
@@ -210,11 +210,11 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                        has_shared ? 5 : 3, touched * expert + shared);
                 lc.ops[2].time += (has_shared ? 5.0 : 4.0) * launch;
                 // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
-                if (p.ep > 1) lc.communication += 2.0 * su.alltoall(tokens * static_cast<double>(m.moe.experts_per_token) * h * ba * B);
+                if (p.ep > 1) lc.ep_alltoall += 2.0 * su.alltoall(tokens * static_cast<double>(m.moe.experts_per_token) * h * ba * B);
             }
             // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound.
             charge(lc.ops[3], unit::norm, flop_count{}, tokens * 10.0 * h * ba * B, 3);
-            if (tp > 1) lc.communication += 2.0 * su.allreduce(tokens * h * ba * B);
+            if (tp > 1) lc.tp_allreduce += 2.0 * su.allreduce(tokens * h * ba * B);
             lc.done = true;
         }
         for (int k = 0; k < 4; ++k) {
@@ -224,7 +224,8 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             sums[k].compute_part += lc.ops[k].compute_part;
             sums[k].memory_part += lc.ops[k].memory_part;
         }
-        out.communication += lc.communication;
+        out.tp_allreduce += lc.tp_allreduce;
+        out.ep_alltoall += lc.ep_alltoall;
     }
     // LM head for the sampled positions (fp32 logits), embedding lookups for every token.
     const double sampled = static_cast<double>(st.decode_requests + st.prefill_requests);
@@ -232,8 +233,9 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     charge(sums[4], unit::matrix, 2.0 * sampled * h * vocab_part * FLOP,
            (vocab_part * h * bo + sampled * vocab_part * 4.0 + tokens * h * bo) * B, 2);
     if (p.pp > 1)
-        out.communication += static_cast<double>(p.pp - 1) *
-                             (su.pipeline_send_latency + (tokens * h * ba * B) / su.pipeline_send_bandwidth);
+        out.pipeline_send = static_cast<double>(p.pp - 1) *
+                            (su.pipeline_send_latency + (tokens * h * ba * B) / su.pipeline_send_bandwidth);
+    out.communication = out.tp_allreduce + out.ep_alltoall + out.pipeline_send;
 
     for (const auto& o : sums) {
         out.ops.push_back({o.name, o.flops, o.bytes, o.time, o.compute_part > o.memory_part});

@@ -55,7 +55,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         if (p16.status == peak_rate::state::known) attention_16bit_extra = (perf.peak / p16.value - 1.0) * attention_core;
     }
     const duration forward = (f.compute + head_time + attention_16bit_extra) / stages;
-    const duration tp_comm = 2.0 * f.communication / stages;
+    const duration tp_comm = 2.0 * f.tp_allreduce / stages;
     const duration backward = 2.0 * forward;
     const duration recompute = t.recompute == recompute_kind::full        ? forward
                                : t.recompute == recompute_kind::selective ? attention_core / stages
@@ -105,10 +105,23 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                           (static_cast<double>(m.layers) - moe_layers) * dense + moe_layers * moe);
         fp8_casts = (elements * 4.0 * B) / stages / (perf.memory_bandwidth * perf.efficiency.memory);
     }
+    // Pipeline sends (Narayanan et al. 2021 §4.1): per micro-batch each stage boundary passes the
+    // activations forward and their gradients back, once per model chunk (interleaving multiplies the
+    // sends by vpp, ibid. §2.2.2). Megatron's scatter/gather optimisation (sequence parallelism shards
+    // the same way) sends 1/tp of the tensor from each tp rank over its own link. Blocking in the
+    // plain 1F1B schedule; with interleaving Megatron-LM overlaps them with the next chunk's compute
+    // (overlap_p2p_comm: on by default in megatron/training/arguments.py, forced off without vpp).
+    duration pp_comm, pp_exposed;
+    if (p.pp > 1) {
+        const data_size piece = tokens * static_cast<double>(m.hidden) * s.precision.activations.bytes_per_element() * B /
+                                static_cast<double>(p.tp);
+        pp_comm = 2.0 * static_cast<double>(p.vpp) * (perf.pipeline_send_latency + piece / perf.pipeline_send_bandwidth);
+        pp_exposed = p.vpp > 1 ? std::max(duration{}, pp_comm - (forward + backward)) : pp_comm;
+    }
     // Stragglers: the slowest rank sets the pace of every synchronous step (an optional factor >= 1).
     const double straggler = t.straggler_factor;
     // A full recomputation reruns the forward's tensor-parallel all-reduces too.
-    const duration recompute_comm = t.recompute == recompute_kind::full ? f.communication / stages : duration{};
+    const duration recompute_comm = t.recompute == recompute_kind::full ? f.tp_allreduce / stages : duration{};
     // Tensor-parallel overlap (Wang et al. 2023, ASPLOS, "Overlap Communication with Dependent
     // Computation via Decomposition"; Transformer Engine userbuffers): each all-gather / reduce-scatter
     // is split into chunks pipelined with the GEMM that consumes or produces it, so only what the
@@ -117,7 +130,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                     ? std::max(duration{}, tp_comm - (forward + backward)) +
                                           std::max(duration{}, recompute_comm - recompute)
                                     : tp_comm + recompute_comm;
-    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts) + tp_exposed + cp_comm + ep_comm;
+    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts) + tp_exposed + pp_exposed + cp_comm + ep_comm;
     const double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
     const duration compute = static_cast<double>(mb) * per_mb;
     const duration bubble = bubble_mbs * per_mb;
@@ -170,7 +183,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     out.straggler = straggler;
     out.bubble_micro_batches = bubble_mbs;
     out.forward = forward, out.backward = backward, out.recompute = recompute, out.fp8_casts = fp8_casts;
-    out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.tp_exposed = tp_exposed, out.cp_comm = cp_comm, out.ep_comm = ep_comm;
+    out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.tp_exposed = tp_exposed, out.pp_comm = pp_comm, out.pp_exposed = pp_exposed, out.cp_comm = cp_comm, out.ep_comm = ep_comm;
     out.bubble = bubble, out.dp_time = dp_time, out.dp_exposed = dp_exposed, out.optimizer = optimizer;
     out.step = compute + bubble + dp_exposed + optimizer;
     return out;
@@ -182,8 +195,8 @@ training_performance assemble_training_performance(const scenario& s, const perf
     const training_spec& t = *s.training;
     const model_spec& m = s.model;
     const training_step_parts parts = training_step_time(s, perf, f, w);
-    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, tp_comm, recompute_comm, tp_exposed, cp_comm,
-                ep_comm, bubble,
+    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, tp_comm, recompute_comm, tp_exposed, pp_comm,
+                pp_exposed, cp_comm, ep_comm, bubble,
                 dp_time, dp_exposed, optimizer, step] = parts;
     training_performance out;
     out.micro_batches = mb;
@@ -194,6 +207,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
                  {"recompute", smb * recompute, smb * recompute},
                  {"fp8 casts", smb * fp8_casts, smb * fp8_casts},
                  {"tp communication", static_cast<double>(mb) * (tp_comm + recompute_comm), static_cast<double>(mb) * tp_exposed},
+                 {"pp sends", static_cast<double>(mb) * pp_comm, static_cast<double>(mb) * pp_exposed},
                  {"cp ring exchange", static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_comm},
                  {"ep all-to-all", static_cast<double>(mb) * ep_comm, static_cast<double>(mb) * ep_comm},
                  {"pipeline bubble", bubble, bubble},

@@ -28,10 +28,37 @@ TEST_CASE("1F1B bubble: (p - 1) micro-batch times; interleaving divides it by v"
     // dp = 64 / (2 x 4) = 8; micro-batches per pipeline m = 256 / (8 x 1) = 32
     const auto a = run(R"({"tp": 2, "pp": 4})", R"({"seq_len": 4096, "global_batch": 256})");
     CHECK(a.micro_batches == 32);
-    const duration per_mb = (term(a, "forward") + term(a, "backward") + term(a, "recompute") + term(a, "tp comm")) / 32.0;
-    CHECK(term(a, "pipeline bubble").si() == doctest::Approx((3.0 * per_mb).si()));  // (pp - 1) = 3
+    auto per_mb = [](const training_performance& t) {
+        return (term(t, "forward") + term(t, "backward") + term(t, "recompute") + term(t, "tp comm") + term(t, "pp sends")) /
+               static_cast<double>(t.micro_batches);
+    };
+    CHECK(term(a, "pipeline bubble").si() == doctest::Approx((3.0 * per_mb(a)).si()));  // (pp - 1) = 3
     const auto v = run(R"({"tp": 2, "pp": 4, "vpp": 3})", R"({"seq_len": 4096, "global_batch": 256})");
-    CHECK(term(v, "pipeline bubble").si() == doctest::Approx((1.0 * per_mb).si()));  // 3 / 3
+    CHECK(term(v, "pipeline bubble").si() == doctest::Approx((1.0 * per_mb(v)).si()));  // 3 / 3
+}
+
+namespace {
+duration total(const training_performance& t, const std::string& name) {
+    for (const auto& x : t.terms)
+        if (x.term == name) return x.time;
+    return {};
+}
+}  // namespace
+
+TEST_CASE("pipeline sends: their own term, 1/tp per rank, vpp times as many, overlapped only when interleaved") {
+    // 16 stages of 8 GPUs per node: the sends cross nodes in every layout below.
+    const auto pp = run(R"({"tp": 1, "pp": 16})", R"({"seq_len": 4096, "global_batch": 64})");
+    CHECK(total(pp, "tp communication").si() == 0.0);  // a pipeline is not tensor parallelism
+    CHECK(term(pp, "pp sends") > duration{});
+    CHECK(term(pp, "pp sends").si() == doctest::Approx(total(pp, "pp sends").si()));  // 1F1B: blocking
+    // tp 2 sends half the bytes from each rank; the bandwidth part halves, the latency stays.
+    const auto pp2 = run(R"({"tp": 2, "pp": 16})", R"({"seq_len": 4096, "global_batch": 64})", 128);
+    CHECK(total(pp2, "pp sends") < total(pp, "pp sends"));
+    CHECK(total(pp2, "pp sends") > 0.5 * total(pp, "pp sends"));
+    // Interleaving with v = 2 chunks: twice the sends, hidden behind the other chunk's compute.
+    const auto v = run(R"({"tp": 1, "pp": 16, "vpp": 2})", R"({"seq_len": 4096, "global_batch": 64})");
+    CHECK(total(v, "pp sends").si() == doctest::Approx(2.0 * total(pp, "pp sends").si()));
+    CHECK(term(v, "pp sends").si() == 0.0);
 }
 
 TEST_CASE("MFU = model FLOPs per step / (step x devices x peak)") {

@@ -68,7 +68,10 @@ struct op_time {
 struct step_breakdown {
     std::vector<op_time> ops;  // summed over the layers of the model (one device's share)
     duration compute;          // sum of operator times
-    duration communication;    // tensor-parallel all-reduces and pipeline sends, not overlapped
+    duration communication;    // the three below, not overlapped
+    duration tp_allreduce;     // tensor-parallel all-reduces
+    duration ep_alltoall;      // expert-parallel dispatch and combine
+    duration pipeline_send;    // activations passed from stage to stage (pp - 1 sends)
     duration overhead;         // per-step engine overhead
     duration total() const { return compute + communication + overhead; }
 };

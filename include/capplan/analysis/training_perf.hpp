@@ -10,6 +10,8 @@
 //       optimizer) over dp, overlapped with the last micro-batch's backward (bucketed overlap);
 //       ZeRO-3 / FSDP adds a parameter all-gather per micro-batch forward and backward over the
 //       shard group (HSDP: a divisor of dp), overlapped with compute
+//   pipeline sends: activations forward and gradients back, 1/tp per rank, vpp times per micro-batch;
+//       overlapped with compute only in the interleaved schedule (Megatron-LM overlap_p2p_comm)
 //   expert parallelism: four all-to-alls per MoE layer and micro-batch (dispatch/combine, fwd/bwd)
 //   optimizer: memory-bound over the states this rank updates
 //   MFU = model FLOPs per step / (step x devices x peak); HFU counts recomputation (flops.hpp).
@@ -47,10 +49,6 @@ training_performance estimate_training_performance(const scenario& s);
 struct perf_setup;
 struct step_breakdown;
 struct weight_sharding;
-
-struct perf_setup;
-struct step_breakdown;
-struct weight_sharding;
 // The step's parts as numbers, without the text of a breakdown: what a layout search ranks by.
 struct training_step_parts {
     std::int64_t micro_batches = 0;  // per pipeline, per step
@@ -60,6 +58,7 @@ struct training_step_parts {
     duration fp8_casts;                        // per micro-batch and stage (FP8 training)
     duration tp_comm, recompute_comm;          // per micro-batch and stage, all of it
     duration tp_exposed;                       // the part of tp_comm + recompute_comm not overlapped
+    duration pp_comm, pp_exposed;              // per micro-batch and stage: sends between stages, the part not overlapped
     duration cp_comm, ep_comm;                 // per micro-batch and stage, exposed
     duration bubble;                           // per step
     duration dp_time, dp_exposed;              // data-parallel gradients (+ ZeRO-3 gathers)
