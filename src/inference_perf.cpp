@@ -194,7 +194,9 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 lc.ops[2].time += launch;
             } else {
                 const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
-                const double slots = tokens * static_cast<double>(m.moe.experts_per_token) / p.ep;  // balanced routing
+                // Balanced routing: the slots this device's experts receive.
+                const double slots = tokens * static_cast<double>(m.moe.experts_per_token) /
+                                     (st.experts_route_rank_tokens ? tp : static_cast<double>(p.ep));
                 // Distinct local experts hit by `slots` uniform picks (expected value).
                 const double touched = experts_here * (1.0 - std::pow(1.0 - 1.0 / experts_here, slots));
                 const double expert = 3.0 * h * m.moe.expert_intermediate / p.etp;
@@ -210,7 +212,10 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                        has_shared ? 5 : 3, touched * expert + shared);
                 lc.ops[2].time += (has_shared ? 5.0 : 4.0) * launch;
                 // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
-                if (p.ep > 1) lc.ep_alltoall += 2.0 * su.alltoall(tokens * static_cast<double>(m.moe.experts_per_token) * h * ba * B);
+                // Each rank sends its routed slots: with shared tokens the whole step's (tokens x k),
+                // with rank-routed tokens its own shard's (= the slots it receives).
+                const double sent = st.experts_route_rank_tokens ? slots : tokens * static_cast<double>(m.moe.experts_per_token);
+                if (p.ep > 1) lc.ep_alltoall += 2.0 * su.alltoall(sent * h * ba * B);
             }
             // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound.
             charge(lc.ops[3], unit::norm, flop_count{}, tokens * 10.0 * h * ba * B, 3);

@@ -15,10 +15,16 @@ namespace capplan {
 training_performance estimate_training_performance(const scenario& s) {
     const perf_setup perf = perf_setup::from(s);
     const training_spec& t = *s.training;
+    return assemble_training_performance(s, perf, step_time_breakdown(perf, training_micro_batch(t.micro_batch, t.seq_len, s.parallelism.cp)),
+                                         shard_weights(s.model, s.parallelism));
+}
+
+batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, int cp) {
     batch_step fwd;
-    fwd.prefill_tokens = t.micro_batch * t.seq_len / s.parallelism.cp;
-    fwd.prefill_requests = t.micro_batch;
-    return assemble_training_performance(s, perf, step_time_breakdown(perf, fwd), shard_weights(s.model, s.parallelism));
+    fwd.prefill_tokens = micro_batch * seq_len / cp;
+    fwd.prefill_requests = micro_batch;
+    fwd.experts_route_rank_tokens = true;
+    return fwd;
 }
 
 training_step_parts training_step_time(const scenario& s, const perf_setup& perf, const step_breakdown& f,
@@ -74,13 +80,10 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         const duration core_per_layer = 3.0 * attention_core / static_cast<double>(m.layers);
         cp_comm = static_cast<double>(m.layers) / stages * std::max(duration{}, per_layer - core_per_layer);
     }
-    // Expert parallelism: dispatch and combine all-to-alls of the routed tokens, forward and backward,
-    // per MoE layer (Lepikhin et al. 2020 GShard §2; DeepSeek-V3 §3.2), not overlapped.
-    duration ep_comm;
-    if (m.is_moe() && p.ep > 1)
-        ep_comm = 4.0 * static_cast<double>(m.moe_layer_count()) / stages *
-                  perf.alltoall(tokens * static_cast<double>(m.moe.experts_per_token) * static_cast<double>(m.hidden) *
-                                s.precision.activations.bytes_per_element() * B);
+    // Expert parallelism: dispatch and combine all-to-alls of each rank's routed tokens (its 1/tp
+    // sequence shard x k), forward and backward, per MoE layer (Lepikhin et al. 2020 GShard §2;
+    // DeepSeek-V3 §3.2), not overlapped.
+    const duration ep_comm = 2.0 * f.ep_alltoall / stages;
     // FP8 casts (Transformer Engine, Micikevicius et al. 2022 arXiv:2209.05433 §4): each GEMM's
     // 16-bit input is cast to FP8 with a transposed copy for the other GEMM of the pair (fused
     // cast_transpose: read 2 B, write 1 + 1 B per element): in the forward the activations entering

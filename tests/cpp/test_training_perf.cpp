@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "capplan/analysis/flops.hpp"
+#include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/training_perf.hpp"
 #include "capplan/error.hpp"
 #include "capplan/spec/scenario_io.hpp"
@@ -93,4 +94,22 @@ TEST_CASE("stragglers scale compute; expert parallelism adds all-to-alls") {
         "parallelism": {"tp": 1, "ep": 8}, "training": {"seq_len": 4096, "global_batch": 64}})";
     const auto m = estimate_training_performance(read_scenario(moe, test::shipped_catalog()));
     CHECK(term(m, "ep all-to-all").si() > 0.0);
+}
+
+TEST_CASE("MoE training: every rank routes its own tokens, so each device's experts get tokens/tp x k slots at any ep") {
+    // Mixtral-8x7B (h 4096, expert width 14336, top-2 of 8): one 4096-token micro-batch at tp 1 sends
+    // 4096 x 2 = 8192 slots from each rank, and (balanced) each device's experts receive as many.
+    // Per layer: experts 2 x 8192 x 3 x 4096 x 14336 FLOPs + router 2 x 4096 x 4096 x 8; 32 layers.
+    const double per_layer = 2.0 * 8192 * 3 * 4096.0 * 14336 + 2.0 * 4096 * 4096 * 8;
+    for (const char* ep : {"4", "8"}) {
+        const scenario s = read_scenario(std::string(R"({"model": "Mixtral-8x7B", "system": {"preset": "DGX-H100", "count": 64},
+            "parallelism": {"tp": 1, "ep": )") + ep + R"(}, "training": {"seq_len": 4096, "global_batch": 64}})",
+                                         test::shipped_catalog());
+        const perf_setup perf = perf_setup::from(s);
+        const step_breakdown f = step_time_breakdown(perf, training_micro_batch(1, 4096, 1));
+        for (const auto& op : f.ops)
+            if (op.op == "mlp / experts") CHECK(op.flops.si() == doctest::Approx(32.0 * per_layer));
+        CHECK(f.ep_alltoall > duration{});
+        CHECK(f.tp_allreduce.si() == 0.0);
+    }
 }

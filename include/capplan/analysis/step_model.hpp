@@ -18,6 +18,11 @@ struct batch_step {
     std::int64_t context_tokens = 0;   // KV tokens the decoding requests attend to (sum of their contexts)
     std::int64_t prefill_context_tokens = 0;  // KV tokens the prefilling requests had cached before this
                                               // step's chunk (0 when whole prompts are prefilled at once)
+    // Who routes tokens to the experts. Serving engines: the ranks of an expert-parallel group share
+    // the step's tokens (attention tensor-parallel over them), so each device's experts see 1/ep of
+    // the routed slots. Megatron training: every rank routes its own 1/tp sequence shard (sequence
+    // parallelism; ep is carved from dp), so each device's experts see tokens/tp x k slots.
+    bool experts_route_rank_tokens = false;
 };
 
 // Time of one step on one replica. Must be positive and non-decreasing in every field.

@@ -12,7 +12,8 @@
 //       shard group (HSDP: a divisor of dp), overlapped with compute
 //   pipeline sends: activations forward and gradients back, 1/tp per rank, vpp times per micro-batch;
 //       overlapped with compute only in the interleaved schedule (Megatron-LM overlap_p2p_comm)
-//   expert parallelism: four all-to-alls per MoE layer and micro-batch (dispatch/combine, fwd/bwd)
+//   expert parallelism: four all-to-alls per MoE layer and micro-batch (dispatch/combine, fwd/bwd) of
+//       each rank's own routed tokens
 //   optimizer: memory-bound over the states this rank updates
 //   MFU = model FLOPs per step / (step x devices x peak); HFU counts recomputation (flops.hpp).
 #pragma once
@@ -48,6 +49,9 @@ training_performance estimate_training_performance(const scenario& s);
 
 struct perf_setup;
 struct step_breakdown;
+struct batch_step;
+// One micro-batch's forward as a step of the speed model (every rank routes its own tokens to the experts).
+batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, int cp);
 struct weight_sharding;
 // The step's parts as numbers, without the text of a breakdown: what a layout search ranks by.
 struct training_step_parts {
