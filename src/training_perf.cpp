@@ -60,11 +60,16 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         const peak_rate p16 = s.system.accelerator.peak(s.precision.activations.peak_key);
         if (p16.status == peak_rate::state::known) attention_16bit_extra = (perf.peak / p16.value - 1.0) * attention_core;
     }
+    const duration attention_forward = (attention_core + attention_16bit_extra) / stages;  // per stage
     const duration forward = (f.compute + head_time + attention_16bit_extra) / stages;
     const duration tp_comm = 2.0 * f.tp_allreduce / stages;
-    const duration backward = 2.0 * forward;
+    // Backward = 2 x forward (Narayanan et al. 2021 §3.2), except the fused attention core: its
+    // backward recomputes the scores, five matrix products to the forward's two, 2.5 x its FLOPs
+    // (Dao 2023, FlashAttention-2, arXiv:2307.08691 Algorithm 2; Dao-AILab/flash-attention
+    // benchmarks/benchmark_flash_attention.py flops(): bwd = 2.5 x fwd).
+    const duration backward = 2.0 * forward + 0.5 * attention_forward;
     const duration recompute = t.recompute == recompute_kind::full        ? forward
-                               : t.recompute == recompute_kind::selective ? attention_core / stages
+                               : t.recompute == recompute_kind::selective ? attention_forward
                                                                           : duration{};
     // Context parallelism (ring attention, Liu et al. 2023 arXiv:2310.01889): each layer passes its
     // K/V chunk around the cp ring (cp - 1 hops forward, twice that backward), overlapped with the

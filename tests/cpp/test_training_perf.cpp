@@ -113,3 +113,19 @@ TEST_CASE("MoE training: every rank routes its own tokens, so each device's expe
         CHECK(f.tp_allreduce.si() == 0.0);
     }
 }
+
+TEST_CASE("the fused attention core's backward is 2.5 x its forward, the rest of the backward 2 x") {
+    // FlashAttention-2 (Dao 2023, Algorithm 2): the backward recomputes the scores, five matrix
+    // products to the forward's two. One micro-batch per replica (dp 64, batch 64): B - 2F = 0.5 A.
+    const scenario s = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 64},
+        "parallelism": {"tp": 1}, "training": {"seq_len": 4096, "global_batch": 64}})",
+                                     test::shipped_catalog());
+    const auto t = estimate_training_performance(s);
+    REQUIRE(t.micro_batches == 1);
+    const step_breakdown f = step_time_breakdown(perf_setup::from(s), training_micro_batch(1, 4096, 1));
+    duration core;
+    for (const auto& op : f.ops)
+        if (op.op == "attention core") core = op.time;
+    REQUIRE(core > duration{});
+    CHECK((term(t, "backward") - 2.0 * term(t, "forward")).si() == doctest::Approx((0.5 * core).si()));
+}
