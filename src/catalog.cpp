@@ -142,7 +142,8 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
     }
     if (const json* eff = r.get("efficiency"); eff && !eff->is_null()) {
         object_reader e(*eff, r.path("efficiency"));
-        auto fraction = [](object_reader& rd, std::string_view key) -> std::optional<double> {
+        // A sourced number: an efficiency in (0, 1.5] unless `norm` (a p-norm exponent in [1, 64]).
+        auto fraction = [](object_reader& rd, std::string_view key, bool norm = false) -> std::optional<double> {
             const json* v = rd.get(key);
             if (!v || v->is_null()) return std::nullopt;
             std::string where = rd.path(key);
@@ -155,7 +156,11 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
                 sv.finish();
                 where += "/value";
             }
-            if (!num || !num->is_number() || num->get<double>() <= 0.0 || num->get<double>() > 1.5)
+            const double x = num && num->is_number() ? num->get<double>() : -1.0;
+            if (norm && (x < 1.0 || x > 64.0))
+                throw config_error(where, num ? short_value(*num) : "", "not a norm exponent",
+                                   "a number in [1, 64] (1: compute + memory add; large: the larger alone)");
+            if (!norm && (x <= 0.0 || x > 1.5))
                 throw config_error(where, num ? short_value(*num) : "", "not an efficiency", "a number in (0, 1.5]");
             return num->get<double>();
         };
@@ -168,6 +173,7 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
         }
         a.kernel_launch = e.quantity<duration>("kernel_launch");
         a.prefill_step_overhead = e.quantity<duration>("prefill_step_overhead");
+        a.roofline_norm = fraction(e, "roofline_norm", true);
         if (const json* f = e.get("matmul_by_size"); f && !f->is_null()) {
             object_reader fr(*f, e.path("matmul_by_size"));
             a.matmul_by_size_format = fr.required_choice("format", {"fp32", "tf32", "bf16", "fp16", "fp8"});

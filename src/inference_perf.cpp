@@ -128,7 +128,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         o.bytes += b;
         o.compute_part += c;
         o.memory_part += mem;
-        o.time += std::max(c, mem) + static_cast<double>(kernels) * launch;
+        o.time += overlapped_roofline(c, mem, eff.roofline_norm) + static_cast<double>(kernels) * launch;
     };
 
     // Attention core inputs: keys attended (causal prefill chunks; decodes read their contexts).
@@ -303,12 +303,17 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     // Llama-2-70B TP4, Mixtral TP2) minus this model without it (2.2-2.5 ms, independent of model
     // size); the catalog may carry a measured value per accelerator.
     e.per_prefill_step = a.prefill_step_overhead.value_or(2.4 * ms);
+    // How a kernel's loads and math overlap near the ridge (catalog; none: the larger of the two).
+    if (a.roofline_norm) e.roofline_norm = *a.roofline_norm;
     e.source = "memory " + format_number(e.memory) + " of peak bandwidth (" +
                (measured_memory ? a.name + " catalog" : "mean of measured accelerators") + "), matrix units " +
                format_number(e.gemm) + " of " + compute.peak_key + " peak (" +
                (measured_matmul ? a.name + " catalog" : "mean of measured accelerators") + ")" +
-               (e.gemm_by_size.empty() ? std::string() : ", falling off for small kernels (" + a.name + " catalog)") + ", " +
-               format(e.per_kernel) + " per kernel, " + format(e.per_prefill_step) + " per prefill step";
+               (e.gemm_by_size.empty() ? std::string() : ", falling off for small kernels (" + a.name + " catalog)") +
+               (a.roofline_norm ? ", compute and memory " + format_number(*a.roofline_norm) + "-norm near the ridge (" +
+                                      a.name + " catalog)"
+                                : std::string()) +
+               ", " + format(e.per_kernel) + " per kernel, " + format(e.per_prefill_step) + " per prefill step";
     return e;
 }
 

@@ -107,6 +107,10 @@ TEST_CASE("bad input: each error names its field") {
     CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": {"vendor": "generic", "memory":
         {"capacity": {"value": "1 GB"}, "bandwidth": null}, "peak_dense_flops": {"bf16": null}}}})")
               .find("/system/accelerator/memory/capacity/source: required field is missing") == 0);
+    CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": {"vendor": "generic", "memory":
+        {"capacity": "1 GB", "bandwidth": "1 TB/s"}, "peak_dense_flops": {"bf16": "1 PFLOP/s"},
+        "efficiency": {"roofline_norm": 0.5}}}})")
+              .find("/system/accelerator/efficiency/roofline_norm: not a norm exponent") == 0);
     CHECK(error_of(R"({"model": "", "system": {"accelerator": "H100"}})").find("/model: empty model name") == 0);
     CHECK(error_of(R"({"name": 3, "model": "Llama-3.1-8B", "system": {"accelerator": "H100"}})").find("/name: expected a string") == 0);
     CHECK(error_of(R"({"model": "Lama-3.1-8B", "system": {"accelerator": "H100"}})")

@@ -1,8 +1,8 @@
 // Inference speed: a per-operator roofline of one engine step, and TTFT / TPOT / throughput.
 //
 // Each operator of a forward step on one device (one tensor-parallel rank) costs
-//     time = max(FLOPs / (peak x gemm efficiency), bytes / (memory bandwidth x memory efficiency))
-//            + kernels x launch overhead
+//     time = ||(FLOPs / (peak x gemm efficiency), bytes / (memory bandwidth x memory efficiency))||_p
+//            + kernels x launch overhead          (p-norm: the larger of the two away from the ridge)
 // (Williams, Waterman & Patterson 2009, "Roofline", CACM 52(4)); tensor-parallel all-reduces come
 // from the collective model; the step adds the engine's per-step overhead. Operators: attention
 // projections, the attention core (prefill: FlashAttention, compute-bound, no score matrix; decode:
@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct perf_efficiency {
     duration per_kernel;        // launch and tail per kernel (CUDA graphs in decode)
     duration per_step;          // engine scheduling, sampling and host work per step
     duration per_prefill_step;  // more for a step that runs a prompt (no CUDA graph for prefill)
+    double roofline_norm = std::numeric_limits<double>::infinity();  // p of overlapped_roofline
     std::string source;         // where the numbers come from
     std::string table = "catalog";  // the efficiency table used: "catalog" or a calibration's name
     // By the work of one kernel, from a calibration, as fractions of the accelerator's own peaks;
@@ -49,6 +51,19 @@ struct perf_efficiency {
         return norm_by_size.empty() ? memory_at(bytes_per_kernel) : norm_by_size.at(bytes_per_kernel);
     }
 };
+
+// One kernel's time from its compute time c and its memory time m: the p-norm (c^p + m^p)^(1/p).
+// Far from the ridge that is the larger one (Williams et al. 2009); near it a kernel runs slower than
+// either when its loads and its matrix work do not overlap well (at the ridge 2^(1/p) x the larger).
+// p is the accelerator's (catalog efficiency.roofline_norm, fitted to published GEMM times across the
+// ridge: A100 2; docs/formulas.md section 14); without one, max(c, m) (p infinite: Hopper's GEMMs
+// fit that best, their small-kernel losses being in the by-size curve).
+inline duration overlapped_roofline(duration compute, duration memory, double p) {
+    const double c = compute.si(), m = memory.si(), larger = std::max(c, m);
+    if (larger <= 0.0 || std::isinf(p)) return larger * units::s;
+    if (p == 2.0) return std::hypot(c, m) * units::s;
+    return larger * std::pow(std::pow(c / larger, p) + std::pow(m / larger, p), 1.0 / p) * units::s;
+}
 
 // Defaults with their sources (src/inference_perf.cpp).
 perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute);

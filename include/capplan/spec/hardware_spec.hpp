@@ -33,6 +33,7 @@ struct accelerator_spec {
     std::map<std::string, double> matmul_efficiency;     // by format key: bf16, fp8, ...
     std::optional<duration> kernel_launch;
     std::optional<duration> prefill_step_overhead;  // host work of a step that runs a prompt (no CUDA graph)
+    std::optional<double> roofline_norm;  // p of a kernel's (compute^p + memory^p)^(1/p) (inference_perf.hpp)
     // Raw matrix-multiply efficiency by FLOPs per kernel, measured in `matmul_by_size_format`; small
     // kernels cannot beat it (other formats: FLOPs scaled by the ratio of their peak to that format's,
     // as the same start-up time is reached at proportionally more work).
