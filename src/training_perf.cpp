@@ -24,6 +24,11 @@ batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, 
     fwd.prefill_tokens = micro_batch * seq_len / cp;
     fwd.prefill_requests = micro_batch;
     fwd.experts_route_rank_tokens = true;
+    // Context parallelism: a rank's queries attend to the keys of the whole sequence before them, and
+    // the load-balanced split (two chunks per rank, one from each end; Megatron / Transformer Engine)
+    // gives each rank 1/cp of the causal pairs, seq^2 / (2 cp): as if each of its sequences had
+    // (seq - seq / cp) / 2 tokens cached before its own seq / cp.
+    if (cp > 1) fwd.prefill_context_tokens = micro_batch * (seq_len - seq_len / cp) / 2;
     return fwd;
 }
 

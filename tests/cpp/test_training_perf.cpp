@@ -129,3 +129,20 @@ TEST_CASE("the fused attention core's backward is 2.5 x its forward, the rest of
     REQUIRE(core > duration{});
     CHECK((term(t, "backward") - 2.0 * term(t, "forward")).si() == doctest::Approx((0.5 * core).si()));
 }
+
+TEST_CASE("context parallelism: each rank computes 1/cp of the whole sequence's causal attention") {
+    // Load-balanced ring attention: cp ranks share the seq^2/2 causal (query, key) pairs evenly, so a
+    // rank's attention core at cp = 2 is half the cp = 1 core, not the core of its seq/2 tokens alone
+    // (a quarter).
+    auto core_flops = [](int cp) {
+        const scenario s = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 64},
+            "parallelism": {"tp": 1, "cp": )" + std::to_string(cp) + R"(}, "training": {"seq_len": 8192, "global_batch": 64}})",
+                                         test::shipped_catalog());
+        const step_breakdown f = step_time_breakdown(perf_setup::from(s), training_micro_batch(1, 8192, cp));
+        for (const auto& op : f.ops)
+            if (op.op == "attention core") return op.flops.si();
+        return 0.0;
+    };
+    CHECK(core_flops(2) == doctest::Approx(core_flops(1) / 2.0).epsilon(1e-3));
+    CHECK(core_flops(4) == doctest::Approx(core_flops(1) / 4.0).epsilon(1e-3));
+}
