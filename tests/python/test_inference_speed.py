@@ -119,6 +119,18 @@ def test_latency_under_concurrency_within_25_percent(users, ttft, tpot):
     assert r.inference.ttft_p99_s >= r.inference.ttft_p90_s >= r.inference.ttft_s
 
 
+# MoE under concurrency: vLLM, Qwen3-30B-A3B bf16 on one H100, 2048 in / 1024 out, 10 concurrent
+# (benchmark_serving --max-concurrency 10; vllm-project/vllm PR #23151, before its tuned MoE config):
+# median TPOT 13.17 ms (model -4%). Its median TTFT, 300 ms, is not checked: MoE prefill is a known
+# gap (model 72 ms; docs/formulas.md section 14).
+def test_moe_decode_under_concurrency_within_25_percent():
+    r = capplan.estimate({"model": "Qwen3-30B-A3B", "system": {"accelerator": "H100-SXM", "count": 1},
+                          "precision": {"weights": "bf16", "compute": "bf16"},
+                          "inference": {"input_tokens": 2048, "output_tokens": 1024, "concurrency": 10}})
+    assert r.inference.method == "simulation"
+    assert _ms(r.inference.tpot_s) == pytest.approx(13.17, rel=0.25)
+
+
 def test_never_slower_with_more_bandwidth_or_flops_and_ttft_grows_with_input():
     base = dict(capplan.entry("H100-SXM"))
     base.pop("$schema", None)
