@@ -38,6 +38,7 @@ perf_setup perf_setup::from(const scenario& s) {
     out.memory_bandwidth = *a.memory_bandwidth;
     out.efficiency = s.calibration ? calibrated_perf_efficiency(*s.calibration, a, s.precision.compute)
                                    : default_perf_efficiency(a, s.precision.compute);
+    out.flash_attention = !s.training || s.training->flash_attention;
     const int tp = s.parallelism.tp;
     out.system = s.system;
     auto grid = [&](collective_op op, int ranks) {
@@ -134,7 +135,10 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     // Attention core inputs: keys attended (causal prefill chunks; decodes read their contexts).
     const double pr = static_cast<double>(std::max<std::int64_t>(1, st.prefill_requests));
     const double pt = static_cast<double>(st.prefill_tokens);
-    const double prefill_keys = pt * (static_cast<double>(st.prefill_context_tokens) / pr) + pt * (pt / pr + 1.0) / 2.0;
+    // Without FlashAttention (Megatron-LM before 2023) the whole s x s score matrix is computed, then
+    // masked: every key of the chunk, not the causal half, and the scores go through memory.
+    const double chunk_keys = su.flash_attention ? (pt / pr + 1.0) / 2.0 : pt / pr;
+    const double prefill_keys = pt * (static_cast<double>(st.prefill_context_tokens) / pr) + pt * chunk_keys;
     const double decode_keys = static_cast<double>(st.context_tokens);
     const double per_key = static_cast<double>(detail::attention_flops_per_key(m)) / tp;
     const data_size kv_token = kv_bytes_per_token_per_layer(m, p.tp, su.precision.kv_cache);
@@ -175,7 +179,12 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 dk = std::min(dk, static_cast<double>(st.decode_requests) * w);
             }
             const data_size kv_bytes = (dk + static_cast<double>(st.prefill_context_tokens) + pt) * kv_token;
-            charge(lc.ops[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B,
+            // Materialised scores (no FlashAttention): QK^T writes them, the fused scale-mask-softmax
+            // reads and writes them, PV reads them: 4 passes of the activation format per score
+            // (Korthikanti et al. 2022 §4.1; dropout, off as in the memory model, would add 2 and a mask).
+            const data_size scores = su.flash_attention ? data_size{}
+                                                        : 4.0 * (m.heads / tp) * pk * ba * B;
+            charge(lc.ops[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B + scores,
                    m.mla ? 3 : 2);
             // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
             const device_parameters ffn = detail::ffn_on_device(m, i, p);

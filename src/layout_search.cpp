@@ -74,6 +74,7 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
     const data_size usable = base.system.accelerator.usable_memory().value_or(data_size{});
     training_memory_options quiet;
     quiet.explain = false;
+    quiet.flash_attention = t0.flash_attention;
 
     auto work = [&](std::size_t first, std::size_t step) {
         std::vector<ranked> local;  // a max-heap of the k fastest

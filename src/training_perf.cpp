@@ -72,7 +72,8 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // backward recomputes the scores, five matrix products to the forward's two, 2.5 x its FLOPs
     // (Dao 2023, FlashAttention-2, arXiv:2307.08691 Algorithm 2; Dao-AILab/flash-attention
     // benchmarks/benchmark_flash_attention.py flops(): bwd = 2.5 x fwd).
-    const duration backward = 2.0 * forward + 0.5 * attention_forward;
+    // (Materialised attention keeps its scores: its backward is 2 x its forward like the rest.)
+    const duration backward = 2.0 * forward + (perf.flash_attention ? 0.5 * attention_forward : duration{});
     const duration recompute = t.recompute == recompute_kind::full        ? forward
                                : t.recompute == recompute_kind::selective ? attention_forward
                                                                           : duration{};

@@ -146,3 +146,22 @@ TEST_CASE("context parallelism: each rank computes 1/cp of the whole sequence's 
     CHECK(core_flops(2) == doctest::Approx(core_flops(1) / 2.0).epsilon(1e-3));
     CHECK(core_flops(4) == doctest::Approx(core_flops(1) / 4.0).epsilon(1e-3));
 }
+
+TEST_CASE("training without FlashAttention: the whole score matrix computed and passed through memory four times") {
+    auto core = [](bool flash) {
+        const scenario s = read_scenario(std::string(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+            "parallelism": {"tp": 1}, "training": {"seq_len": 4096, "global_batch": 8, "flash_attention": )") +
+                                             (flash ? "true" : "false") + "}}",
+                                         test::shipped_catalog());
+        const step_breakdown f = step_time_breakdown(perf_setup::from(s), training_micro_batch(1, 4096, 1));
+        for (const auto& op : f.ops)
+            if (op.op == "attention core") return op;
+        return op_time{};
+    };
+    const op_time fused = core(true), scores = core(false);
+    // Causal pairs 4096 x 4097 / 2 with FlashAttention, all 4096 x 4096 without.
+    CHECK(scores.flops.si() == doctest::Approx(fused.flops.si() * 4096.0 * 2.0 / 4097.0));
+    // 32 layers x 4 passes x 32 heads x 4096^2 scores x 2 B (bf16) more traffic.
+    CHECK((scores.bytes - fused.bytes).si() == doctest::Approx(32.0 * 4 * 32 * 4096.0 * 4096.0 * 2));
+    CHECK(scores.time > fused.time);
+}

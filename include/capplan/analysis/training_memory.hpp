@@ -45,7 +45,7 @@ struct training_memory {           // per device, on the fullest pipeline stage
     }
 };
 
-// Knobs of the activation model that the scenario does not carry.
+// Knobs of the activation model (the scenario sets flash_attention from training.flash_attention).
 struct activation_options {
     bool flash_attention = true;   // no s x s score matrix kept; fp32 log-sum-exp per query row and head instead
     bool dropout = false;          // Korthikanti assume dropout (1-byte masks); modern LLM pre-training uses 0
@@ -361,9 +361,9 @@ inline training_memory estimate_training_memory(const model_spec& m, const weigh
 
 inline training_memory estimate_training_memory(const model_spec& m, const weight_sharding& w,
                                                 const precision_spec& prec, const parallelism_spec& p,
-                                                const training_spec& t, bool flash_attention = true) {
+                                                const training_spec& t) {
     training_memory_options o;
-    o.flash_attention = flash_attention;
+    o.flash_attention = t.flash_attention;
     return estimate_training_memory(m, w, prec, p, t, o);
 }
 

@@ -3,7 +3,8 @@
 //   micro-batch forward F on a stage = the per-operator roofline of one forward over its layers
 //       (inference_perf.hpp: same operators, all positions through the LM head), tp all-reduces
 //       included; backward = 2 F (Narayanan et al. 2021 §3.2: twice the forward FLOPs), the fused
-//       attention core 2.5 x its forward (it recomputes the scores; Dao 2023 FlashAttention-2);
+//       attention core 2.5 x its forward (it recomputes the scores; Dao 2023 FlashAttention-2) unless
+//       training.flash_attention is off (scores materialised: the full s x s, four passes through memory);
 //       recompute: full = + F, selective = + the attention core (Korthikanti et al. 2022 §5)
 //   pipeline (Narayanan et al. 2021 §2.2): 1F1B step = (m + p - 1)(F + B + R) per stage,
 //       interleaved with v chunks: (m + (p - 1)/v)(F + B + R) (bubble (p-1)/(v m))
