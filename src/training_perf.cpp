@@ -93,7 +93,9 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     }
     // Expert parallelism: dispatch and combine all-to-alls of each rank's routed tokens (its 1/tp
     // sequence shard x k), forward and backward, per MoE layer (Lepikhin et al. 2020 GShard §2;
-    // DeepSeek-V3 §3.2), not overlapped.
+    // DeepSeek-V3 §3.2). With ep_comm_overlap one micro-batch's all-to-alls run under another's
+    // compute (DeepSeek-V3 §3.2.1 DualPipe; Megatron Core --overlap-moe-expert-parallel-comm):
+    // only what the micro-batch's forward and backward cannot cover stays exposed.
     const duration ep_comm = 2.0 * f.ep_alltoall / stages;
     // FP8 casts (Transformer Engine, Micikevicius et al. 2022 arXiv:2209.05433 §4): each GEMM's
     // 16-bit input is cast to FP8 with a transposed copy for the other GEMM of the pair (fused
@@ -144,7 +146,8 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                     ? std::max(duration{}, tp_comm - (forward + backward)) +
                                           std::max(duration{}, recompute_comm - recompute)
                                     : tp_comm + recompute_comm;
-    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts) + tp_exposed + pp_exposed + cp_comm + ep_comm;
+    const duration ep_exposed = t.ep_comm_overlap ? std::max(duration{}, ep_comm - (forward + backward)) : ep_comm;
+    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts) + tp_exposed + pp_exposed + cp_comm + ep_exposed;
     const double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
     const duration compute = static_cast<double>(mb) * per_mb;
     const duration bubble = bubble_mbs * per_mb;
@@ -197,7 +200,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     out.straggler = straggler;
     out.bubble_micro_batches = bubble_mbs;
     out.forward = forward, out.backward = backward, out.recompute = recompute, out.fp8_casts = fp8_casts;
-    out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.tp_exposed = tp_exposed, out.pp_comm = pp_comm, out.pp_exposed = pp_exposed, out.cp_comm = cp_comm, out.ep_comm = ep_comm;
+    out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.tp_exposed = tp_exposed, out.pp_comm = pp_comm, out.pp_exposed = pp_exposed, out.cp_comm = cp_comm, out.ep_comm = ep_comm, out.ep_exposed = ep_exposed;
     out.bubble = bubble, out.dp_time = dp_time, out.dp_exposed = dp_exposed, out.optimizer = optimizer;
     out.step = compute + bubble + dp_exposed + optimizer;
     return out;
@@ -210,7 +213,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
     const model_spec& m = s.model;
     const training_step_parts parts = training_step_time(s, perf, f, w);
     const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, tp_comm, recompute_comm, tp_exposed, pp_comm,
-                pp_exposed, cp_comm, ep_comm, bubble,
+                pp_exposed, cp_comm, ep_comm, ep_exposed, bubble,
                 dp_time, dp_exposed, optimizer, step] = parts;
     training_performance out;
     out.micro_batches = mb;
@@ -223,7 +226,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
                  {"tp communication", static_cast<double>(mb) * (tp_comm + recompute_comm), static_cast<double>(mb) * tp_exposed},
                  {"pp sends", static_cast<double>(mb) * pp_comm, static_cast<double>(mb) * pp_exposed},
                  {"cp ring exchange", static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_comm},
-                 {"ep all-to-all", static_cast<double>(mb) * ep_comm, static_cast<double>(mb) * ep_comm},
+                 {"ep all-to-all", static_cast<double>(mb) * ep_comm, static_cast<double>(mb) * ep_exposed},
                  {"pipeline bubble", bubble, bubble},
                  {t.zero <= 1 ? std::string("dp gradients") : t.zero == 2 ? std::string("dp gradients (zero-2 reduce-scatters + gather)")
                                                                           : std::string("dp gradients + zero-3 gathers"),

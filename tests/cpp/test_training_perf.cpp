@@ -23,6 +23,11 @@ duration term(const training_performance& t, const std::string& name) {
         if (x.term.rfind(name, 0) == 0) return x.exposed;
     return {};
 }
+duration total(const training_performance& t, const std::string& name) {
+    for (const auto& x : t.terms)
+        if (x.term == name) return x.time;
+    return {};
+}
 }  // namespace
 
 TEST_CASE("1F1B bubble: (p - 1) micro-batch times; interleaving divides it by v") {
@@ -38,13 +43,6 @@ TEST_CASE("1F1B bubble: (p - 1) micro-batch times; interleaving divides it by v"
     CHECK(term(v, "pipeline bubble").si() == doctest::Approx((1.0 * per_mb(v)).si()));  // 3 / 3
 }
 
-namespace {
-duration total(const training_performance& t, const std::string& name) {
-    for (const auto& x : t.terms)
-        if (x.term == name) return x.time;
-    return {};
-}
-}  // namespace
 
 TEST_CASE("pipeline sends: their own term, 1/tp per rank, vpp times as many, overlapped only when interleaved") {
     // 16 stages of 8 GPUs per node: the sends cross nodes in every layout below.
@@ -94,6 +92,17 @@ TEST_CASE("stragglers scale compute; expert parallelism adds all-to-alls") {
         "parallelism": {"tp": 1, "ep": 8}, "training": {"seq_len": 4096, "global_batch": 64}})";
     const auto m = estimate_training_performance(read_scenario(moe, test::shipped_catalog()));
     CHECK(term(m, "ep all-to-all").si() > 0.0);
+    // Overlapped with another micro-batch's compute: the same traffic, only what forward + backward
+    // cannot cover exposed, and the step shorter by exactly the hidden part (bubble included).
+    const std::string hidden = R"({"model": "Mixtral-8x7B", "system": {"preset": "DGX-H100", "count": 64},
+        "parallelism": {"tp": 1, "ep": 8}, "training": {"seq_len": 4096, "global_batch": 64, "ep_comm_overlap": true}})";
+    const auto o = estimate_training_performance(read_scenario(hidden, test::shipped_catalog()));
+    CHECK(total(o, "ep all-to-all").si() == doctest::Approx(total(m, "ep all-to-all").si()));
+    const double mb = static_cast<double>(m.micro_batches);
+    const duration per_mb_ep = total(m, "ep all-to-all") / mb, per_mb_fb = (term(m, "forward") + term(m, "backward")) / mb;
+    const duration left = per_mb_ep > per_mb_fb ? per_mb_ep - per_mb_fb : duration{};
+    CHECK(term(o, "ep all-to-all").si() == doctest::Approx((mb * left).si()));
+    CHECK(o.step < m.step);
 }
 
 TEST_CASE("MoE training: every rank routes its own tokens, so each device's experts get tokens/tp x k slots at any ep") {

@@ -15,7 +15,7 @@
 //   pipeline sends: activations forward and gradients back, 1/tp per rank, vpp times per micro-batch;
 //       overlapped with compute only in the interleaved schedule (Megatron-LM overlap_p2p_comm)
 //   expert parallelism: four all-to-alls per MoE layer and micro-batch (dispatch/combine, fwd/bwd) of
-//       each rank's own routed tokens
+//       each rank's own routed tokens; with ep_comm_overlap hidden under another micro-batch's compute
 //   optimizer: memory-bound over the states this rank updates
 //   MFU = model FLOPs per step / (step x devices x peak); HFU counts recomputation (flops.hpp).
 #pragma once
@@ -65,7 +65,8 @@ struct training_step_parts {
     duration tp_comm, recompute_comm;          // per micro-batch and stage, all of it
     duration tp_exposed;                       // the part of tp_comm + recompute_comm not overlapped
     duration pp_comm, pp_exposed;              // per micro-batch and stage: sends between stages, the part not overlapped
-    duration cp_comm, ep_comm;                 // per micro-batch and stage, exposed
+    duration cp_comm;                          // per micro-batch and stage, exposed
+    duration ep_comm, ep_exposed;              // per micro-batch and stage: all of it, the part not overlapped
     duration bubble;                           // per step
     duration dp_time, dp_exposed;              // data-parallel gradients (+ ZeRO-3 gathers)
     duration optimizer;

@@ -53,6 +53,7 @@ struct training_spec {
     bool async_checkpoint = true;        // training stalls only for the copy to host memory
     double straggler_factor = 1.0;       // >= 1: the slowest rank's compute time / the model's
     bool tp_comm_overlap = false;        // tensor-parallel communication pipelined with the GEMMs
+    bool ep_comm_overlap = false;        // expert-parallel all-to-alls under another micro-batch's compute
     bool flash_attention = true;         // false: attention scores materialised (Megatron-LM before 2023)
     // Data loading (data_pipeline.hpp): bytes per token (default by vocabulary), or per sample for
     // non-token datasets, files per sample for small-file datasets, the host's decode rate.
