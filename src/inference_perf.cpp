@@ -38,7 +38,6 @@ perf_setup perf_setup::from(const scenario& s) {
     out.memory_bandwidth = *a.memory_bandwidth;
     out.efficiency = s.calibration ? calibrated_perf_efficiency(*s.calibration, a, s.precision.compute)
                                    : default_perf_efficiency(a, s.precision.compute);
-    out.flash_attention = !s.training || s.training->flash_attention;
     const int tp = s.parallelism.tp;
     out.system = s.system;
     auto grid = [&](collective_op op, int ranks) {

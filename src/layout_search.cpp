@@ -87,7 +87,7 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
             p.tp = sh.tp, p.pp = sh.pp, p.cp = sh.cp, p.ep = sh.ep;
             p.etp = sh.ep > 1 ? 1 : sh.tp;
             p.dp = n / (sh.tp * sh.pp * sh.cp);
-            const perf_setup perf = perf_setup::from(sc);
+            const perf_setup perf = training_perf_setup(sc);
             const weight_sharding w = shard_weights(m, p);
             if (!w.problems.empty()) continue;
             // The runtime's own reservation counts against the memory, as in an estimate's "fits".
@@ -161,7 +161,7 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
         scenario sc = base;
         sc.parallelism = r.parallelism;
         *sc.training = r.training;
-        const perf_setup perf = perf_setup::from(sc);
+        const perf_setup perf = training_perf_setup(sc);
         const training_performance perf_full = assemble_training_performance(
             sc, perf, step_time_breakdown(perf, training_micro_batch(r.training.micro_batch, t0.seq_len, r.parallelism.cp)),
             shard_weights(m, r.parallelism));

@@ -12,8 +12,14 @@
 
 namespace capplan {
 
+perf_setup training_perf_setup(const scenario& s) {
+    perf_setup perf = perf_setup::from(s);
+    perf.flash_attention = s.training->flash_attention;  // (serving engines always fuse attention)
+    return perf;
+}
+
 training_performance estimate_training_performance(const scenario& s) {
-    const perf_setup perf = perf_setup::from(s);
+    const perf_setup perf = training_perf_setup(s);
     const training_spec& t = *s.training;
     return assemble_training_performance(s, perf, step_time_breakdown(perf, training_micro_batch(t.micro_batch, t.seq_len, s.parallelism.cp)),
                                          shard_weights(s.model, s.parallelism));

@@ -162,7 +162,7 @@ TEST_CASE("training without FlashAttention: the whole score matrix computed and 
             "parallelism": {"tp": 1}, "training": {"seq_len": 4096, "global_batch": 8, "flash_attention": )") +
                                              (flash ? "true" : "false") + "}}",
                                          test::shipped_catalog());
-        const step_breakdown f = step_time_breakdown(perf_setup::from(s), training_micro_batch(1, 4096, 1));
+        const step_breakdown f = step_time_breakdown(training_perf_setup(s), training_micro_batch(1, 4096, 1));
         for (const auto& op : f.ops)
             if (op.op == "attention core") return op;
         return op_time{};

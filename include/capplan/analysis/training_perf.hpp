@@ -52,6 +52,8 @@ training_performance estimate_training_performance(const scenario& s);
 struct perf_setup;
 struct step_breakdown;
 struct batch_step;
+// The speed setup of a training scenario (perf_setup::from with the training's attention kernel).
+perf_setup training_perf_setup(const scenario& s);
 // One micro-batch's forward as a step of the speed model (every rank routes its own tokens to the experts).
 batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, int cp);
 struct weight_sharding;
