@@ -202,8 +202,10 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 lc.ops[2].time += launch;
             } else {
                 const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
-                // Balanced routing: the slots this device's experts receive.
-                const double slots = tokens * static_cast<double>(m.moe.experts_per_token) /
+                // The slots this device's experts receive: balanced routing, times the busiest expert-
+                // parallel rank's excess (it sets the pace).
+                const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
+                const double slots = imbalance * tokens * static_cast<double>(m.moe.experts_per_token) /
                                      (st.experts_route_rank_tokens ? tp : static_cast<double>(p.ep));
                 // Distinct local experts hit by `slots` uniform picks (expected value).
                 const double touched = experts_here * (1.0 - std::pow(1.0 - 1.0 / experts_here, slots));
@@ -222,7 +224,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
                 // Each rank sends its routed slots: with shared tokens the whole step's (tokens x k),
                 // with rank-routed tokens its own shard's (= the slots it receives).
-                const double sent = st.experts_route_rank_tokens ? slots : tokens * static_cast<double>(m.moe.experts_per_token);
+                const double sent = st.experts_route_rank_tokens ? slots : imbalance * tokens * static_cast<double>(m.moe.experts_per_token);
                 if (p.ep > 1) lc.ep_alltoall += 2.0 * su.alltoall(sent * h * ba * B);
             }
             // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound.

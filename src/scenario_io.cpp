@@ -188,6 +188,7 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
     p.etp = p.ep > 1 ? 1 : p.tp;
     degree("etp", p.etp);
     p.sequence_parallel = r.boolean("sequence_parallel").value_or(false);
+    p.expert_imbalance = r.number("expert_imbalance", 1.0).value_or(1.0);
     const auto dp = r.integer("dp", 1);
     const int mp = p.model_parallel();
     if (dp) {

@@ -121,6 +121,21 @@ TEST_CASE("MoE training: every rank routes its own tokens, so each device's expe
         CHECK(f.ep_alltoall > duration{});
         CHECK(f.tp_allreduce.si() == 0.0);
     }
+    // The busiest rank with 1.5 x the mean load: its expert FLOPs 1.5 x (router unchanged), its
+    // all-to-alls longer.
+    const std::string base = R"({"model": "Mixtral-8x7B", "system": {"preset": "DGX-H100", "count": 64},
+        "training": {"seq_len": 4096, "global_batch": 64}, "parallelism": {"tp": 1, "ep": 8)";
+    const scenario even = read_scenario(base + "}}", test::shipped_catalog());
+    const scenario skew = read_scenario(base + R"(, "expert_imbalance": 1.5}})", test::shipped_catalog());
+    const step_breakdown fe = step_time_breakdown(perf_setup::from(even), training_micro_batch(1, 4096, 1));
+    const step_breakdown fs = step_time_breakdown(perf_setup::from(skew), training_micro_batch(1, 4096, 1));
+    const double router = 32.0 * 2.0 * 4096 * 4096 * 8;
+    for (std::size_t i = 0; i < fe.ops.size(); ++i)
+        if (fe.ops[i].op == "mlp / experts")
+            CHECK(fs.ops[i].flops.si() - router == doctest::Approx(1.5 * (fe.ops[i].flops.si() - router)));
+    CHECK(fs.ep_alltoall > fe.ep_alltoall);
+    CHECK_THROWS_WITH_AS(read_scenario(base + R"(, "expert_imbalance": 0.5}})", test::shipped_catalog()),
+                         doctest::Contains("/parallelism/expert_imbalance"), config_error);
 }
 
 TEST_CASE("the fused attention core's backward is 2.5 x its forward, the rest of the backward 2 x") {

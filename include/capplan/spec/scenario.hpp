@@ -32,6 +32,10 @@ struct parallelism_spec {
     int etp = 1;  // expert tensor parallel: each expert split over etp ranks (default: tp when ep = 1, else 1)
     int vpp = 1;  // virtual pipeline stages per rank (interleaved schedule)
     bool sequence_parallel = false;
+    // Routed-token load of the busiest expert-parallel rank over the mean (>= 1; 1 = balanced, as
+    // forced-balance benchmarks run; real routing without EPLB is higher). It sets the pace of the
+    // expert GEMMs and all-to-alls; with ep = 1 every device holds every expert and it has no effect.
+    double expert_imbalance = 1.0;
 
     int model_parallel() const { return tp * pp * cp; }
 };
