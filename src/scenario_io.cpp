@@ -234,6 +234,7 @@ training_spec read_training(object_reader& r) {
     t.tp_comm_overlap = r.boolean("tp_comm_overlap").value_or(false);
     t.flash_attention = r.boolean("flash_attention").value_or(true);
     t.ep_comm_overlap = r.boolean("ep_comm_overlap").value_or(false);
+    t.fp8_params = r.boolean("fp8_params").value_or(false);
     if (const json* d = r.get("data"); d && !d->is_null()) {
         object_reader dr(*d, r.path("data"), true);
         t.data_bytes_per_token = dr.quantity<data_size>("bytes_per_token");
@@ -383,6 +384,12 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
             throw config_error("/training/shard_group", std::to_string(sc.training->shard_group),
                                "must divide the data-parallel degree " + std::to_string(dp), "a divisor of dp");
         // Megatron-LM: --tp-comm-overlap requires --sequence-parallel (its all-gathers and reduce-scatters).
+        // FP8 primary weights exist only with FP8 GEMMs, and are modelled with unsharded weights.
+        if (sc.training->fp8_params && (sc.precision.compute.peak_key != "fp8" || sc.training->zero >= 3))
+            throw config_error("/training/fp8_params", "true",
+                               sc.training->zero >= 3 ? "not modelled with ZeRO-3 / FSDP weight sharding"
+                                                      : "needs FP8 GEMMs (precision.compute fp8)",
+                               "false, or precision.compute: fp8 with zero < 3");
         if (sc.training->tp_comm_overlap && sc.parallelism.tp > 1 && !sc.parallelism.sequence_parallel)
             throw config_error("/training/tp_comm_overlap", "true", "needs parallelism.sequence_parallel with tp > 1",
                                "false, or sequence_parallel: true");

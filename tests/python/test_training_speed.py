@@ -135,25 +135,34 @@ def test_weak_scaling_from_32_to_3072_a100s(row):
 # sharding are not stated; none and the distributed optimizer are taken. With tp > 1 the recipes
 # overlap tensor-parallel communication (NeMo llama3_70b pretrain_recipe_performance:
 # MegatronCommOverlapCallback(tp_comm_overlap=True); Megatron-Bridge's H100 Llama-3-70B config:
-# userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192). The H100 FP8 GEMM efficiency was fitted jointly
-# to these rows and TensorRT-LLM's H100 FP8 prefill (catalog), so they check its spread, not its level.
-@pytest.mark.parametrize("label,model,gpus,seq,batch,parallelism,tokens_per_gpu", [
-    ("NeMo 24.07 Llama-3-70B tp4 pp4 cp2 vpp5", "Llama-3.1-70B", 64, 8192, 128,
+# userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192). Their FP8 precision recipe (NeMo 2.0 and
+# Megatron-Bridge bf16_with_fp8_mixed) sets fp8_params / fp8_param_gather = True: FP8 primary weights,
+# without which the 512- and 1024-GPU runs would not fit. GPT-3 175B on 512 GPUs (782 tok/s/GPU,
+# micro-batch 2, batch 2048) and Megatron-Bridge 25.11 Llama-3.1-405B on 1024 (292, tp 8 pp 8 cp 2
+# vpp 8, batch 512). The H100 FP8 GEMM efficiency was fitted jointly to the first six rows and
+# TensorRT-LLM's H100 FP8 prefill (catalog), so they check its spread, not its level.
+@pytest.mark.parametrize("label,model,gpus,seq,batch,mbs,parallelism,tokens_per_gpu", [
+    ("NeMo 24.07 Llama-3-70B tp4 pp4 cp2 vpp5", "Llama-3.1-70B", 64, 8192, 128, 1,
      {"tp": 4, "pp": 4, "cp": 2, "vpp": 5, "sequence_parallel": True}, 1533),
-    ("Megatron-Bridge 25.11 Llama-3-70B tp4 pp8 vpp5", "Llama-3.1-70B", 64, 8192, 128,
+    ("Megatron-Bridge 25.11 Llama-3-70B tp4 pp8 vpp5", "Llama-3.1-70B", 64, 8192, 128, 1,
      {"tp": 4, "pp": 8, "vpp": 5, "sequence_parallel": True}, 1602),
-    ("NeMo 24.07 Llama-2-7B 8 GPUs", "Llama-2-7B", 8, 4096, 128, {"tp": 1}, 16847),
-    ("NeMo 24.07 Llama-2-13B pp4 vpp10", "Llama-2-13B", 16, 4096, 128, {"tp": 1, "pp": 4, "vpp": 10}, 8646),
-    ("NeMo 24.07 Llama-2-70B tp4 pp4 vpp20", "Llama-2-70B", 64, 4096, 128,
+    ("NeMo 24.07 Llama-2-7B 8 GPUs", "Llama-2-7B", 8, 4096, 128, 1, {"tp": 1}, 16847),
+    ("NeMo 24.07 Llama-2-13B pp4 vpp10", "Llama-2-13B", 16, 4096, 128, 1, {"tp": 1, "pp": 4, "vpp": 10}, 8646),
+    ("NeMo 24.07 Llama-2-70B tp4 pp4 vpp20", "Llama-2-70B", 64, 4096, 128, 1,
      {"tp": 4, "pp": 4, "vpp": 20, "sequence_parallel": True}, 1707),
-    ("NeMo 24.07 GPT-3 175B tp4 pp8 vpp6", "GPT-3-175B", 128, 2048, 256,
+    ("NeMo 24.07 GPT-3 175B tp4 pp8 vpp6", "GPT-3-175B", 128, 2048, 256, 1,
      {"tp": 4, "pp": 8, "vpp": 6, "sequence_parallel": True}, 726),
+    ("NeMo 24.07 GPT-3 175B on 512 GPUs, micro-batch 2", "GPT-3-175B", 512, 2048, 2048, 2,
+     {"tp": 4, "pp": 8, "vpp": 6, "sequence_parallel": True}, 782),
+    ("Megatron-Bridge 25.11 Llama-3.1-405B on 1024 GPUs tp8 pp8 cp2 vpp8", "Llama-3.1-405B", 1024, 8192, 512, 1,
+     {"tp": 8, "pp": 8, "cp": 2, "vpp": 8, "sequence_parallel": True}, 292),
 ])
-def test_h100_fp8_training_within_15_percent(label, model, gpus, seq, batch, parallelism, tokens_per_gpu):
+def test_h100_fp8_training_within_15_percent(label, model, gpus, seq, batch, mbs, parallelism, tokens_per_gpu):
     r = capplan.estimate({"model": model, "system": {"preset": "DGX-H100", "count": gpus},
                           "parallelism": parallelism, "precision": {"weights": "bf16", "compute": "fp8"},
-                          "training": {"seq_len": seq, "global_batch": batch, "recompute": "none",
-                                       "distributed_optimizer": True, "tp_comm_overlap": parallelism["tp"] > 1}})
+                          "training": {"seq_len": seq, "global_batch": batch, "micro_batch": mbs, "recompute": "none",
+                                       "distributed_optimizer": True, "tp_comm_overlap": parallelism["tp"] > 1,
+                                       "fp8_params": True}})
     measured_step = batch * seq / (tokens_per_gpu * gpus)
     assert r.memory.fits is True
     assert r.to_dict()["training"]["step_time_s"] == pytest.approx(measured_step, rel=0.15), label
@@ -268,3 +277,22 @@ def test_fsdp_on_a100_within_10_percent(row):
     assert r.memory.fits is True
     measured = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
     assert r.to_dict()["training"]["step_time_s"] == pytest.approx(measured, rel=0.10)
+
+
+def test_fp8_primary_weights_drop_the_16_bit_copy_of_the_block_weights():
+    # Llama-3.1-8B block weights per layer: q, o 4096 x 4096 each, k, v 4096 x 1024 each, gate/up/down
+    # 3 x 4096 x 14336 = 218,103,808; x 32 layers = 6,979,321,856. With FP8 primary weights their
+    # 2-byte copy is gone (the FP8 copy and its transpose stay).
+    def run(**training):
+        return capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+                                 "precision": {"weights": "bf16", "compute": "fp8"},
+                                 "training": {"seq_len": 4096, "global_batch": 64, "distributed_optimizer": True,
+                                              **training}}).to_dict()["memory"]
+    assert run()["weights_bytes"] - run(fp8_params=True)["weights_bytes"] == pytest.approx(2 * 6_979_321_856)
+    with pytest.raises(capplan.ConfigError) as e:
+        run(fp8_params=True, zero=3)
+    assert e.value.field == "/training/fp8_params"
+    with pytest.raises(capplan.ConfigError) as e:
+        capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+                          "training": {"seq_len": 4096, "global_batch": 64, "fp8_params": True}})
+    assert e.value.field == "/training/fp8_params"

@@ -261,6 +261,13 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
                                            format_number(prec.compute.bytes_per_element()) +
                                            " B per block parameter; GEMM inputs saved for backward in " + prec.compute.name +
                                            " (Micikevicius et al. 2022, arXiv:2209.05433; DeepSeek-V3, arXiv:2412.19437 §3.3.3)");
+        // FP8 primary weights (Megatron --fp8-param-gather, Transformer Engine fp8_model_init; on in
+        // NeMo 2.0's and Megatron-Bridge's bf16_with_fp8_mixed recipes): the row-wise FP8 copy is the
+        // weight, so the 16-bit copy of the block weights is gone; the fp32 master stays in the optimizer.
+        if (t.fp8_params) {
+            out.weights -= st.params.block_linear * b.weights * units::B;
+            if (o.explain) out.notes.push_back("FP8 primary weights: no 16-bit copy of the block weights (the FP8 copies are the weights)");
+        }
     }
 
     // ZeRO-3 / FSDP: one layer (unit) is gathered whole while the next is prefetched.
