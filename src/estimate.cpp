@@ -196,9 +196,16 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     auto stage = [&](const char* name, duration t) {
         r.chain.push_back({name, t, step.si() > 0 ? t / step : 0.0});
     };
+    // Communication that leaves a node (a group larger than a node's accelerators) is scale-out.
+    const parallelism_spec& par = s.parallelism;
+    const int node = s.system.per_node;
+    const duration scale_out = (par.tp > node ? e.decode.tp_allreduce : duration{}) +
+                               (par.ep > node ? e.decode.ep_alltoall : duration{}) +
+                               (par.tp * par.pp > node ? e.decode.pipeline_send : duration{});
     stage("gpu memory", memory);
     stage("compute", compute);
-    stage("scale-up network", e.decode.communication);
+    stage("scale-up network", e.decode.communication - scale_out);
+    stage("scale-out network", scale_out);
     stage("engine overhead", e.decode.overhead);
     const auto worst = std::max_element(r.chain.begin(), r.chain.end(),
                                         [](const auto& a, const auto& b) { return a.time < b.time; });

@@ -156,9 +156,15 @@ def test_chain_and_bottleneck_and_cold_start():
     r = capplan.estimate(capplan.default_scenario())
     d = r.to_dict()
     stages = [c["stage"] for c in d["chain"]]
-    assert stages == ["gpu memory", "compute", "scale-up network", "engine overhead"]
+    assert stages == ["gpu memory", "compute", "scale-up network", "scale-out network", "engine overhead"]
     assert d["bottleneck"] in stages
     assert sum(c["utilization"] for c in d["chain"]) == pytest.approx(1.0)
+    # Pipeline stages on two nodes: their sends go over the scale-out network; inside one node they do not.
+    def chain(pp):
+        return {c["stage"]: c["time_s"] for c in capplan.estimate({
+            "model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": 8 * pp}, "parallelism": {"tp": 8, "pp": pp},
+            "inference": {"input_tokens": 1000, "output_tokens": 100, "batch": 8}}).to_dict()["chain"]}
+    assert chain(1)["scale-out network"] == 0.0 and chain(2)["scale-out network"] > 0.0
     cold = d["cold_start"]
     assert [c["stage"] for c in cold["chain"]] == ["storage", "host_memory", "host_link", "engine_init"]
     assert cold["total_s"] == pytest.approx(sum(c["time_s"] for c in cold["chain"]))
