@@ -201,7 +201,7 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     const int node = s.system.per_node;
     const duration scale_out = (par.tp > node ? e.decode.tp_allreduce : duration{}) +
                                (par.ep > node ? e.decode.ep_alltoall : duration{}) +
-                               (par.tp * par.pp > node ? e.decode.pipeline_send : duration{});
+                               (pipeline_spans_nodes(s) ? e.decode.pipeline_send : duration{});
     stage("gpu memory", memory);
     stage("compute", compute);
     stage("scale-up network", e.decode.communication - scale_out);
@@ -291,7 +291,7 @@ void estimate_training_speed(const scenario& s, estimate_result& r) {
         else if (term.term == "tp communication" || term.term == "cp ring exchange" || term.term == "ep all-to-all")
             tp_comm += term.exposed;
         else if (term.term == "pp sends")  // between nodes when the stages do not fit one
-            (s.parallelism.tp * s.parallelism.pp > s.system.per_node ? dp : tp_comm) += term.exposed;
+            (pipeline_spans_nodes(s) ? dp : tp_comm) += term.exposed;
         else if (term.term == "pipeline bubble") bubble += term.exposed;
         else if (term.term == "optimizer step") optimizer += term.exposed;
         else dp += term.exposed;

@@ -65,9 +65,8 @@ perf_setup perf_setup::from(const scenario& s) {
     }
     if (s.parallelism.pp > 1 && s.system.count >= 2) {
         // Stage to stage: a send/recv between neighbouring ranks, across nodes when stages span them.
-        const int per_node = s.system.per_node;
         const int group = std::min(2, s.system.count);
-        const collective_group g{group, tp * s.parallelism.pp > per_node ? 1 : group};
+        const collective_group g{group, pipeline_spans_nodes(s) ? 1 : group};
         const auto small = collective_time(collective_op::send_recv, 8 * B, s.system, g);
         const auto big = collective_time(collective_op::send_recv, 1 * GiB, s.system, g);
         out.pipeline_send_latency = small.time;

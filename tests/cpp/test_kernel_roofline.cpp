@@ -5,8 +5,6 @@
 // up to 14% fast; at p = 2 the Hopper rows up to 24% slow (DeepGEMM M = 128).
 #include <doctest/doctest.h>
 
-#include <cstdio>
-
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/dtype.hpp"
 #include "test_support.hpp"
@@ -59,8 +57,8 @@ TEST_CASE("GEMM times across the ridge: A100 cuBLAS, H100 bf16 and FP8, H800 FP8
     };
     for (const auto& g : rows) {
         const double p = predicted_tflops(g);
-        std::printf("%s %s M=%g N=%g K=%g measured %.1f model %.1f TFLOP/s (%+.1f%%)\n", g.accelerator, g.format, g.m, g.n,
-                    g.k, g.tflops, p, 100.0 * (p / g.tflops - 1.0));
+        INFO(g.accelerator << " " << g.format << " M=" << g.m << " N=" << g.n << " K=" << g.k << ": measured "
+                           << g.tflops << ", model " << p << " TFLOP/s");
         CHECK(p == doctest::Approx(g.tflops).epsilon(0.12));
     }
 }

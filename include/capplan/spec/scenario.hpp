@@ -124,4 +124,9 @@ struct scenario {
     std::optional<efficiency_table> calibration;  // efficiency by kernel size measured on the accelerator
 };
 
+// One pipeline (tp x pp ranks) does not fit a node: its stage-to-stage sends cross the scale-out network.
+inline bool pipeline_spans_nodes(const scenario& s) {
+    return s.parallelism.tp * s.parallelism.pp > s.system.per_node;
+}
+
 }  // namespace capplan
