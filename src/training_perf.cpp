@@ -86,7 +86,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // Context parallelism (ring attention, Liu et al. 2023 arXiv:2310.01889): each layer passes its
     // K/V chunk around the cp ring (cp - 1 hops forward, twice that backward), overlapped with the
     // attention core; only what the core cannot hide is exposed.
-    duration cp_comm;
+    duration cp_comm, cp_exposed;
     if (p.cp > 1) {
         const data_size kv = tokens * kv_bytes_per_token_per_layer(m, p.tp, s.precision.activations);
         const int ranks_per_node = std::max(1, s.system.per_node / std::min(p.tp, s.system.per_node));
@@ -95,7 +95,8 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                              {g.gpus, g.gpus % g.per_node == 0 ? g.per_node : 1}).time;
         const duration per_layer = 3.0 * (p.cp - 1) * hop;
         const duration core_per_layer = 3.0 * attention_core / static_cast<double>(m.layers);
-        cp_comm = static_cast<double>(m.layers) / stages * std::max(duration{}, per_layer - core_per_layer);
+        cp_comm = static_cast<double>(m.layers) / stages * per_layer;
+        cp_exposed = static_cast<double>(m.layers) / stages * std::max(duration{}, per_layer - core_per_layer);
     }
     // Expert parallelism: dispatch and combine all-to-alls of each rank's routed tokens (its 1/tp
     // sequence shard x k), forward and backward, per MoE layer (Lepikhin et al. 2020 GShard §2;
@@ -153,21 +154,25 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                           std::max(duration{}, recompute_comm - recompute)
                                     : tp_comm + recompute_comm;
     const duration ep_exposed = t.ep_comm_overlap ? std::max(duration{}, ep_comm - (forward + backward)) : ep_comm;
-    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts) + tp_exposed + pp_exposed + cp_comm + ep_exposed;
+    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts) + tp_exposed + pp_exposed + cp_exposed + ep_exposed;
     const double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
     const duration compute = static_cast<double>(mb) * per_mb;
     const duration bubble = bubble_mbs * per_mb;
 
-    // Data-parallel gradients: every rank reduces its stage's parameters' gradients over dp.
+    // Data-parallel gradients: every rank reduces its stage's parameters' gradients over the ranks that
+    // hold the same weights: dp x cp (context-parallel ranks see other tokens of the same sequences;
+    // Megatron-LM reduces over data_parallel_group(with_context_parallel=True), and the distributed
+    // optimizer shards over it, as the memory model does).
     const double params = w.per_device().total();
     const double grad_bytes = t.distributed_optimizer ? 4.0 : 2.0;  // fp32 main grads with Megatron's distributed optimizer
+    const int replicas_of_weights = p.dp * p.cp;
     duration dp_time;
-    if (p.dp > 1) {
-        // The dp group spreads across nodes: one rank per node per tp x pp x cp block.
-        const int model_ranks = p.tp * p.pp * p.cp;
-        const int per_node = std::max(1, s.system.per_node / std::min(model_ranks, s.system.per_node));
-        const int dp_per_node = std::min(p.dp, per_node);
-        const collective_group g{p.dp, p.dp % dp_per_node == 0 ? dp_per_node : 1};
+    if (replicas_of_weights > 1) {
+        // Megatron's rank order tp-cp-ep-dp-pp: tp and cp fastest, pipeline stages outermost, so a node
+        // holds per_node / tp consecutive members of the group.
+        const int per_node = std::max(1, s.system.per_node / std::min(p.tp, s.system.per_node));
+        const int dp_per_node = std::min(replicas_of_weights, per_node);
+        const collective_group g{replicas_of_weights, replicas_of_weights % dp_per_node == 0 ? dp_per_node : 1};
         const data_size grads = params * grad_bytes * B;
         const data_size p16 = params * 2.0 * B;
         // ZeRO communication (Rajbhandari et al. 2020, arXiv:1910.02054 §7): stages 0-1 all-reduce the
@@ -175,16 +180,16 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         // micro-batch's gradients are reduce-scattered, and the updated parameters all-gathered once;
         // stage 3 also all-gathers the parameters for each micro-batch's forward and backward (3 Psi per
         // micro-batch), over the shard group (HSDP: then all-reduced across the groups' replicas).
-        const int group = t.shard_group > 0 ? t.shard_group : p.dp;
-        // A shard group no larger than a node's dp ranks stays inside the node.
+        const int group = (t.shard_group > 0 ? t.shard_group : p.dp) * p.cp;
+        // A shard group no larger than a node's members stays inside the node.
         const collective_group sg{group, group <= dp_per_node ? group : group % dp_per_node == 0 ? dp_per_node : 1};
         const double mbs = static_cast<double>(mb);
         if (t.zero <= 1) {
             dp_time = collective_time(collective_op::all_reduce, grads, s.system, g).time;
         } else {
             dp_time = mbs * collective_time(collective_op::reduce_scatter, grads, s.system, sg).time;
-            if (group < p.dp) {  // HSDP: the shards' gradients all-reduced across the replicas, once per step
-                const int replicas = p.dp / group;
+            if (group < replicas_of_weights) {  // HSDP: the shards' gradients all-reduced across the replicas, once per step
+                const int replicas = replicas_of_weights / group;
                 dp_time += collective_time(collective_op::all_reduce, grads / static_cast<double>(group), s.system,
                                            {replicas, 1}).time;
             }
@@ -198,15 +203,16 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
 
     // Optimizer: read and write this rank's states (weights, gradients, master, moments), memory-bound.
     // Each rank updates its shard of the states: over the ZeRO shard group (HSDP: smaller than dp), or
-    // dp with the distributed optimizer.
-    const double shard = t.zero >= 1 ? (t.shard_group > 0 ? t.shard_group : p.dp) : t.distributed_optimizer ? p.dp : 1.0;
+    // dp with the distributed optimizer; times cp, whose ranks hold the same weights.
+    const double shard = (t.zero >= 1 ? (t.shard_group > 0 ? t.shard_group : p.dp) : t.distributed_optimizer ? p.dp : 1.0) *
+                         (t.zero >= 1 || t.distributed_optimizer ? p.cp : 1);
     const data_size optimizer_bytes = params * (2.0 + grad_bytes + (4.0 + 8.0) / shard) * 2.0 * B;
     const duration optimizer = optimizer_bytes / (perf.memory_bandwidth * perf.efficiency.memory);
 
     out.straggler = straggler;
     out.bubble_micro_batches = bubble_mbs;
     out.forward = forward, out.backward = backward, out.recompute = recompute, out.fp8_casts = fp8_casts;
-    out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.tp_exposed = tp_exposed, out.pp_comm = pp_comm, out.pp_exposed = pp_exposed, out.cp_comm = cp_comm, out.ep_comm = ep_comm, out.ep_exposed = ep_exposed;
+    out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.tp_exposed = tp_exposed, out.pp_comm = pp_comm, out.pp_exposed = pp_exposed, out.cp_comm = cp_comm, out.cp_exposed = cp_exposed, out.ep_comm = ep_comm, out.ep_exposed = ep_exposed;
     out.bubble = bubble, out.dp_time = dp_time, out.dp_exposed = dp_exposed, out.optimizer = optimizer;
     out.step = compute + bubble + dp_exposed + optimizer;
     return out;
@@ -219,7 +225,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
     const model_spec& m = s.model;
     const training_step_parts parts = training_step_time(s, perf, f, w);
     const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, tp_comm, recompute_comm, tp_exposed, pp_comm,
-                pp_exposed, cp_comm, ep_comm, ep_exposed, bubble,
+                pp_exposed, cp_comm, cp_exposed, ep_comm, ep_exposed, bubble,
                 dp_time, dp_exposed, optimizer, step] = parts;
     training_performance out;
     out.micro_batches = mb;
@@ -231,7 +237,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
                  {"fp8 casts", smb * fp8_casts, smb * fp8_casts},
                  {"tp communication", static_cast<double>(mb) * (tp_comm + recompute_comm), static_cast<double>(mb) * tp_exposed},
                  {"pp sends", static_cast<double>(mb) * pp_comm, static_cast<double>(mb) * pp_exposed},
-                 {"cp ring exchange", static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_comm},
+                 {"cp ring exchange", static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_exposed},
                  {"ep all-to-all", static_cast<double>(mb) * ep_comm, static_cast<double>(mb) * ep_exposed},
                  {"pipeline bubble", bubble, bubble},
                  {t.zero <= 1 ? std::string("dp gradients") : t.zero == 2 ? std::string("dp gradients (zero-2 reduce-scatters + gather)")

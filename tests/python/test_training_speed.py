@@ -139,8 +139,10 @@ def test_weak_scaling_from_32_to_3072_a100s(row):
 # Megatron-Bridge bf16_with_fp8_mixed) sets fp8_params / fp8_param_gather = True: FP8 primary weights,
 # without which the 512- and 1024-GPU runs would not fit. GPT-3 175B on 512 GPUs (782 tok/s/GPU,
 # micro-batch 2, batch 2048) and Megatron-Bridge 25.11 Llama-3.1-405B on 1024 (292, tp 8 pp 8 cp 2
-# vpp 8, batch 512). The H100 FP8 GEMM efficiency was fitted jointly to the first six rows and
-# TensorRT-LLM's H100 FP8 prefill (catalog), so they check its spread, not its level.
+# vpp 8, batch 512), and Megatron-Bridge 25.11 Llama-3-8B on 8 GPUs with FSDP (14451; ZeRO-3 over the 8,
+# 16-bit primary weights: FSDP shards them instead). The H100 FP8 GEMM efficiency was fitted jointly to
+# these rows and TensorRT-LLM's H100 FP8 prefill (catalog: the value with the smallest largest error
+# relative to each check's tolerance), so they check its spread, not its level.
 @pytest.mark.parametrize("label,model,gpus,seq,batch,mbs,parallelism,tokens_per_gpu", [
     ("NeMo 24.07 Llama-3-70B tp4 pp4 cp2 vpp5", "Llama-3.1-70B", 64, 8192, 128, 1,
      {"tp": 4, "pp": 4, "cp": 2, "vpp": 5, "sequence_parallel": True}, 1533),
@@ -156,16 +158,19 @@ def test_weak_scaling_from_32_to_3072_a100s(row):
      {"tp": 4, "pp": 8, "vpp": 6, "sequence_parallel": True}, 782),
     ("Megatron-Bridge 25.11 Llama-3.1-405B on 1024 GPUs tp8 pp8 cp2 vpp8", "Llama-3.1-405B", 1024, 8192, 512, 1,
      {"tp": 8, "pp": 8, "cp": 2, "vpp": 8, "sequence_parallel": True}, 292),
+    ("Megatron-Bridge 25.11 Llama-3-8B on 8 GPUs, FSDP", "Llama-3.1-8B", 8, 8192, 128, 1, {"tp": 1}, 14451),
 ])
-def test_h100_fp8_training_within_15_percent(label, model, gpus, seq, batch, mbs, parallelism, tokens_per_gpu):
+def test_h100_fp8_training_within_10_percent(label, model, gpus, seq, batch, mbs, parallelism, tokens_per_gpu):
+    fsdp = "FSDP" in label
+    sharding = {"zero": 3} if fsdp else {"distributed_optimizer": True, "fp8_params": True}
     r = capplan.estimate({"model": model, "system": {"preset": "DGX-H100", "count": gpus},
                           "parallelism": parallelism, "precision": {"weights": "bf16", "compute": "fp8"},
                           "training": {"seq_len": seq, "global_batch": batch, "micro_batch": mbs, "recompute": "none",
-                                       "distributed_optimizer": True, "tp_comm_overlap": parallelism["tp"] > 1,
-                                       "fp8_params": True}})
+                                       "tp_comm_overlap": parallelism["tp"] > 1, **sharding}})
     measured_step = batch * seq / (tokens_per_gpu * gpus)
     assert r.memory.fits is True
-    assert r.to_dict()["training"]["step_time_s"] == pytest.approx(measured_step, rel=0.15), label
+    # Worst: NeMo 24.07 Llama-2-13B -7.6%, GPT-3 175B on 512 GPUs +6.2% (docs/formulas.md section 15).
+    assert r.to_dict()["training"]["step_time_s"] == pytest.approx(measured_step, rel=0.10), label
 
 
 def _dp_term(model, count, gb, zero, shard_group=None, tp=8):

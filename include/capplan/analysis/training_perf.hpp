@@ -67,7 +67,7 @@ struct training_step_parts {
     duration tp_comm, recompute_comm;          // per micro-batch and stage, all of it
     duration tp_exposed;                       // the part of tp_comm + recompute_comm not overlapped
     duration pp_comm, pp_exposed;              // per micro-batch and stage: sends between stages, the part not overlapped
-    duration cp_comm;                          // per micro-batch and stage, exposed
+    duration cp_comm, cp_exposed;              // per micro-batch and stage: ring exchange, the part attention cannot hide
     duration ep_comm, ep_exposed;              // per micro-batch and stage: all of it, the part not overlapped
     duration bubble;                           // per step
     duration dp_time, dp_exposed;              // data-parallel gradients (+ ZeRO-3 gathers)
