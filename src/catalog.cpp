@@ -165,12 +165,16 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
             return num->get<double>();
         };
         a.memory_efficiency = fraction(e, "memory_bandwidth");
-        if (const json* mm = e.get("matmul"); mm && !mm->is_null()) {
-            object_reader m(*mm, e.path("matmul"));
-            for (const char* key : {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"})
-                if (const auto f = fraction(m, key)) a.matmul_efficiency[key] = *f;
-            m.finish();
-        }
+        auto by_format = [&](const char* field, std::map<std::string, double>& out) {
+            if (const json* mm = e.get(field); mm && !mm->is_null()) {
+                object_reader m(*mm, e.path(field));
+                for (const char* key : {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"})
+                    if (const auto f = fraction(m, key)) out[key] = *f;
+                m.finish();
+            }
+        };
+        by_format("matmul", a.matmul_efficiency);
+        by_format("grouped_matmul", a.grouped_matmul_efficiency);
         a.kernel_launch = e.quantity<duration>("kernel_launch");
         a.prefill_step_overhead = e.quantity<duration>("prefill_step_overhead");
         a.roofline_norm = fraction(e, "roofline_norm", true);

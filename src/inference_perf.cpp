@@ -116,10 +116,12 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         return su.dequant_ops > 0 ? (weight_elements * su.dequant_ops * FLOP) / su.vector_peak : duration{};
     };
     // Efficiencies by the work of one of the op's kernels (the op's work split evenly over them).
-    enum class unit { matrix, attention, norm };
+    enum class unit { matrix, grouped_matrix, attention, norm };
     auto charge = [&](op_sum& o, unit u, flop_count f, data_size b, int kernels, double weight_elements = 0.0) {
         const double share = 1.0 / kernels;
-        const double ge = u == unit::attention ? eff.attention_at(f.si() * share) : eff.gemm_at(f.si() * share);
+        const double ge = u == unit::attention        ? eff.attention_at(f.si() * share)
+                          : u == unit::grouped_matrix ? eff.grouped_gemm_at(f.si() * share)
+                                                      : eff.gemm_at(f.si() * share);
         const double me = u == unit::norm ? eff.norm_at(b.si() * share) : eff.memory_at(b.si() * share);
         const duration c = f / (su.peak * ge);
         const duration mem = b / (su.memory_bandwidth * me) + dequant(weight_elements);
@@ -213,12 +215,15 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 const double router = h * m.moe.routed_experts;
                 // Kernels as vLLM's fused MoE launches them (vllm/model_executor/layers/fused_moe/fused_moe.py):
                 // the router GEMM, top-k, moe_align_block_size, the two expert GEMMs with silu_and_mul
-                // between, moe_sum; shared experts add their up, activation and down.
+                // between, moe_sum; shared experts add their up, activation and down. The two expert
+                // GEMMs are grouped kernels (at most the catalog's grouped_matmul efficiency); the
+                // router and the shared experts dense ones.
                 const bool has_shared = m.moe.shared_experts > 0;
-                charge(lc.ops[2], unit::matrix, (2.0 * slots * expert + 2.0 * tokens * (shared + router)) * FLOP,
-                       ((touched * expert + shared) * bw + router * bo +
-                        (slots * (2.0 * h + 3.0 * m.moe.expert_intermediate / p.etp) + tokens * 2.0 * h) * ba) * B,
-                       has_shared ? 5 : 3, touched * expert + shared);
+                charge(lc.ops[2], unit::grouped_matrix, 2.0 * slots * expert * FLOP,
+                       (touched * expert * bw + slots * (2.0 * h + 3.0 * m.moe.expert_intermediate / p.etp) * ba) * B, 2,
+                       touched * expert);
+                charge(lc.ops[2], unit::matrix, 2.0 * tokens * (shared + router) * FLOP,
+                       (shared * bw + router * bo + tokens * 2.0 * h * ba) * B, has_shared ? 3 : 1, shared);
                 lc.ops[2].time += (has_shared ? 5.0 : 4.0) * launch;
                 // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
                 // Each rank sends its routed slots: with shared tokens the whole step's (tokens x k),
@@ -314,6 +319,9 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     e.per_prefill_step = a.prefill_step_overhead.value_or(2.4 * ms);
     // How a kernel's loads and math overlap near the ridge (catalog; none: the larger of the two).
     if (a.roofline_norm) e.roofline_norm = *a.roofline_norm;
+    // Mixture-of-experts expert GEMMs: the engines' grouped kernels' measured ceiling (catalog).
+    const auto grouped = find_by_peak(a.grouped_matmul_efficiency, compute.peak_key);
+    if (grouped != a.grouped_matmul_efficiency.end()) e.grouped_gemm = grouped->second;
     e.source = "memory " + format_number(e.memory) + " of peak bandwidth (" +
                (measured_memory ? a.name + " catalog" : "mean of measured accelerators") + "), matrix units " +
                format_number(e.gemm) + " of " + compute.peak_key + " peak (" +
@@ -322,6 +330,8 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
                (a.roofline_norm ? ", compute and memory " + format_number(*a.roofline_norm) + "-norm near the ridge (" +
                                       a.name + " catalog)"
                                 : std::string()) +
+               (e.grouped_gemm > 0.0 ? ", MoE expert GEMMs at most " + format_number(e.grouped_gemm) + " (" + a.name + " catalog)"
+                                     : std::string()) +
                ", " + format(e.per_kernel) + " per kernel, " + format(e.per_prefill_step) + " per prefill step";
     return e;
 }

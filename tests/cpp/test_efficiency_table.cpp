@@ -118,16 +118,49 @@ TEST_CASE("the catalog's small-GEMM curve caps each kernel, in its own format's 
     const catalog cat = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
     const accelerator_spec h100 = cat.accelerator("H100-SXM", "/a");
     // H100-SXM efficiency.matmul_by_size (bf16, OpenXLA sm_90 table): 0.2059 at 2.147e9 FLOPs, 0.4584 at
-    // 8.59e9, 0.6991 at 3.436e10; large-kernel values bf16 0.61, fp8 0.50 (the catalog's matmul block).
+    // 8.59e9, 0.6991 at 3.436e10; large-kernel values bf16 0.61, fp8 0.47 (the catalog's matmul block).
     const perf_efficiency bf16 = default_perf_efficiency(h100, find_format("bf16"));
     CHECK(bf16.gemm_at(2.147e9) == doctest::Approx(0.2059));
     CHECK(bf16.gemm_at(1e13) == doctest::Approx(0.61));  // the curve's 0.82 is capped by the in-engine value
     // fp8's peak is twice bf16's: a kernel of W fp8 FLOPs takes the curve at W / 2.
     const perf_efficiency fp8 = default_perf_efficiency(h100, find_format("fp8"));
     CHECK(fp8.gemm_at(2 * 2.147e9) == doctest::Approx(0.2059));
-    CHECK(fp8.gemm_at(2 * 8.59e9) == doctest::Approx(0.4584));   // min(0.50, 0.4584)
-    CHECK(fp8.gemm_at(2 * 3.436e10) == doctest::Approx(0.50));   // min(0.50, 0.6991)
+    CHECK(fp8.gemm_at(2 * 8.59e9) == doctest::Approx(0.4584));   // min(0.47, 0.4584)
+    CHECK(fp8.gemm_at(2 * 3.436e10) == doctest::Approx(0.47));   // min(0.47, 0.6991)
     // An accelerator without the curve keeps one value at every size.
     const perf_efficiency a100 = default_perf_efficiency(cat.accelerator("A100-80GB-SXM", "/a"), find_format("bf16"));
     CHECK(a100.gemm_at(1e6) == doctest::Approx(a100.gemm_at(1e13)));
+}
+
+TEST_CASE("MoE expert GEMMs run at most at the catalog's grouped-kernel efficiency") {
+    const catalog cat = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
+    const accelerator_spec h100 = cat.accelerator("H100-SXM", "/a");
+    // H100-SXM efficiency.grouped_matmul: bf16 0.30, fp8 0.15 (published fused-MoE kernel times).
+    const perf_efficiency e = default_perf_efficiency(h100, find_format("bf16"));
+    CHECK(e.grouped_gemm_at(1e13) == doctest::Approx(0.30));       // min(dense 0.61, 0.30)
+    CHECK(e.grouped_gemm_at(2.147e9) == doctest::Approx(0.2059));  // small kernels: the dense curve is lower
+    CHECK(default_perf_efficiency(h100, find_format("fp8")).grouped_gemm_at(1e14) == doctest::Approx(0.15));
+    // An accelerator without a measurement runs its experts as dense GEMMs.
+    const perf_efficiency a100 = default_perf_efficiency(cat.accelerator("A100-80GB-SXM", "/a"), find_format("bf16"));
+    CHECK(a100.grouped_gemm_at(1e13) == doctest::Approx(a100.gemm_at(1e13)));
+
+    // Mixtral-8x7B bf16 on one H100, a 4096-token prompt: per layer 4096 x 2 = 8192 expert slots, each
+    // 2 x 3 x 4096 x 14336 FLOPs = 2.887e12 FLOPs over two kernels (1.44e12 each: past the curve, so
+    // 0.30 grouped or 0.61 dense); compute-bound either way (all 8 experts' 2.82 GB + activations read
+    // in ~1.3 ms). Only the expert GEMMs change: 32 x 2.887e12 x (1/0.30 - 1/0.61) / 989.5e12 (hand).
+    const model_spec m = cat.model("Mixtral-8x7B", "/model");
+    perf_setup su;
+    su.model = &m;
+    su.peak = h100.peak("bf16").value;
+    su.memory_bandwidth = *h100.memory_bandwidth;
+    su.efficiency = e;
+    batch_step prompt;
+    prompt.prefill_tokens = 4096;
+    prompt.prefill_requests = 1;
+    const duration grouped = step_time_breakdown(su, prompt).ops[2].time;
+    su.efficiency.grouped_gemm = 0.0;  // as dense
+    const duration dense = step_time_breakdown(su, prompt).ops[2].time;
+    const double expert_flops = 8192.0 * 2.0 * 3.0 * 4096.0 * 14336.0;
+    CHECK(expert_flops == doctest::Approx(2.887e12).epsilon(1e-3));
+    CHECK((grouped - dense).si() == doctest::Approx(32.0 * expert_flops * (1.0 / 0.30 - 1.0 / 0.61) / 989.5e12).epsilon(1e-6));
 }

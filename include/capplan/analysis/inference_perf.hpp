@@ -28,6 +28,9 @@ namespace capplan {
 
 struct perf_efficiency {
     double gemm = 0.0;          // achieved / peak dense matrix throughput (large kernels)
+    // Mixture-of-experts expert GEMMs (grouped / fused MoE kernels): their ceiling, below the dense
+    // one in today's engines (catalog efficiency.grouped_matmul); 0: as dense.
+    double grouped_gemm = 0.0;
     double memory = 0.0;        // achieved / peak memory bandwidth (large kernels)
     duration per_kernel;        // launch and tail per kernel (CUDA graphs in decode)
     duration per_step;          // engine scheduling, sampling and host work per step
@@ -40,6 +43,11 @@ struct perf_efficiency {
     efficiency_curve gemm_by_size, attention_by_size, memory_by_size, norm_by_size;
     double gemm_at(double flops_per_kernel) const {
         return gemm_by_size.empty() ? gemm : gemm_by_size.at(flops_per_kernel);
+    }
+    // A grouped kernel is no faster than a dense one of the same work, nor than its own ceiling.
+    double grouped_gemm_at(double flops_per_kernel) const {
+        const double dense = gemm_at(flops_per_kernel);
+        return grouped_gemm > 0.0 ? std::min(dense, grouped_gemm) : dense;
     }
     double attention_at(double flops_per_kernel) const {
         return attention_by_size.empty() ? gemm_at(flops_per_kernel) : attention_by_size.at(flops_per_kernel);

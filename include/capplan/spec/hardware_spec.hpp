@@ -31,6 +31,9 @@ struct accelerator_spec {
     // Measured efficiencies (achieved / peak) from the catalog's "efficiency" block; empty = not measured.
     std::optional<double> memory_efficiency;
     std::map<std::string, double> matmul_efficiency;     // by format key: bf16, fp8, ...
+    // Mixture-of-experts expert GEMMs as engines run them (grouped / fused MoE kernels), by format key;
+    // a format without one: as the dense matmul.
+    std::map<std::string, double> grouped_matmul_efficiency;
     std::optional<duration> kernel_launch;
     std::optional<duration> prefill_step_overhead;  // host work of a step that runs a prompt (no CUDA graph)
     std::optional<double> roofline_norm;  // p of a kernel's (compute^p + memory^p)^(1/p) (inference_perf.hpp)
