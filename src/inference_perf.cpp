@@ -181,9 +181,11 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             const data_size kv_bytes = (dk + static_cast<double>(st.prefill_context_tokens) + pt) * kv_token;
             // Materialised scores (no FlashAttention): QK^T writes them, the fused scale-mask-softmax
             // reads and writes them, PV reads them: 4 passes of the activation format per score
-            // (Korthikanti et al. 2022 §4.1; dropout, off as in the memory model, would add 2 and a mask).
-            const data_size scores = su.flash_attention ? data_size{}
-                                                        : 4.0 * (m.heads / tp) * pk * ba * B;
+            // (Korthikanti et al. 2022 §4.1). Attention dropout reads the probabilities and writes a
+            // 1-byte mask and the dropped copy that PV reads: 2 passes and a byte more. (FlashAttention
+            // draws the dropout inside its kernel: no traffic.)
+            const double per_score = 4.0 * ba + (su.dropout ? 2.0 * ba + 1.0 : 0.0);
+            const data_size scores = su.flash_attention ? data_size{} : (m.heads / tp) * pk * per_score * B;
             charge(lc.ops[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B + scores,
                    m.mla ? 3 : 2);
             // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
@@ -231,8 +233,9 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 const double sent = st.experts_route_rank_tokens ? slots : imbalance * tokens * static_cast<double>(m.moe.experts_per_token);
                 if (p.ep > 1) lc.ep_alltoall += 2.0 * su.alltoall(sent * h * ba * B);
             }
-            // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound.
-            charge(lc.ops[3], unit::norm, flop_count{}, tokens * 10.0 * h * ba * B, 3);
+            // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound;
+            // hidden dropout (fused with the bias and residual add) writes a 1-byte mask twice a layer.
+            charge(lc.ops[3], unit::norm, flop_count{}, tokens * (10.0 * ba + (su.dropout ? 2.0 : 0.0)) * h * B, 3);
             if (tp > 1) lc.tp_allreduce += 2.0 * su.allreduce(tokens * h * ba * B);
             lc.done = true;
         }

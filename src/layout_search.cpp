@@ -72,9 +72,8 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
     std::vector<ranked> found;
     std::int64_t evaluated = 0, enumerated = 0, fit = 0;
     const data_size usable = base.system.accelerator.usable_memory().value_or(data_size{});
-    training_memory_options quiet;
+    training_memory_options quiet = memory_options_for(t0);
     quiet.explain = false;
-    quiet.flash_attention = t0.flash_attention;
 
     auto work = [&](std::size_t first, std::size_t step) {
         std::vector<ranked> local;  // a max-heap of the k fastest

@@ -233,6 +233,7 @@ training_spec read_training(object_reader& r) {
     t.straggler_factor = r.number("straggler_factor", 1.0).value_or(1.0);
     t.tp_comm_overlap = r.boolean("tp_comm_overlap").value_or(false);
     t.flash_attention = r.boolean("flash_attention").value_or(true);
+    t.dropout = r.boolean("dropout").value_or(false);
     t.ep_comm_overlap = r.boolean("ep_comm_overlap").value_or(false);
     t.fp8_params = r.boolean("fp8_params").value_or(false);
     if (const json* d = r.get("data"); d && !d->is_null()) {

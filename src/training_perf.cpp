@@ -15,6 +15,7 @@ namespace capplan {
 perf_setup training_perf_setup(const scenario& s) {
     perf_setup perf = perf_setup::from(s);
     perf.flash_attention = s.training->flash_attention;  // (serving engines always fuse attention)
+    perf.dropout = s.training->dropout;
     return perf;
 }
 

@@ -189,3 +189,27 @@ TEST_CASE("training without FlashAttention: the whole score matrix computed and 
     CHECK((scores.bytes - fused.bytes).si() == doctest::Approx(32.0 * 4 * 32 * 4096.0 * 4096.0 * 2));
     CHECK(scores.time > fused.time);
 }
+
+TEST_CASE("dropout: two more passes of materialised scores and a mask byte; masks after attention and MLP") {
+    auto ops = [](bool flash, bool dropout) {
+        const scenario s = read_scenario(std::string(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+            "parallelism": {"tp": 1}, "training": {"seq_len": 4096, "global_batch": 8, "flash_attention": )") +
+                                             (flash ? "true" : "false") + R"(, "dropout": )" + (dropout ? "true" : "false") + "}}",
+                                         test::shipped_catalog());
+        return step_time_breakdown(training_perf_setup(s), training_micro_batch(1, 4096, 1)).ops;
+    };
+    auto bytes = [](const std::vector<op_time>& o, const std::string& name) {
+        for (const auto& op : o)
+            if (op.op == name) return op.bytes.si();
+        return 0.0;
+    };
+    const auto plain = ops(false, false), dropped = ops(false, true), fused = ops(true, false), fused_dropped = ops(true, true);
+    // Per score: dropout reads the bf16 probabilities, writes the dropped copy (2 B each) and a 1-byte
+    // mask: 32 layers x 32 heads x 4096^2 scores x 5 B more (hand).
+    CHECK(bytes(dropped, "attention core") - bytes(plain, "attention core") == doctest::Approx(32.0 * 32 * 4096.0 * 4096.0 * 5));
+    // FlashAttention draws it inside the kernel: no score traffic either way.
+    CHECK(bytes(fused_dropped, "attention core") == doctest::Approx(bytes(fused, "attention core")));
+    // Hidden dropout: a 1-byte mask of 4096 x 4096 after attention and after the MLP, 32 layers.
+    CHECK(bytes(fused_dropped, "norms and elementwise") - bytes(fused, "norms and elementwise") ==
+          doctest::Approx(32.0 * 2 * 4096.0 * 4096.0));
+}

@@ -122,6 +122,7 @@ struct perf_setup {
     flop_rate vector_peak;     // fp32 (non-tensor) peak: dequantising weight-only formats runs there
     double dequant_ops = 0.0;  // operations per weight element to dequantise (0: none)
     bool flash_attention = true;  // false: the s x s scores computed in full and kept in memory (training_perf_setup)
+    bool dropout = false;         // training with attention and hidden dropout (training_perf_setup)
     duration pipeline_send_latency;
     byte_rate pipeline_send_bandwidth;
 

@@ -366,12 +366,18 @@ inline training_memory estimate_training_memory(const model_spec& m, const weigh
     return best;
 }
 
+// The activation knobs a training scenario sets (fused attention, dropout).
+inline training_memory_options memory_options_for(const training_spec& t) {
+    training_memory_options o;
+    o.flash_attention = t.flash_attention;
+    o.dropout = t.dropout;
+    return o;
+}
+
 inline training_memory estimate_training_memory(const model_spec& m, const weight_sharding& w,
                                                 const precision_spec& prec, const parallelism_spec& p,
                                                 const training_spec& t) {
-    training_memory_options o;
-    o.flash_attention = t.flash_attention;
-    return estimate_training_memory(m, w, prec, p, t, o);
+    return estimate_training_memory(m, w, prec, p, t, memory_options_for(t));
 }
 
 }  // namespace capplan

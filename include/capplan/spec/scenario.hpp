@@ -59,6 +59,7 @@ struct training_spec {
     bool tp_comm_overlap = false;        // tensor-parallel communication pipelined with the GEMMs
     bool ep_comm_overlap = false;        // expert-parallel all-to-alls under another micro-batch's compute
     bool flash_attention = true;         // false: attention scores materialised (Megatron-LM before 2023)
+    bool dropout = false;                // attention and hidden dropout (Megatron-LM's GPT default 0.1)
     bool fp8_params = false;             // FP8 primary weights (Megatron --fp8-param-gather): no 16-bit copy
     // Data loading (data_pipeline.hpp): bytes per token (default by vocabulary), or per sample for
     // non-token datasets, files per sample for small-file datasets, the host's decode rate.
