@@ -317,3 +317,19 @@ def test_dropout_masks_in_activation_memory():
         return r.to_dict()["memory"]["activations_bytes"]
     s = 4096
     assert activations(True) - activations(False) == 32 * (2 * s * s + 3 * 32 * s * s) + s * s
+
+
+def test_context_parallel_ranks_join_the_gradient_reduction():
+    # Context-parallel ranks hold the same weights and see other tokens of the same sequences, so the
+    # gradients reduce over dp x cp (Megatron-LM: data-parallel group with context parallelism) and the
+    # distributed optimizer shards over it: dp 4 x cp 2 on one 8-GPU node reduces and updates exactly as
+    # dp 8 does (same bytes per device, the same 8 ranks on NVLink).
+    def terms(cp):
+        r = capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+                              "parallelism": {"tp": 1, "cp": cp},
+                              "training": {"seq_len": 8192, "global_batch": 64, "distributed_optimizer": True}})
+        return {t["term"]: t["time_s"] for t in r.to_dict()["training"]["breakdown"]}
+    plain, context = terms(1), terms(2)
+    assert context["dp gradients"] == pytest.approx(plain["dp gradients"], rel=1e-12)
+    assert context["optimizer step"] == pytest.approx(plain["optimizer step"], rel=1e-12)
+    assert context["cp ring exchange"] > 0  # reported whole; the part attention hides is not exposed
