@@ -296,10 +296,10 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     perf_efficiency e;
     // Measured values come from the accelerator's catalog entry ("efficiency", each with its
     // source). Where an accelerator has none, the means of the measured ones stand in:
-    // memory 0.82 (BabelStream: H100 0.866, H200 0.835, A100 0.79, MI300X 0.78) and matrix units
+    // memory 0.83 (BabelStream: H100 0.866, H200 0.835, A100 0.79, MI300X 0.78; nvbench: B200 0.873) and matrix units
     // 0.61 (the H100 bf16 in-engine estimate; A100 measured 0.66, MI300X 0.42).
     const bool measured_memory = a.memory_efficiency.has_value();
-    e.memory = a.memory_efficiency.value_or(0.82);
+    e.memory = a.memory_efficiency.value_or(0.83);
     const auto mm = find_by_peak(a.matmul_efficiency, compute.peak_key);
     const bool measured_matmul = mm != a.matmul_efficiency.end();
     e.gemm = measured_matmul ? mm->second : 0.61;
