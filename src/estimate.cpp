@@ -8,6 +8,7 @@
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_memory.hpp"
 #include "capplan/analysis/inference_perf.hpp"
+#include "capplan/analysis/engine_scheduler.hpp"
 #include "capplan/analysis/serving_sim.hpp"
 #include "capplan/analysis/training_memory.hpp"
 #include "capplan/analysis/training_perf.hpp"
@@ -128,8 +129,6 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         // per replica (serving_sim.hpp). When the cache cannot hold them all, the engine queues and
         // preempts: the plan is reported as not fitting, and the simulation shows what users see.
         const inference_setup mem = inference_setup::from(s);
-        const inference_memory one = inference_budget(mem, 1, 1);
-        const data_size free = one.usable - one.weights - one.activations - one.logits - one.overhead;
         const workload_input wi = inf.workload.value_or(workload_input{});
         workload_spec w;
         w.arrival = wi.arrival == "poisson"         ? workload_spec::arrival_kind::poisson
@@ -153,16 +152,7 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         w.warmup_requests = w.arrival == workload_spec::arrival_kind::closed_loop ? w.users : 0;
         w.requests = wi.requests > 0 ? wi.requests : std::max<std::int64_t>(200, 4 * w.users);
         w.seed = wi.seed;
-        scheduler_spec sch;
-        sch.max_num_seqs = mem.max_num_seqs;
-        sch.max_batched_tokens = mem.step_tokens;
-        sch.kv_block_tokens = mem.block_tokens;
-        // Cache capacity in tokens at this request length: sliding-window layers stop growing, so
-        // the bytes per token of a full-length request (block rounding included) set the rate.
-        const data_size per_request = inference_budget(mem, 1, inf.input_tokens + inf.output_tokens).kv_cache;
-        const double bytes_per_token = per_request.si() / static_cast<double>(inf.input_tokens + inf.output_tokens);
-        sch.kv_capacity_tokens = static_cast<std::int64_t>(free.si() / bytes_per_token);
-        sch.replicas = static_cast<int>(dp);
+        const scheduler_spec sch = engine_scheduler(mem, inf.input_tokens + inf.output_tokens, static_cast<int>(dp));
         const sim_result sim = simulate(w, sch, [&](const batch_step& st) { return step_time(setup, st); });
         out.method = "simulation";
         out.ttft_s = sim.ttft.p50.si();

@@ -39,6 +39,7 @@ inference_setup inference_setup::from(const scenario& s) {
     const engine_defaults d = default_engine_limits(s.system.accelerator);
     out.step_tokens = inf.prefill_chunk_tokens > 0 ? inf.prefill_chunk_tokens : d.step_tokens;
     out.max_num_seqs = inf.max_num_seqs > 0 ? inf.max_num_seqs : d.max_num_seqs;
+    out.reserve_output = inf.kv_admission == "reserve";
     out.reserve = inf.runtime_reserve.value_or(default_runtime_reserve(s.parallelism.tp * s.parallelism.pp).total());
     out.weights = shard_weights(s.model, s.parallelism);
     return out;

@@ -331,6 +331,7 @@ inference_spec read_inference(object_reader& r, const std::filesystem::path& bas
     i.kv_block_tokens = r.integer("kv_block_tokens", 1).value_or(16);
     i.prefill_chunk_tokens = r.integer("prefill_chunk_tokens", 1).value_or(0);
     i.max_num_seqs = r.integer("max_num_seqs", 1).value_or(0);
+    i.kv_admission = r.choice("kv_admission", {"on_demand", "reserve"}).value_or("on_demand");
     i.runtime_reserve = r.quantity<data_size>("runtime_reserve");
     if (const json* w = r.get("workload"); w && !w->is_null()) {
         object_reader wr(*w, r.path("workload"), true);

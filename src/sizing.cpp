@@ -5,6 +5,7 @@
 
 #include "capplan/analysis/inference_memory.hpp"
 #include "capplan/analysis/inference_perf.hpp"
+#include "capplan/analysis/engine_scheduler.hpp"
 #include "capplan/analysis/serving_sim.hpp"
 #include "capplan/error.hpp"
 #include "capplan/units_parse.hpp"
@@ -26,7 +27,6 @@ trial run(const scenario& sc, std::int64_t users, std::int64_t input, std::int64
     if (!inference_budget(mem, per_replica, input + output).fits) return t;
     t.fits = true;
     const perf_setup perf = perf_setup::from(sc);
-    const inference_memory one = inference_budget(mem, 1, 1);
     workload_spec w;
     w.arrival = workload_spec::arrival_kind::closed_loop;
     w.users = users;
@@ -35,16 +35,7 @@ trial run(const scenario& sc, std::int64_t users, std::int64_t input, std::int64
     w.warmup_requests = users;
     w.requests = std::max<std::int64_t>(100, 2 * users);
     w.seed = 1;
-    scheduler_spec sch;
-    sch.max_num_seqs = mem.max_num_seqs;
-    sch.max_batched_tokens = mem.step_tokens;
-    sch.kv_block_tokens = mem.block_tokens;
-    // Tokens of cache at this request length (sliding windows stop growing; blocks round up).
-    const double bytes_per_token = inference_budget(mem, 1, input + output).kv_cache.si() / static_cast<double>(input + output);
-    sch.kv_capacity_tokens =
-        static_cast<std::int64_t>((one.usable - one.weights - one.activations - one.logits - one.overhead).si() / bytes_per_token);
-    sch.replicas = sc.parallelism.dp;
-    t.sim = simulate(w, sch, [&](const batch_step& st) { return step_time(perf, st); });
+    t.sim = simulate(w, engine_scheduler(mem, input + output, sc.parallelism.dp), [&](const batch_step& st) { return step_time(perf, st); });
     return t;
 }
 

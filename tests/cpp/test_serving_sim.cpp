@@ -208,6 +208,24 @@ TEST_CASE("KV cache smaller than the demand: preemptions, and everyone still fin
     CHECK(simulate(w, sc, affine).preemptions == 0);
 }
 
+TEST_CASE("reserved admission (TensorRT-LLM): prompt + whole output held from the start, never preempted") {
+    // The same 64 requests of 100 + 200 tokens into 128 blocks of 16: each reserves ceil(300 / 16) = 19
+    // blocks, so 6 run at a time (114 blocks) and nobody is preempted; all finish.
+    const workload_spec w = fixed_burst(64, 100, 200);
+    scheduler_spec sc;
+    sc.max_num_seqs = 64, sc.max_batched_tokens = 4096, sc.kv_capacity_tokens = 2048, sc.kv_block_tokens = 16;
+    sc.reserve_output = true;
+    std::int64_t most = 0;
+    const sim_result r = simulate(w, sc, [&](const batch_step& b) {
+        most = std::max(most, b.prefill_requests + b.decode_requests);
+        return affine(b);
+    });
+    CHECK(r.preemptions == 0);
+    CHECK(r.completed == 64);
+    CHECK(most == 6);
+    CHECK(r.kv_occupancy_max <= 114.0 / 128.0 + 1e-12);
+}
+
 TEST_CASE("percentiles are ordered and every step keeps the scheduler limits") {
     scheduler_spec sc;
     sc.max_num_seqs = 48, sc.max_batched_tokens = 512, sc.kv_capacity_tokens = 40000;

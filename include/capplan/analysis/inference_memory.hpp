@@ -42,6 +42,7 @@ struct inference_setup {
     std::int64_t block_tokens = 16;
     std::int64_t step_tokens = 8192;      // tokens in one forward step (the chunked-prefill budget)
     std::int64_t max_num_seqs = 256;      // sequences sampled at once (the engine profiles its sampler at this)
+    bool reserve_output = false;          // KV admission reserves prompt + whole output (TensorRT-LLM)
     data_size reserve;                    // runtime reservation total
     weight_sharding weights;
 

@@ -8,7 +8,10 @@
 //             et al., OSDI '24, arXiv:2403.02310 §4: decode-first "stall-free" batching with chunked
 //             prefills; vLLM V1 vllm/v1/core/sched/scheduler.py schedule(): RUNNING, then WAITING)
 //   admission FCFS; the head of the waiting queue is admitted only when blocks for (prompt + 1) tokens
-//             are free and fewer than max_num_seqs requests run; it reserves them at once
+//             are free and fewer than max_num_seqs requests run; it reserves them at once. With
+//             reserve_output (TensorRT-LLM's default capacity scheduler, GUARANTEED_NO_EVICT:
+//             tensorrt_llm/_torch/pyexecutor/scheduler.py) the blocks of prompt + whole output are
+//             reserved at admission, so nothing grows and nothing is ever preempted
 //   growth    a decode needing a new block takes a free one, or preempts the most recently admitted
 //             running request (recompute: its KV is freed, it goes to the front of the waiting queue
 //             and later re-prefills prompt + tokens generated so far; vLLM V1 `self.running.pop()`,
@@ -124,6 +127,7 @@ struct scheduler_spec {
     std::int64_t max_num_seqs = 256;
     std::int64_t max_batched_tokens = 8192;
     bool chunked_prefill = true;
+    bool reserve_output = false;  // admission reserves prompt + whole output (no growth, no preemption)
     std::int64_t kv_capacity_tokens = std::int64_t{1} << 20;  // per replica; rounded down to whole blocks
     std::int64_t kv_block_tokens = 16;
     int replicas = 1;
@@ -523,7 +527,7 @@ private:
             const std::int32_t id = R.waiting.front();
             request& q = reqs_[static_cast<std::size_t>(id)];
             const std::int64_t tokens = q.input + q.generated;  // a preempted request recomputes its output too
-            const std::int64_t need = ceil_div(tokens + 1, B);
+            const std::int64_t need = s_.reserve_output ? ceil_div(q.input + q.output, B) : ceil_div(tokens + 1, B);
             if (need > R.free_blocks) break;
             std::int64_t chunk = std::min(tokens, budget);
             if (!s_.chunked_prefill && chunk < tokens) {

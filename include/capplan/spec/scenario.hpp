@@ -100,6 +100,7 @@ struct inference_spec {
     std::int64_t kv_block_tokens = 16;        // paged KV-cache block size in tokens (vLLM default 16)
     std::int64_t prefill_chunk_tokens = 0;    // tokens in one forward step (chunked-prefill budget); 0 = engine default
     std::int64_t max_num_seqs = 0;            // sequences the engine schedules at most; 0 = engine default
+    std::string kv_admission = "on_demand";   // on_demand (vLLM, SGLang: preempts) or reserve (TensorRT-LLM: no eviction)
     std::optional<data_size> runtime_reserve; // overrides the per-device runtime reservation
     std::optional<workload_input> workload;   // arrivals and length distributions for the simulation
 };

@@ -1,0 +1,31 @@
+// The continuous-batching scheduler a serving engine runs for a scenario's inference setup: its step
+// token budget, sequence limit, KV block size, admission policy, and the KV cache left per replica
+// once weights, activations, logits and the runtime are placed (inference_memory.hpp).
+#pragma once
+
+#include <cstdint>
+
+#include "capplan/analysis/inference_memory.hpp"
+#include "capplan/analysis/serving_sim.hpp"
+
+namespace capplan {
+
+// Cache capacity in tokens at a request length of `request_tokens` (input + output): sliding-window
+// layers stop growing, so the bytes per token of a full-length request (block rounding included)
+// set the rate.
+inline scheduler_spec engine_scheduler(const inference_setup& mem, std::int64_t request_tokens, int replicas) {
+    scheduler_spec sch;
+    sch.max_num_seqs = mem.max_num_seqs;
+    sch.max_batched_tokens = mem.step_tokens;
+    sch.kv_block_tokens = mem.block_tokens;
+    sch.reserve_output = mem.reserve_output;
+    const inference_memory one = inference_budget(mem, 1, 1);
+    const data_size free = one.usable - one.weights - one.activations - one.logits - one.overhead;
+    const double bytes_per_token =
+        inference_budget(mem, 1, request_tokens).kv_cache.si() / static_cast<double>(request_tokens);
+    sch.kv_capacity_tokens = static_cast<std::int64_t>(free.si() / bytes_per_token);
+    sch.replicas = replicas;
+    return sch;
+}
+
+}  // namespace capplan
