@@ -293,3 +293,16 @@ def test_plot_draws_the_charts_with_matplotlib():
     assert [ax.get_title() for ax in fig.axes] == ["memory per device", "one decode or training step through the chain",
                                                    "cold start", "roofline of the main operators"]
     assert fig.axes[3].get_xscale() == "log"
+
+
+def test_kv_admission_is_checked_and_reserve_never_preempts():
+    base = {"model": "Llama-3.1-70B", "system": {"accelerator": "H100-SXM", "count": 2}, "parallelism": {"tp": 2},
+            "precision": {"weights": "fp8", "kv_cache": "fp8"}}
+    with pytest.raises(capplan.ConfigError, match="/inference/kv_admission.*on_demand, reserve"):
+        capplan.estimate({**base, "inference": {"input_tokens": 100, "output_tokens": 10, "concurrency": 4,
+                                                "kv_admission": "lazy"}})
+    # 100 users of 5000 + 500 tokens overflow the cache: on-demand admission preempts, reserve queues instead.
+    def run(admission):
+        return capplan.estimate({**base, "inference": {"input_tokens": 5000, "output_tokens": 500, "concurrency": 100,
+                                                       "kv_admission": admission}}).inference
+    assert run("on_demand").preemptions > 0 and run("reserve").preemptions == 0
