@@ -72,9 +72,10 @@ NOTEBOOKS = {
                       "b = best[0]\n"
                       "display(SVG(stacked_bar('step time by term (exposed)', [(t['term'], t['exposed_s'], f\"{t['exposed_s']:.2f} s\")\n"
                       "                                                       for t in b['breakdown'] if t['exposed_s'] > 0])))"),
-        new_code_cell("r = capplan.estimate({**scenario, 'parallelism': {k: best[0][k] for k in ('tp', 'pp', 'cp', 'vpp')},\n"
-                      "                      'training': {**scenario['training'], 'recompute': best[0]['recompute'],\n"
-                      "                                   'micro_batch': best[0]['micro_batch'], 'zero': best[0]['zero'], 'tokens': 2e12}})\n"
+        new_code_cell("layout = {k: best[0][k] for k in ('tp', 'pp', 'cp', 'ep', 'vpp', 'sequence_parallel')}\n"
+                      "training = {k: best[0][k] for k in ('micro_batch', 'recompute', 'zero', 'distributed_optimizer', 'shard_group')}\n"
+                      "r = capplan.estimate({**scenario, 'parallelism': layout,\n"
+                      "                      'training': {**scenario['training'], **training, 'tokens': 2e12}})\n"
                       "t = r.to_dict()['training']\n"
                       "print(f\"2T tokens take {t['time_to_train_s']/86400:.0f} days on 256 H100s ({t['gpu_hours']:.0f} GPU-hours).\")"),
     ],
