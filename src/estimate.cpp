@@ -434,7 +434,8 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
 
     const parallelism_spec& par = s.parallelism;
     r.system = {s.system.preset, s.system.accelerator.name, s.system.count, s.system.per_node, s.system.nodes(),
-                s.precision.weights.name, s.precision.kv_cache.name, par.tp, par.pp, par.dp, par.cp, par.ep};
+                s.precision.weights.name, s.precision.kv_cache.name, par.tp, par.pp, par.dp, par.cp, par.ep,
+                par.attention_dp};
 
     // Weights per device: the largest pipeline stage's share on one tensor/expert-parallel rank.
     const weight_sharding shards = shard_weights(m, par);

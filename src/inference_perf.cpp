@@ -98,10 +98,18 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     step_breakdown out;
     out.overhead = su.efficiency.per_step;
     if (st.prefill_tokens > 0) out.overhead += su.efficiency.per_prefill_step;
-    const double tokens = static_cast<double>(st.prefill_tokens + st.decode_requests);
-    if (tokens <= 0) return out;
+    const double step_tokens = static_cast<double>(st.prefill_tokens + st.decode_requests);
+    if (step_tokens <= 0) return out;
+    // Attention data parallelism: each rank runs everything but the routed experts for its own
+    // requests, with those weights whole, and the busiest rank (ceil(n / ranks) of n whole requests)
+    // sets the pace; the experts see the whole step's tokens.
+    const double ranks = p.attention_ranks();
+    auto busiest = [&](std::int64_t n) { return n > 0 ? std::ceil(static_cast<double>(n) / ranks) / static_cast<double>(n) : 0.0; };
+    const double prefill_share = busiest(st.prefill_requests), decode_share = busiest(st.decode_requests);
+    const double tokens = static_cast<double>(st.prefill_tokens) * (st.prefill_requests > 0 ? prefill_share : 1.0) +
+                          static_cast<double>(st.decode_requests) * decode_share;  // this rank's, but for the experts
 
-    const double h = static_cast<double>(m.hidden), tp = p.tp;
+    const double h = static_cast<double>(m.hidden), tp = p.attention_tp();
     const double bw = su.precision.weights.bytes_per_element();
     const double bo = su.precision.weights.quantized() ? 2.0 : bw;  // embeddings, head, router
     const double ba = su.precision.activations.bytes_per_element();
@@ -134,19 +142,20 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
 
     // Attention core inputs: keys attended (causal prefill chunks; decodes read their contexts).
     const double pr = static_cast<double>(std::max<std::int64_t>(1, st.prefill_requests));
-    const double pt = static_cast<double>(st.prefill_tokens);
+    const double pt = static_cast<double>(st.prefill_tokens) * (st.prefill_requests > 0 ? prefill_share : 1.0);
     // Without FlashAttention (Megatron-LM before 2023) the whole s x s score matrix is computed, then
     // masked: every key of the chunk, not the causal half, and the scores go through memory.
-    const double chunk_keys = su.flash_attention ? (pt / pr + 1.0) / 2.0 : pt / pr;
+    const double chunk = static_cast<double>(st.prefill_tokens) / pr;  // tokens of one request's chunk
+    const double chunk_keys = su.flash_attention ? (chunk + 1.0) / 2.0 : chunk;
     const double prefill_keys = pt * (static_cast<double>(st.prefill_context_tokens) / pr) + pt * chunk_keys;
-    const double decode_keys = static_cast<double>(st.context_tokens);
+    const double decode_keys = static_cast<double>(st.context_tokens) * decode_share;
     const double per_key = static_cast<double>(detail::attention_flops_per_key(m)) / tp;
-    const data_size kv_token = kv_bytes_per_token_per_layer(m, p.tp, su.precision.kv_cache);
+    const data_size kv_token = kv_bytes_per_token_per_layer(m, p.attention_tp(), su.precision.kv_cache);
     const device_parameters attn = detail::attention_on_device(m, p);
     const double q_out = m.mla ? m.heads / tp * (m.mla_dims.qk_nope_head_dim + m.mla_dims.qk_rope_head_dim)
                                : m.heads / tp * static_cast<double>(m.head_dim);
     const double kv_out = m.mla ? static_cast<double>(m.mla_dims.kv_lora_rank + m.mla_dims.qk_rope_head_dim)
-                                : 2.0 * detail::kv_heads_per_rank(m, p.tp) * m.head_dim;
+                                : 2.0 * detail::kv_heads_per_rank(m, p.attention_tp()) * m.head_dim;
     const double o_in = m.mla ? m.heads / tp * static_cast<double>(m.mla_dims.v_head_dim) : q_out;  // output projection input
 
     // Layers differ only in keeping a sliding window or routing to experts: each kind is costed once
@@ -176,9 +185,9 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             if (m.is_sliding_layer(i)) {
                 const double w = static_cast<double>(m.sliding_window);
                 pk = std::min(pk, pt * w);
-                dk = std::min(dk, static_cast<double>(st.decode_requests) * w);
+                dk = std::min(dk, static_cast<double>(st.decode_requests) * decode_share * w);
             }
-            const data_size kv_bytes = (dk + static_cast<double>(st.prefill_context_tokens) + pt) * kv_token;
+            const data_size kv_bytes = (dk + static_cast<double>(st.prefill_context_tokens) * prefill_share + pt) * kv_token;
             // Materialised scores (no FlashAttention): QK^T writes them, the fused scale-mask-softmax
             // reads and writes them, PV reads them: 4 passes of the activation format per score
             // (Korthikanti et al. 2022 §4.1). Attention dropout reads the probabilities and writes a
@@ -208,7 +217,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 // The slots this device's experts receive: balanced routing, times the busiest expert-
                 // parallel rank's excess (it sets the pace).
                 const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
-                const double slots = imbalance * tokens * static_cast<double>(m.moe.experts_per_token) /
+                const double slots = imbalance * step_tokens * static_cast<double>(m.moe.experts_per_token) /
                                      (st.experts_route_rank_tokens ? tp : static_cast<double>(p.ep));
                 // Distinct local experts hit by `slots` uniform picks (expected value).
                 const double touched = experts_here * (1.0 - std::pow(1.0 - 1.0 / experts_here, slots));
@@ -228,7 +237,8 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                        (shared * bw + router * bo + tokens * 2.0 * h * ba) * B, has_shared ? 3 : 1, shared);
                 lc.ops[2].time += (has_shared ? 5.0 : 4.0) * launch;
                 // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
-                // Each rank sends its routed slots: with shared tokens the whole step's (tokens x k),
+                // Each rank sends its routed slots: with shared tokens the step's on this rank (all of
+                // them under tensor parallelism, its own share under attention data parallelism) x k,
                 // with rank-routed tokens its own shard's (= the slots it receives).
                 const double sent = st.experts_route_rank_tokens ? slots : imbalance * tokens * static_cast<double>(m.moe.experts_per_token);
                 if (p.ep > 1) lc.ep_alltoall += 2.0 * su.alltoall(sent * h * ba * B);
@@ -250,7 +260,8 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         out.ep_alltoall += lc.ep_alltoall;
     }
     // LM head for the sampled positions (fp32 logits), embedding lookups for every token.
-    const double sampled = static_cast<double>(st.decode_requests + st.prefill_requests);
+    const double sampled = static_cast<double>(st.decode_requests) * decode_share +
+                           static_cast<double>(st.prefill_requests) * prefill_share;
     const double vocab_part = static_cast<double>(m.vocab) / tp;
     charge(sums[4], unit::matrix, 2.0 * sampled * h * vocab_part * FLOP,
            (vocab_part * h * bo + sampled * vocab_part * 4.0 + tokens * h * bo) * B, 2);

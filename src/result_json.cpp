@@ -109,6 +109,7 @@ std::string to_json(const estimate_result& r, int indent) {
                    {"kv_cache_format", s.kv_cache_format},
                    {"parallelism", {{"tp", s.tp}, {"pp", s.pp}, {"dp", s.dp}, {"cp", s.cp}, {"ep", s.ep}}}};
     if (!s.preset.empty()) j["system"]["preset"] = s.preset;
+    if (s.attention_dp) j["system"]["parallelism"]["attention_dp"] = true;
 
     json mem = json::object();
     put(mem, "per_device_bytes", r.memory.per_device);

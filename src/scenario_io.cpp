@@ -189,6 +189,12 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
     degree("etp", p.etp);
     p.sequence_parallel = r.boolean("sequence_parallel").value_or(false);
     p.expert_imbalance = r.number("expert_imbalance", 1.0).value_or(1.0);
+    p.attention_dp = r.boolean("attention_dp").value_or(false);
+    if (p.attention_dp && (p.ep != p.tp || p.tp < 2 || p.pp != 1 || p.cp != 1))
+        throw config_error(r.path("attention_dp"), "true",
+                           "needs ep = tp >= 2 with pp = 1 and cp = 1 (got tp " + std::to_string(p.tp) + ", ep " +
+                               std::to_string(p.ep) + ", pp " + std::to_string(p.pp) + ", cp " + std::to_string(p.cp) + ")",
+                           "false, or the routed experts spread over the tp group: ep = tp");
     const auto dp = r.integer("dp", 1);
     const int mp = p.model_parallel();
     if (dp) {
@@ -392,6 +398,9 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
                                sc.training->zero >= 3 ? "not modelled with ZeRO-3 / FSDP weight sharding"
                                                       : "needs FP8 GEMMs (precision.compute fp8)",
                                "false, or precision.compute: fp8 with zero < 3");
+        if (sc.parallelism.attention_dp)
+            throw config_error("/parallelism/attention_dp", "true", "is a serving layout, not modelled for training",
+                               "false for a training scenario");
         if (sc.training->tp_comm_overlap && sc.parallelism.tp > 1 && !sc.parallelism.sequence_parallel)
             throw config_error("/training/tp_comm_overlap", "true", "needs parallelism.sequence_parallel with tp > 1",
                                "false, or sequence_parallel: true");

@@ -15,15 +15,20 @@ namespace capplan {
 // set the rate.
 inline scheduler_spec engine_scheduler(const inference_setup& mem, std::int64_t request_tokens, int replicas) {
     scheduler_spec sch;
-    sch.max_num_seqs = mem.max_num_seqs;
-    sch.max_batched_tokens = mem.step_tokens;
+    // With attention data parallelism each rank schedules its own requests: the group's limits are
+    // attention_ranks() times one rank's.
+    const int ranks = mem.parallelism.attention_ranks();
+    sch.max_num_seqs = mem.max_num_seqs * ranks;
+    sch.max_batched_tokens = mem.step_tokens * ranks;
     sch.kv_block_tokens = mem.block_tokens;
     sch.reserve_output = mem.reserve_output;
     const inference_memory one = inference_budget(mem, 1, 1);
     const data_size free = one.usable - one.weights - one.activations - one.logits - one.overhead;
     const double bytes_per_token =
         inference_budget(mem, 1, request_tokens).kv_cache.si() / static_cast<double>(request_tokens);
-    sch.kv_capacity_tokens = static_cast<std::int64_t>(free.si() / bytes_per_token);
+    // With attention data parallelism every rank of the group caches its own requests: the group's
+    // cache is attention_ranks() times one device's (placement inside it is not modelled).
+    sch.kv_capacity_tokens = static_cast<std::int64_t>(free.si() / bytes_per_token) * ranks;
     sch.replicas = replicas;
     return sch;
 }

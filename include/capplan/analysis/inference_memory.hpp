@@ -80,14 +80,14 @@ namespace detail {
 // copies). FlashAttention keeps no score matrix (Dao et al. 2022, arXiv:2205.14135).
 inline data_size step_activation_bytes(const model_spec& m, const parallelism_spec& p, const number_format& act,
                                        std::int64_t tokens) {
-    const double h = static_cast<double>(m.hidden), tp = p.tp;
+    const double h = static_cast<double>(m.hidden), tp = p.attention_tp();
     double attention;
     if (m.mla) {
         const auto& a = m.mla_dims;
         attention = m.heads / tp * (2.0 * (a.qk_nope_head_dim + a.qk_rope_head_dim) + 2.0 * a.v_head_dim) +
                     (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim);
     } else {
-        attention = (m.heads / tp * 2.0 + 2.0 * detail::kv_heads_per_rank(m, p.tp)) * m.head_dim;
+        attention = (m.heads / tp * 2.0 + 2.0 * detail::kv_heads_per_rank(m, p.attention_tp())) * m.head_dim;
     }
     const double mats = m.gated_mlp ? 3.0 : 2.0;  // gate + up outputs and the activation, or up + activation
     double ffn = mats * m.intermediate / tp;
@@ -102,9 +102,13 @@ inline layer_range stage_range(const pipeline_stage& s) { return {s.first_layer,
 
 }  // namespace detail
 
-// The budget for `batch` requests of `context` tokens each.
+// The budget for `batch` requests of `context` tokens each (on each device of a replica; with
+// attention data parallelism a device holds its own share of them, their whole KV heads).
 inline inference_memory inference_budget(const inference_setup& s, std::int64_t batch, std::int64_t context) {
     const model_spec& m = *s.model;
+    const int ranks = s.parallelism.attention_ranks();
+    const std::int64_t here = (batch + ranks - 1) / ranks;
+    const int kv_tp = s.parallelism.attention_tp();
     inference_memory out;
     out.capacity = s.capacity;
     out.usable = s.capacity * s.memory_utilization;
@@ -112,15 +116,15 @@ inline inference_memory inference_budget(const inference_setup& s, std::int64_t 
     // An engine reserves for its largest step, whatever the load: a full token budget and its
     // sampler at max_num_seqs (vLLM profiles exactly these before sizing the cache).
     out.activations = detail::step_activation_bytes(m, s.parallelism, s.precision.activations, s.step_tokens);
-    const double rows = static_cast<double>(std::max(batch, s.max_num_seqs));
+    const double rows = static_cast<double>(std::max(here, s.max_num_seqs));
     const data_size logits = rows * static_cast<double>(m.vocab) * 4.0 * sampler_fp32_rows * units::B;
     bool first = true;
     for (std::size_t i = 0; i < s.weights.stages.size(); ++i) {
         const pipeline_stage& st = s.weights.stages[i];
         const layer_range r = detail::stage_range(st);
         const data_size w = device_weight_bytes(st.params, s.precision.weights);
-        const data_size kv = static_cast<double>(batch) *
-                             kv_bytes_per_request(m, s.parallelism.tp, s.precision.kv_cache, r, context, s.block_tokens);
+        const data_size kv = static_cast<double>(here) *
+                             kv_bytes_per_request(m, kv_tp, s.precision.kv_cache, r, context, s.block_tokens);
         const data_size lg = st.has_lm_head ? logits : data_size{};
         const data_size total = w + kv + out.activations + lg + out.overhead;
         if (first || total > out.per_device) {
@@ -130,7 +134,7 @@ inline inference_memory inference_budget(const inference_setup& s, std::int64_t 
             out.weights = w;
             out.kv_cache = kv;
             out.logits = lg;
-            out.kv_cache_per_token = kv_bytes_per_token(m, s.parallelism.tp, s.precision.kv_cache, r);
+            out.kv_cache_per_token = kv_bytes_per_token(m, kv_tp, s.precision.kv_cache, r);
         }
     }
     out.fits = out.per_device <= out.usable;

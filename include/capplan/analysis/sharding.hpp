@@ -61,7 +61,7 @@ inline double kv_heads_per_rank(const model_spec& m, int tp) {
 // Attention parameters of one layer on one rank (projections, biases, q/k norms).
 inline device_parameters attention_on_device(const model_spec& m, const parallelism_spec& p) {
     device_parameters d;
-    const double h = static_cast<double>(m.hidden), tp = p.tp;
+    const double h = static_cast<double>(m.hidden), tp = p.attention_tp();
     if (m.mla) {
         const auto& a = m.mla_dims;
         const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
@@ -78,7 +78,7 @@ inline device_parameters attention_on_device(const model_spec& m, const parallel
         d.block_linear += heads * a.v_head_dim * h;
     } else {
         const double q = m.heads * static_cast<double>(m.head_dim) / tp;
-        const double kv = detail::kv_heads_per_rank(m, p.tp) * m.head_dim;
+        const double kv = detail::kv_heads_per_rank(m, p.attention_tp()) * m.head_dim;
         d.block_linear += h * q + 2 * h * kv + q * h;
         if (m.qkv_bias) d.block_linear += q + 2 * kv;
         if (m.o_bias) d.other += h;
@@ -91,7 +91,7 @@ inline device_parameters attention_on_device(const model_spec& m, const parallel
 // this rank's routed experts and the replicated router.
 inline device_parameters ffn_on_device(const model_spec& m, std::int64_t i, const parallelism_spec& p) {
     device_parameters d;
-    const double h = static_cast<double>(m.hidden), tp = p.tp;
+    const double h = static_cast<double>(m.hidden), tp = p.attention_tp();
     if (!m.is_moe_layer(i)) {
         const double mats = m.gated_mlp ? 3 : 2;
         d.block_linear += mats * h * m.intermediate / tp;
@@ -137,10 +137,10 @@ inline std::vector<int> stage_layers(std::int64_t layers, int pp) {
 
 inline weight_sharding shard_weights(const model_spec& m, const parallelism_spec& p) {
     weight_sharding w;
-    if (m.heads % p.tp != 0)
+    if (m.heads % p.attention_tp() != 0)
         w.problems.push_back("tp = " + std::to_string(p.tp) + " does not divide the " + std::to_string(m.heads) +
                              " attention heads of " + m.name);
-    if (!m.mla && m.kv_heads >= p.tp && m.kv_heads % p.tp != 0)
+    if (!m.mla && m.kv_heads >= p.attention_tp() && m.kv_heads % p.attention_tp() != 0)
         w.problems.push_back("tp = " + std::to_string(p.tp) + " does not divide the " + std::to_string(m.kv_heads) +
                              " key/value heads of " + m.name);
     if (m.layers < p.pp)
@@ -161,13 +161,13 @@ inline weight_sharding shard_weights(const model_spec& m, const parallelism_spec
         st.has_embedding = s == 0;
         st.has_lm_head = s == pp - 1;
         if (st.has_embedding) {
-            st.params.other += static_cast<double>(m.vocab) * h / p.tp;  // vocab-parallel embedding
+            st.params.other += static_cast<double>(m.vocab) * h / p.attention_tp();  // vocab-parallel embedding
             if (m.learned_positions) st.params.other += static_cast<double>(m.max_position) * h;
         }
         if (st.has_lm_head) {
             st.params.other += norm;  // final norm
             // A tied head shares the embedding matrix; on a separate last stage it is a second copy.
-            if (!m.tied_embeddings || pp > 1) st.params.other += static_cast<double>(m.vocab) * h / p.tp;
+            if (!m.tied_embeddings || pp > 1) st.params.other += static_cast<double>(m.vocab) * h / p.attention_tp();
         }
         first += st.layers;
         w.stages.push_back(st);

@@ -123,6 +123,7 @@ struct system_summary {
     std::string weights_format;
     std::string kv_cache_format;
     int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
+    bool attention_dp = false;
 };
 
 struct estimate_result {

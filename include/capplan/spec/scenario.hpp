@@ -36,8 +36,17 @@ struct parallelism_spec {
     // forced-balance benchmarks run; real routing without EPLB is higher). It sets the pace of the
     // expert GEMMs and all-to-alls; with ep = 1 every device holds every expert and it has no effect.
     double expert_imbalance = 1.0;
+    // Attention data parallelism (serving MoE models; TensorRT-LLM enable_attention_dp, SGLang
+    // --enable-dp-attention): within each tp group everything but the routed experts (attention,
+    // embeddings, dense and shared MLPs, the LM head) is replicated and each rank serves its own 1/tp
+    // of the requests with their whole KV cache; the routed experts are spread over ep = tp ranks.
+    bool attention_dp = false;
 
     int model_parallel() const { return tp * pp * cp; }
+    // The tensor-parallel split of attention and the other non-expert weights (1 with attention_dp).
+    int attention_tp() const { return attention_dp ? 1 : tp; }
+    // The ranks a step's requests are spread over for everything but the routed experts.
+    int attention_ranks() const { return attention_dp ? tp : 1; }
 };
 
 enum class recompute_kind { none, selective, full };
