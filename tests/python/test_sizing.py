@@ -87,3 +87,21 @@ def test_a_model_larger_than_a_node_gets_pipeline_stages_across_nodes():
     best = {o["accelerator"]: o for o in r["options"]}
     assert (best["H100-SXM"]["tp"], best["H100-SXM"]["pp"], best["H100-SXM"]["count"]) == (8, 2, 16)
     assert (best["H200"]["tp"], best["H200"]["pp"], best["H200"]["count"]) == (8, 1, 8)
+
+
+def test_moe_models_are_also_sized_with_attention_data_parallelism():
+    # Qwen3-235B-A22B (4 KV heads) for 1024 users of 4000 + 1000 tokens on H100s: under tp 8 each rank
+    # keeps every request's KV at one head, under attention dp its own eighth at all four, twice the
+    # group's cache: the cheapest layout that holds everyone uses it.
+    r = capplan.size_inference("Qwen3-235B-A22B", 1024, 4000, 1000, ttft_p99="30 s", tpot_p99="100 ms",
+                               accelerators=["H100-SXM"])
+    o = r["options"][0]
+    assert o["attention_dp"] is True and o["tp"] == 8 and o["pp"] == 1
+    again = capplan.estimate({"model": "Qwen3-235B-A22B", "system": {"preset": "DGX-H100", "count": o["count"]},
+                              "parallelism": {"tp": 8, "ep": 8, "attention_dp": True},
+                              "precision": {"weights": o["weights"], "kv_cache": o["kv_cache"]},
+                              "inference": {"input_tokens": 4000, "output_tokens": 1000, "concurrency": 1024}})
+    assert again.memory.fits is True
+    # A dense model never gets it.
+    dense = capplan.size_inference("Llama-3.1-8B", 64, 1000, 200, accelerators=["H100-SXM"])
+    assert all(not x["attention_dp"] for x in dense["options"])
