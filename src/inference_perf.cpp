@@ -104,9 +104,9 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     // requests, with those weights whole, and the busiest rank (ceil(n / ranks) of n whole requests)
     // sets the pace; the experts see the whole step's tokens.
     const double ranks = p.attention_ranks();
-    auto busiest = [&](std::int64_t n) { return n > 0 ? std::ceil(static_cast<double>(n) / ranks) / static_cast<double>(n) : 0.0; };
+    auto busiest = [&](std::int64_t n) { return n > 0 ? std::ceil(static_cast<double>(n) / ranks) / static_cast<double>(n) : 1.0; };
     const double prefill_share = busiest(st.prefill_requests), decode_share = busiest(st.decode_requests);
-    const double tokens = static_cast<double>(st.prefill_tokens) * (st.prefill_requests > 0 ? prefill_share : 1.0) +
+    const double tokens = static_cast<double>(st.prefill_tokens) * prefill_share +
                           static_cast<double>(st.decode_requests) * decode_share;  // this rank's, but for the experts
 
     const double h = static_cast<double>(m.hidden), tp = p.attention_tp();
@@ -142,7 +142,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
 
     // Attention core inputs: keys attended (causal prefill chunks; decodes read their contexts).
     const double pr = static_cast<double>(std::max<std::int64_t>(1, st.prefill_requests));
-    const double pt = static_cast<double>(st.prefill_tokens) * (st.prefill_requests > 0 ? prefill_share : 1.0);
+    const double pt = static_cast<double>(st.prefill_tokens) * prefill_share;
     // Without FlashAttention (Megatron-LM before 2023) the whole s x s score matrix is computed, then
     // masked: every key of the chunk, not the causal half, and the scores go through memory.
     const double chunk = static_cast<double>(st.prefill_tokens) / pr;  // tokens of one request's chunk
