@@ -106,17 +106,20 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                                           : "no layout fits the weights and " + std::to_string(q.concurrency) +
                                                 " users' caches";
         // Layouts: tp within a node; pipeline stages across nodes once tp fills one (a model too large
-        // for a node's memory); for MoE models also attention data parallelism with the experts over
-        // the tp group (ep = tp); replicas.
-        struct shape { int tp, pp; bool attention_dp; };
+        // for a node's memory); for MoE models also the experts spread over the tp group (ep = tp),
+        // with tensor-parallel attention or with attention data parallelism; replicas.
+        struct shape { int tp, pp, ep; bool attention_dp; };
         std::vector<shape> shapes;
         for (int tp = 1; tp <= base.per_node; tp *= 2) {
             if (q.model.heads % tp == 0)
                 for (int pp : {1, 2, 4, 8})
-                    if (pp == 1 || (tp == base.per_node && pp <= q.model.layers)) shapes.push_back({tp, pp, false});
-            if (tp >= 2 && q.model.is_moe() && q.model.moe.routed_experts % tp == 0) shapes.push_back({tp, 1, true});
+                    if (pp == 1 || (tp == base.per_node && pp <= q.model.layers)) shapes.push_back({tp, pp, 1, false});
+            if (tp >= 2 && q.model.is_moe() && q.model.moe.routed_experts % tp == 0) {
+                if (q.model.heads % tp == 0) shapes.push_back({tp, 1, tp, false});
+                shapes.push_back({tp, 1, tp, true});
+            }
         }
-        for (const auto& [tp, pp, attention_dp] : shapes) {
+        for (const auto& [tp, pp, ep, attention_dp] : shapes) {
             for (const auto& [w, kv] : formats) {
                 for (int r = 1; r <= q.max_replicas; r = r < 4 ? r + 1 : r * 2) {
                     if (best && tp * pp * r >= best->count) break;  // cannot beat what we have
@@ -132,8 +135,8 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                     sc.precision.compute = find_format(w == "int8" || w == "int4" ? "bf16" : w);
                     sc.parallelism.tp = tp;
                     sc.parallelism.pp = pp;
-                    sc.parallelism.etp = attention_dp ? 1 : tp;
-                    sc.parallelism.ep = attention_dp ? tp : 1;
+                    sc.parallelism.ep = ep;
+                    sc.parallelism.etp = ep > 1 ? 1 : tp;
                     sc.parallelism.attention_dp = attention_dp;
                     sc.parallelism.dp = r;
                     const bool calibrated =
@@ -156,6 +159,7 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                     if (t.sim.ttft.p99 > q.ttft_p99 || t.sim.tpot.p99 > q.tpot_p99) {
                         why = "at " + std::to_string(tp * pp * r) + " devices (tp " + std::to_string(tp) +
                               (pp > 1 ? " x pp " + std::to_string(pp) : std::string()) +
+                              (ep > 1 ? " x ep " + std::to_string(ep) : std::string()) +
                               (attention_dp ? " with attention dp" : std::string()) + ", " + w +
                               ") p99 TTFT " + format(t.sim.ttft.p99) + ", p99 TPOT " + format(t.sim.tpot.p99) +
                               " miss the targets";
@@ -163,7 +167,7 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                     }
                     sizing_option o{acc.name, preset.empty() ? "inline 8-" + acc.name + " node" : preset,
                                     tp * pp * r, tp, pp, r, w, kv, t.sim.ttft.p99, t.sim.tpot.p99, t.sim.output_tokens_per_s, {},
-                                    calibrated ? calibration->name : std::string("catalog"), attention_dp};
+                                    calibrated ? calibration->name : std::string("catalog"), ep, attention_dp};
                     if (const auto p = q.price_per_hour.find(acc.name); p != q.price_per_hour.end())
                         o.cost_per_hour = p->second * o.count;
                     if (!best || o.count < best->count || (o.count == best->count && o.ttft_p99 < best->ttft_p99)) best = o;

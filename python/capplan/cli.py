@@ -270,9 +270,9 @@ def _cmd_size(args) -> str:
                        calibrations=args.calibration or [])
     if args.format == "json":
         return json.dumps(r, indent=2)
-    header = ["accelerator", "count", "tp", "pp", "replicas", "weights", "kv", "p99 ttft", "p99 tpot", "tokens/s", "$/h"]
+    header = ["accelerator", "count", "tp", "pp", "ep", "replicas", "weights", "kv", "p99 ttft", "p99 tpot", "tokens/s", "$/h"]
     rows = [[o["accelerator"], o["count"], f"{o['tp']} (attention dp)" if o.get("attention_dp") else o["tp"], o["pp"],
-             o["replicas"], o["weights"], o["kv_cache"],
+             o["ep"], o["replicas"], o["weights"], o["kv_cache"],
              str(Quantity.from_si(o["ttft_p99_s"], (0, 0, 1, 0))), str(Quantity.from_si(o["tpot_p99_s"], (0, 0, 1, 0))),
              f"{o['output_tokens_per_s']:.0f}", f"{o['cost_per_hour']:.2f}" if "cost_per_hour" in o else ""]
             for o in r["options"]]

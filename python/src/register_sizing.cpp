@@ -41,7 +41,7 @@ void register_sizing(py::module_& m) {
                           {"replicas", o.replicas}, {"weights", o.weights}, {"kv_cache", o.kv_cache},
                           {"ttft_p99_s", o.ttft_p99.si()}, {"tpot_p99_s", o.tpot_p99.si()},
                           {"output_tokens_per_s", o.output_tokens_per_s}, {"efficiency_table", o.efficiency_table},
-                          {"attention_dp", o.attention_dp}};
+                          {"ep", o.ep}, {"attention_dp", o.attention_dp}};
                       if (o.cost_per_hour) row["cost_per_hour"] = *o.cost_per_hour;
                       j["options"].push_back(row);
                   }

@@ -96,7 +96,7 @@ def test_moe_models_are_also_sized_with_attention_data_parallelism():
     r = capplan.size_inference("Qwen3-235B-A22B", 1024, 4000, 1000, ttft_p99="30 s", tpot_p99="100 ms",
                                accelerators=["H100-SXM"])
     o = r["options"][0]
-    assert o["attention_dp"] is True and o["tp"] == 8 and o["pp"] == 1
+    assert o["attention_dp"] is True and o["tp"] == 8 and o["ep"] == 8 and o["pp"] == 1
     again = capplan.estimate({"model": "Qwen3-235B-A22B", "system": {"preset": "DGX-H100", "count": o["count"]},
                               "parallelism": {"tp": 8, "ep": 8, "attention_dp": True},
                               "precision": {"weights": o["weights"], "kv_cache": o["kv_cache"]},
@@ -104,4 +104,4 @@ def test_moe_models_are_also_sized_with_attention_data_parallelism():
     assert again.memory.fits is True
     # A dense model never gets it.
     dense = capplan.size_inference("Llama-3.1-8B", 64, 1000, 200, accelerators=["H100-SXM"])
-    assert all(not x["attention_dp"] for x in dense["options"])
+    assert all(not x["attention_dp"] and x["ep"] == 1 for x in dense["options"])

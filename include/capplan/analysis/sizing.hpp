@@ -40,6 +40,7 @@ struct sizing_option {
     double output_tokens_per_s = 0.0;
     std::optional<double> cost_per_hour;
     std::string efficiency_table = "catalog";  // or the calibration's name
+    int ep = 1;                                // MoE: the routed experts spread over ep = tp ranks
     bool attention_dp = false;                 // MoE: attention data parallel, experts over ep = tp
 };
 
