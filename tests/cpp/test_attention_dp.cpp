@@ -82,6 +82,12 @@ TEST_CASE("attention_dp: a rank runs attention for 1/8 of the step's tokens; its
     CHECK(op_flops(step_time_breakdown(su, decodes), "attention projections") == doctest::Approx(2.0 * 2 * 18874368.0 * 48));
 }
 
+TEST_CASE("attention_dp: the smallest fitting group has two ranks at least, its experts spread over it") {
+    // Qwen3-30B-A3B fits one H200 whole; as an attention-data-parallel group it needs tp = ep >= 2.
+    CHECK(smallest_fitting_tp(inference_setup::from(qwen(false)), 1, 1000, {1, 2, 4, 8}) == 1);
+    CHECK(smallest_fitting_tp(inference_setup::from(qwen(true)), 1, 1000, {1, 2, 4, 8}) == 2);
+}
+
 TEST_CASE("attention_dp needs the experts spread over the tp group and is a serving layout") {
     auto bad = [](const std::string& parallelism, const std::string& extra = "") {
         return test::error_of([&] {

@@ -180,6 +180,10 @@ inline std::optional<int> smallest_fitting_tp(inference_setup s, std::int64_t ba
     for (const int tp : candidates) {
         s.parallelism.tp = tp;
         if (s.parallelism.ep == 1) s.parallelism.etp = tp;
+        if (s.parallelism.attention_dp) {  // the group is the tp ranks, the experts spread over it
+            if (tp < 2) continue;
+            s.parallelism.ep = tp;
+        }
         s.weights = shard_weights(*s.model, s.parallelism);
         if (s.weights.problems.empty() && inference_budget(s, batch, context).fits) return tp;
     }
