@@ -140,7 +140,16 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
         if (!peaks.get("bf16")) peaks.missing("bf16", "a FLOP rate such as \"989.5 TFLOP/s\" or null");
         peaks.finish();
     }
-    if (const json* eff = r.get("efficiency"); eff && !eff->is_null()) {
+    if (const json* eff = r.get("efficiency"); eff && !eff->is_null() && eff->is_object() && eff->contains("as")) {
+        // Another accelerator's measured efficiencies (the same die): a sourced name, nothing else.
+        object_reader e(*eff, r.path("efficiency"));
+        object_reader as = e.child("as");
+        a.efficiency_as = as.required_string("value");
+        as.required_string("source");
+        as.allow({"confidence", "note"});
+        as.finish();
+        e.finish();
+    } else if (const json* eff = r.get("efficiency"); eff && !eff->is_null()) {
         object_reader e(*eff, r.path("efficiency"));
         // A sourced number: an efficiency in (0, 1.5] unless `norm` (a p-norm exponent in [1, 64]).
         auto fraction = [](object_reader& rd, std::string_view key, bool norm = false) -> std::optional<double> {
@@ -380,8 +389,16 @@ catalog catalog::load(const std::filesystem::path& dir) {
             return 0;
         });
     }
-    for (const auto& [name, a] : c.accelerators_) {
+    for (auto& [name, a] : c.accelerators_) {
         in_file(dir / kind_folder(entry_kind::accelerator) / (detail::lower(name) + ".json"), [&] {
+            if (!a.efficiency_as.empty()) {
+                const accelerator_spec& from = c.accelerator(a.efficiency_as, "/efficiency/as/value");
+                if (!from.efficiency_as.empty())
+                    throw config_error("/efficiency/as/value", "'" + a.efficiency_as + "'",
+                                       "shares another accelerator's efficiencies itself",
+                                       "an accelerator with its own efficiency block");
+                share_efficiencies(a, from);
+            }
             if (!a.scale_up_link.empty()) c.link(a.scale_up_link, "/scale_up/link");
             if (!a.host_link.empty()) c.link(a.host_link, "/host_link/link");
             return 0;

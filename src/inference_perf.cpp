@@ -305,6 +305,9 @@ namespace capplan {
 perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute) {
     using namespace units;
     perf_efficiency e;
+    // Where the measured values come from (an accelerator may share another's: catalog "efficiency.as").
+    const std::string catalog_entry =
+        a.efficiency_as.empty() ? a.name + " catalog" : a.efficiency_as + " catalog, shared by " + a.name;
     // Measured values come from the accelerator's catalog entry ("efficiency", each with its
     // source). Where an accelerator has none, the means of the measured ones stand in:
     // memory 0.83 (BabelStream: H100 0.866, H200 0.835, A100 0.79, MI300X 0.78; nvbench: B200 0.873) and matrix units
@@ -337,14 +340,14 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     const auto grouped = find_by_peak(a.grouped_matmul_efficiency, compute.peak_key);
     if (grouped != a.grouped_matmul_efficiency.end()) e.grouped_gemm = grouped->second;
     e.source = "memory " + format_number(e.memory) + " of peak bandwidth (" +
-               (measured_memory ? a.name + " catalog" : "mean of measured accelerators") + "), matrix units " +
+               (measured_memory ? catalog_entry : "mean of measured accelerators") + "), matrix units " +
                format_number(e.gemm) + " of " + compute.peak_key + " peak (" +
-               (measured_matmul ? a.name + " catalog" : "mean of measured accelerators") + ")" +
-               (e.gemm_by_size.empty() ? std::string() : ", falling off for small kernels (" + a.name + " catalog)") +
+               (measured_matmul ? catalog_entry : "mean of measured accelerators") + ")" +
+               (e.gemm_by_size.empty() ? std::string() : ", falling off for small kernels (" + catalog_entry + ")") +
                (a.roofline_norm ? ", compute and memory " + format_number(*a.roofline_norm) + "-norm near the ridge (" +
-                                      a.name + " catalog)"
+                                      catalog_entry + ")"
                                 : std::string()) +
-               (e.grouped_gemm > 0.0 ? ", MoE expert GEMMs at most " + format_number(e.grouped_gemm) + " (" + a.name + " catalog)"
+               (e.grouped_gemm > 0.0 ? ", MoE expert GEMMs at most " + format_number(e.grouped_gemm) + " (" + catalog_entry + ")"
                                      : std::string()) +
                ", " + format(e.per_kernel) + " per kernel, " + format(e.per_prefill_step) + " per prefill step";
     return e;

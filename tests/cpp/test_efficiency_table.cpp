@@ -164,3 +164,17 @@ TEST_CASE("MoE expert GEMMs run at most at the catalog's grouped-kernel efficien
     CHECK(expert_flops == doctest::Approx(2.887e12).epsilon(1e-3));
     CHECK((grouped - dense).si() == doctest::Approx(32.0 * expert_flops * (1.0 / 0.30 - 1.0 / 0.61) / 989.5e12).epsilon(1e-6));
 }
+
+TEST_CASE("an accelerator on the same die shares another's efficiencies (catalog efficiency.as)") {
+    const catalog cat = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
+    const accelerator_spec h800 = cat.accelerator("H800", "/a"), h100 = cat.accelerator("H100-SXM", "/a");
+    CHECK(h800.efficiency_as == "H100-SXM");
+    for (const char* f : {"bf16", "fp8"}) {
+        const perf_efficiency a = default_perf_efficiency(h800, find_format(f)), b = default_perf_efficiency(h100, find_format(f));
+        CHECK(a.gemm == b.gemm);
+        CHECK(a.memory == b.memory);
+        CHECK(a.grouped_gemm == b.grouped_gemm);
+        CHECK(a.gemm_at(2.147e9) == b.gemm_at(2.147e9));
+        CHECK(a.source.find("H100-SXM catalog, shared by H800") != std::string::npos);
+    }
+}

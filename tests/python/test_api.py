@@ -222,3 +222,15 @@ def test_html_repr_is_valid_html_with_svg_charts():
         c.feed(r.html(lang))
         assert c.stack == [] and c.svgs == 4  # memory, decode chain, cold start, roofline
     assert "瓶颈" in r.html("zh") and "bottleneck" in r._repr_html_()
+
+
+def test_an_inline_accelerator_can_share_a_catalog_ones_efficiencies():
+    h800 = dict(capplan.entry("H800"))
+    h800.pop("$schema", None)
+    mine = {**h800, "name": "my-H800", "aliases": []}
+    scenario = {"model": "Llama-3.1-8B", "inference": {"input_tokens": 2048, "output_tokens": 2, "batch": 1}}
+    shared = capplan.estimate({**scenario, "system": {"accelerator": mine}}).inference.ttft_s
+    assert shared == capplan.estimate({**scenario, "system": {"accelerator": "H100-SXM"}}).inference.ttft_s
+    mine["efficiency"] = {"as": {"value": "H900", "source": "typo"}}
+    with pytest.raises(capplan.UnknownNameError, match="/system/accelerator/efficiency/as/value"):
+        capplan.estimate({**scenario, "system": {"accelerator": mine}})

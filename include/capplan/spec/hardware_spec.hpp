@@ -42,6 +42,9 @@ struct accelerator_spec {
     // as the same start-up time is reached at proportionally more work).
     std::vector<std::pair<double, double>> matmul_by_size;  // (FLOPs per kernel, efficiency), increasing
     std::string matmul_by_size_format;
+    // Catalog "efficiency": {"as": NAME}: this accelerator shares NAME's measured efficiencies (the same
+    // die and clocks); resolved when the catalog (or a scenario's inline accelerator) is read.
+    std::string efficiency_as;
     std::string scale_up_link;                           // link catalog name, empty if none
     std::optional<byte_rate> scale_up_bandwidth_per_direction;
     std::string host_link;
@@ -55,6 +58,18 @@ struct accelerator_spec {
         return it == peak_dense_flops.end() ? peak_rate{} : it->second;
     }
 };
+
+// Copies `from`'s measured efficiencies into `to` (catalog "efficiency": {"as": ...}).
+inline void share_efficiencies(accelerator_spec& to, const accelerator_spec& from) {
+    to.memory_efficiency = from.memory_efficiency;
+    to.matmul_efficiency = from.matmul_efficiency;
+    to.grouped_matmul_efficiency = from.grouped_matmul_efficiency;
+    to.kernel_launch = from.kernel_launch;
+    to.prefill_step_overhead = from.prefill_step_overhead;
+    to.roofline_norm = from.roofline_norm;
+    to.matmul_by_size = from.matmul_by_size;
+    to.matmul_by_size_format = from.matmul_by_size_format;
+}
 
 struct link_spec {
     std::string name;
