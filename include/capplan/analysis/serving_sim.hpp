@@ -9,9 +9,10 @@
 //             prefills; vLLM V1 vllm/v1/core/sched/scheduler.py schedule(): RUNNING, then WAITING)
 //   admission FCFS; the head of the waiting queue is admitted only when blocks for (prompt + 1) tokens
 //             are free and fewer than max_num_seqs requests run; it reserves them at once. With
-//             reserve_output (TensorRT-LLM's default capacity scheduler, GUARANTEED_NO_EVICT:
-//             tensorrt_llm/_torch/pyexecutor/scheduler.py) the blocks of prompt + whole output are
-//             reserved at admission, so nothing grows and nothing is ever preempted
+//             reserve_output (TensorRT-LLM's default capacity scheduler policy GUARANTEED_NO_EVICT,
+//             GuaranteedNoEvictScheduler in cpp/include/tensorrt_llm/batch_manager/capacityScheduler.h)
+//             the blocks of prompt + whole output are reserved at admission, so nothing grows and
+//             nothing is ever preempted
 //   growth    a decode needing a new block takes a free one, or preempts the most recently admitted
 //             running request (recompute: its KV is freed, it goes to the front of the waiting queue
 //             and later re-prefills prompt + tokens generated so far; vLLM V1 `self.running.pop()`,
