@@ -391,20 +391,23 @@ catalog catalog::load(const std::filesystem::path& dir) {
     }
     for (auto& [name, a] : c.accelerators_) {
         in_file(dir / kind_folder(entry_kind::accelerator) / (detail::lower(name) + ".json"), [&] {
-            if (!a.efficiency_as.empty()) {
-                const accelerator_spec& from = c.accelerator(a.efficiency_as, "/efficiency/as/value");
-                if (!from.efficiency_as.empty())
-                    throw config_error("/efficiency/as/value", "'" + a.efficiency_as + "'",
-                                       "shares another accelerator's efficiencies itself",
-                                       "an accelerator with its own efficiency block");
-                share_efficiencies(a, from);
-            }
+            c.share_named_efficiencies(a, "");
             if (!a.scale_up_link.empty()) c.link(a.scale_up_link, "/scale_up/link");
             if (!a.host_link.empty()) c.link(a.host_link, "/host_link/link");
             return 0;
         });
     }
     return c;
+}
+
+void catalog::share_named_efficiencies(accelerator_spec& a, const std::string& field) const {
+    if (a.efficiency_as.empty()) return;
+    const std::string where = field + "/efficiency/as/value";
+    const accelerator_spec& from = accelerator(a.efficiency_as, where);
+    if (!from.efficiency_as.empty())
+        throw config_error(where, "'" + a.efficiency_as + "'", "shares another accelerator's efficiencies itself",
+                           "an accelerator with its own efficiency block");
+    share_efficiencies(a, from);
 }
 
 std::filesystem::path catalog::default_dir() {

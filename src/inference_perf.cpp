@@ -38,7 +38,7 @@ perf_setup perf_setup::from(const scenario& s) {
     out.memory_bandwidth = *a.memory_bandwidth;
     out.efficiency = s.calibration ? calibrated_perf_efficiency(*s.calibration, a, s.precision.compute)
                                    : default_perf_efficiency(a, s.precision.compute);
-    const int tp = s.parallelism.tp;
+    const int tp = s.parallelism.attention_tp();  // attention data parallelism has no tp all-reduce
     out.system = s.system;
     auto grid = [&](collective_op op, int ranks) {
         perf_setup::collective_grid g;

@@ -89,13 +89,7 @@ system_spec read_system(object_reader& sys, const catalog& cat) {
         s.accelerator = name_or_inline<accelerator_spec>(
             *a, sys.path("accelerator"), [&](const std::string& n, const std::string& f) { return cat.accelerator(n, f); },
             detail::read_accelerator);
-        if (!s.accelerator.efficiency_as.empty()) {  // an inline accelerator sharing a catalog one's efficiencies
-            const accelerator_spec& from = cat.accelerator(s.accelerator.efficiency_as, sys.path("accelerator") + "/efficiency/as/value");
-            if (!from.efficiency_as.empty())
-                throw config_error(sys.path("accelerator") + "/efficiency/as/value", "'" + s.accelerator.efficiency_as + "'",
-                                   "shares another accelerator's efficiencies itself", "an accelerator with its own efficiency block");
-            share_efficiencies(s.accelerator, from);
-        }
+        cat.share_named_efficiencies(s.accelerator, sys.path("accelerator"));  // an inline one may name a catalog one's
         if (!preset) s.scale_up.reset();
     } else if (!preset) {
         sys.missing("accelerator", "an accelerator name (see `capplan list accelerators`) or a system preset");
