@@ -16,6 +16,7 @@ struct op_sum {
     data_size bytes;
     duration time;
     duration compute_part, memory_part;
+    double kernels = 0.0;
 };
 
 }  // namespace
@@ -38,6 +39,24 @@ perf_setup perf_setup::from(const scenario& s) {
     out.memory_bandwidth = *a.memory_bandwidth;
     out.efficiency = s.calibration ? calibrated_perf_efficiency(*s.calibration, a, s.precision.compute)
                                    : default_perf_efficiency(a, s.precision.compute);
+    if (s.inference) {
+        // Eager prefill: the host time to dispatch one kernel from Python, serial with the kernels.
+        // 36.6 us = the mean of SGLang's two measured savings from capturing prefill in a CUDA graph,
+        // each divided by this model's kernel count for that prefill: Llama-3.1-8B-FP8 TP 8, 1,024
+        // tokens, mean TTFT 29.97 -> 19.66 ms (sgl-project/sglang PR #13094): 10.31 ms / 322 kernels
+        // = 32.0 us; DeepSeek-V3, one new token, forward 82.64 -> 23.10 ms (PR #12160): 59.54 ms /
+        // 1,445 kernels = 41.2 us.
+        if (s.inference->prefill_dispatch == "eager") out.efficiency.per_prefill_kernel = 36.6 * units::us;
+        const engine_overhead_spec& o = s.inference->engine_overhead;
+        if (o.step) out.efficiency.per_step = *o.step;
+        if (o.prefill_step) out.efficiency.per_prefill_step = *o.prefill_step;
+        if (o.prefill_kernel) out.efficiency.per_prefill_kernel = *o.prefill_kernel;
+        if (s.inference->prefill_dispatch == "eager" && !o.prefill_kernel)
+            out.efficiency.source += ", eager prefill: + 36.6 us of host dispatch per kernel (SGLang PRs #13094, #12160)";
+        if (o.step) out.efficiency.source += ", " + format(*o.step) + " per step (inference.engine_overhead)";
+        if (o.prefill_step) out.efficiency.source += ", " + format(*o.prefill_step) + " per prefill step (inference.engine_overhead)";
+        if (o.prefill_kernel) out.efficiency.source += ", " + format(*o.prefill_kernel) + " of host dispatch per prefill kernel (inference.engine_overhead)";
+    }
     const int tp = s.parallelism.attention_tp();  // attention data parallelism has no tp all-reduce
     out.system = s.system;
     auto grid = [&](collective_op op, int ranks) {
@@ -138,6 +157,12 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         o.compute_part += c;
         o.memory_part += mem;
         o.time += overlapped_roofline(c, mem, eff.roofline_norm) + static_cast<double>(kernels) * launch;
+        o.kernels += kernels;
+    };
+    // Kernels an op launches beyond its GEMMs (norms, activations, routing).
+    auto launches = [&](op_sum& o, double kernels) {
+        o.time += kernels * launch;
+        o.kernels += kernels;
     };
 
     // Attention core inputs: keys attended (causal prefill chunks; decodes read their contexts).
@@ -177,7 +202,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             const bool q_lora = m.mla && m.mla_dims.q_lora_rank > 0;
             charge(lc.ops[0], unit::matrix, 2.0 * tokens * qkv_params * FLOP,
                    (qkv_params * bw + tokens * (h + q_out + kv_out) * ba) * B, m.mla ? (q_lora ? 4 : 3) : 1, qkv_params);
-            if (m.mla) lc.ops[0].time += (q_lora ? 2.0 : 1.0) * launch;  // the latent norms
+            if (m.mla) launches(lc.ops[0], q_lora ? 2.0 : 1.0);  // the latent norms
             charge(lc.ops[0], unit::matrix, 2.0 * tokens * o_params * FLOP, (o_params * bw + tokens * (o_in + h) * ba) * B,
                    m.mla ? 2 : 1, o_params);
             // Core: a sliding window caps each token's keys.
@@ -211,7 +236,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                        (up * bw + tokens * (h + (act_passes - 1.0) * width) * ba) * B, 1, up);
                 charge(lc.ops[2], unit::matrix, 2.0 * tokens * down * FLOP, (down * bw + tokens * (width + h) * ba) * B, 1,
                        down);
-                lc.ops[2].time += launch;
+                launches(lc.ops[2], 1.0);
             } else {
                 const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
                 // The slots this device's experts receive: balanced routing, times the busiest expert-
@@ -235,13 +260,18 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                        touched * expert);
                 charge(lc.ops[2], unit::matrix, 2.0 * tokens * (shared + router) * FLOP,
                        (shared * bw + router * bo + tokens * 2.0 * h * ba) * B, has_shared ? 3 : 1, shared);
-                lc.ops[2].time += (has_shared ? 5.0 : 4.0) * launch;
+                launches(lc.ops[2], has_shared ? 5.0 : 4.0);
                 // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
-                // Each rank sends its routed slots: with shared tokens the step's on this rank (all of
-                // them under tensor parallelism, its own share under attention data parallelism) x k,
-                // with rank-routed tokens its own shard's (= the slots it receives).
+                // Each rank sends its routed slots: with shared tokens the step's on this rank (its own
+                // share under attention data parallelism) x k, with rank-routed tokens its own shard's
+                // (= the slots it receives). Not when the expert group lies within the attention's
+                // tensor-parallel group: every rank already holds all the step's tokens, runs its own
+                // experts on those routed to them, and the tensor-parallel all-reduce after the layer
+                // combines the partial outputs (vLLM FusedMoE dispatches only with data parallelism;
+                // TensorRT-LLM's MoE all-to-all needs attention DP).
+                const bool tokens_replicated = !st.experts_route_rank_tokens && p.ep * p.etp <= p.attention_tp();
                 const double sent = st.experts_route_rank_tokens ? slots : imbalance * tokens * static_cast<double>(m.moe.experts_per_token);
-                if (p.ep > 1) lc.ep_alltoall += 2.0 * su.alltoall(sent * h * ba * B);
+                if (p.ep > 1 && !tokens_replicated) lc.ep_alltoall += 2.0 * su.alltoall(sent * h * ba * B);
             }
             // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound;
             // hidden dropout (fused with the bias and residual add) writes a 1-byte mask twice a layer.
@@ -255,6 +285,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             sums[k].time += lc.ops[k].time;
             sums[k].compute_part += lc.ops[k].compute_part;
             sums[k].memory_part += lc.ops[k].memory_part;
+            sums[k].kernels += lc.ops[k].kernels;
         }
         out.tp_allreduce += lc.tp_allreduce;
         out.ep_alltoall += lc.ep_alltoall;
@@ -273,7 +304,10 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     for (const auto& o : sums) {
         out.ops.push_back({o.name, o.flops, o.bytes, o.time, o.compute_part > o.memory_part});
         out.compute += o.time;
+        out.kernels += o.kernels;
     }
+    // Host work an eager (not graph-captured) prefill adds for each kernel it dispatches.
+    if (st.prefill_tokens > 0) out.overhead += out.kernels * su.efficiency.per_prefill_kernel;
     return out;
 }
 

@@ -340,6 +340,14 @@ inference_spec read_inference(object_reader& r, const std::filesystem::path& bas
     i.max_num_seqs = r.integer("max_num_seqs", 1).value_or(0);
     i.kv_admission = r.choice("kv_admission", {"on_demand", "reserve"}).value_or("on_demand");
     i.runtime_reserve = r.quantity<data_size>("runtime_reserve");
+    i.prefill_dispatch = r.choice("prefill_dispatch", {"graph", "eager"}).value_or("graph");
+    if (const json* e = r.get("engine_overhead"); e && !e->is_null()) {
+        object_reader er(*e, r.path("engine_overhead"), true);
+        i.engine_overhead.step = er.quantity<duration>("step");
+        i.engine_overhead.prefill_step = er.quantity<duration>("prefill_step");
+        i.engine_overhead.prefill_kernel = er.quantity<duration>("prefill_kernel");
+        er.finish();
+    }
     if (const json* w = r.get("workload"); w && !w->is_null()) {
         object_reader wr(*w, r.path("workload"), true);
         i.workload = read_workload(wr, base_dir);

@@ -51,6 +51,10 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
     for (const auto& w : q.weights)
         if (w != "bf16" && w != "fp16" && w != "fp8" && w != "int8" && w != "int4")
             throw config_error("/weights", w, "not a weight format sizing can try", "bf16, fp16, fp8, int8, int4");
+    if (q.prefill_dispatch != "graph" && q.prefill_dispatch != "eager")
+        throw config_error("/prefill_dispatch", q.prefill_dispatch, "not a prefill dispatch", "graph, eager");
+    if (q.kv_admission != "on_demand" && q.kv_admission != "reserve")
+        throw config_error("/kv_admission", q.kv_admission, "not a KV admission policy", "on_demand, reserve");
     // Candidates: the named accelerators, else every one a system preset uses; each on its preset node.
     std::vector<std::string> accels = q.accelerators;
     if (accels.empty())
@@ -147,6 +151,8 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                     inf.input_tokens = q.input_tokens;
                     inf.output_tokens = q.output_tokens;
                     inf.concurrency = q.concurrency;
+                    inf.prefill_dispatch = q.prefill_dispatch;
+                    inf.kv_admission = q.kv_admission;
                     sc.inference = inf;
                     trial t;
                     try {

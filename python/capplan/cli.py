@@ -267,7 +267,8 @@ def _cmd_size(args) -> str:
     r = size_inference(args.model, args.concurrency, args.input, args.output, ttft_p99=args.ttft_p99,
                        tpot_p99=args.tpot_p99, accelerators=accels, prices=prices,
                        weights=[w.strip() for w in (args.weights or "").split(",") if w.strip()],
-                       calibrations=args.calibration or [])
+                       calibrations=args.calibration or [], prefill_dispatch=args.prefill_dispatch,
+                       kv_admission=args.kv_admission)
     if args.format == "json":
         return json.dumps(r, indent=2)
     header = ["accelerator", "count", "tp", "pp", "ep", "replicas", "weights", "kv", "p99 ttft", "p99 tpot", "tokens/s", "$/h"]
@@ -390,6 +391,12 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--price", default=None, help="NAME=USD_PER_ACCELERATOR_HOUR,... to rank by cost")
     z.add_argument("--calibration", action="append", default=None,
                    help="inference: a calibration file from `capplan calibrate` for one of the accelerators (repeatable)")
+    z.add_argument("--prefill-dispatch", choices=["graph", "eager"], default="graph",
+                   help="inference: how the engine launches a prompt's kernels: graph (TensorRT engine or CUDA graph) "
+                        "or eager (PyTorch engines: TensorRT-LLM's PyTorch backend, SGLang, vLLM beyond its graph sizes)")
+    z.add_argument("--kv-admission", choices=["on_demand", "reserve"], default="on_demand",
+                   help="inference: on_demand (vLLM, SGLang: KV blocks as tokens arrive) or reserve (TensorRT-LLM: "
+                        "prompt and whole answer reserved at admission)")
     z.add_argument("--format", choices=["table", "json"], default="table")
     z.set_defaults(run=_cmd_size)
 

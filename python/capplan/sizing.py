@@ -129,7 +129,8 @@ class TrainingSearchResult(dict):
 def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int, output_tokens: int,
                    ttft_p99="2 s", tpot_p99="50 ms", accelerators: Optional[Iterable[str]] = None,
                    prices: Optional[Dict[str, float]] = None, weights: Optional[Iterable[str]] = None,
-                   calibrations: Optional[Iterable[Union[str, Dict[str, Any]]]] = None) -> Dict[str, Any]:
+                   calibrations: Optional[Iterable[Union[str, Dict[str, Any]]]] = None,
+                   prefill_dispatch: str = "graph", kv_admission: str = "on_demand") -> Dict[str, Any]:
     """For each accelerator (default: every one with a system preset), the smallest count and layout
     (tp, replicas, weight and KV formats) whose simulated p99 TTFT and TPOT meet the targets for
     ``concurrency`` users sending ``input_tokens``-token prompts for ``output_tokens``-token answers.
@@ -138,7 +139,9 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     fp8, int8, int4; integer formats are weight-only, computing in bf16); default bf16, plus fp8 where
     the accelerator computes it. ``calibrations``: files written by ``capplan calibrate`` (or their
     dicts), each used for the accelerator it measured in the formats it has; every option names its
-    ``efficiency_table``."""
+    ``efficiency_table``. ``prefill_dispatch`` ("graph" or "eager": PyTorch engines' prefill, each
+    kernel dispatched from Python) and ``kv_admission`` ("on_demand" as vLLM/SGLang, or "reserve" as
+    TensorRT-LLM) describe the serving engine, as in a scenario's ``inference``."""
     from pathlib import Path
     texts = [json.dumps(c) if isinstance(c, dict) else Path(c).read_text() for c in (calibrations or [])]
     if isinstance(model, Model):
@@ -149,7 +152,8 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     tpot = quantity(tpot_p99, TIME, "/tpot_p99").si
     return SizingResult(json.loads(_core.size_inference_json(ref, is_config, int(concurrency), int(input_tokens), int(output_tokens),
                                                 ttft, tpot, list(accelerators or []), dict(prices or {}),
-                                                              list(weights or []), texts)))
+                                                              list(weights or []), texts, str(prefill_dispatch),
+                                                              str(kv_admission))))
 
 
 def search_training(scenario, top_k: int = 10, threads: int = 0) -> Dict[str, Any]:

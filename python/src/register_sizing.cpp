@@ -15,7 +15,8 @@ void register_sizing(py::module_& m) {
           [](const std::string& model, bool is_config, std::int64_t concurrency, std::int64_t input, std::int64_t output,
              double ttft_p99_s, double tpot_p99_s, const std::vector<std::string>& accelerators,
              const std::map<std::string, double>& prices, const std::vector<std::string>& weights,
-             const std::vector<std::string>& calibrations) {
+             const std::vector<std::string>& calibrations, const std::string& prefill_dispatch,
+             const std::string& kv_admission) {
               std::string text;
               {
                   py::gil_scoped_release release;
@@ -29,6 +30,8 @@ void register_sizing(py::module_& m) {
                   q.tpot_p99 = tpot_p99_s * units::s;
                   q.accelerators = accelerators;
                   q.weights = weights;
+                  q.prefill_dispatch = prefill_dispatch;
+                  q.kv_admission = kv_admission;
                   for (std::size_t i = 0; i < calibrations.size(); ++i)
                       q.calibrations.push_back(read_efficiency_table(calibrations[i], "/calibrations/" + std::to_string(i)));
                   for (const auto& [k, v] : prices) q.price_per_hour[cat.accelerator(k, "/prices").name] = v;
@@ -54,7 +57,8 @@ void register_sizing(py::module_& m) {
           py::arg("model"), py::arg("is_config"), py::arg("concurrency"), py::arg("input_tokens"),
           py::arg("output_tokens"), py::arg("ttft_p99_s"), py::arg("tpot_p99_s"),
           py::arg("accelerators") = std::vector<std::string>{}, py::arg("prices") = std::map<std::string, double>{},
-          py::arg("weights") = std::vector<std::string>{}, py::arg("calibrations") = std::vector<std::string>{});
+          py::arg("weights") = std::vector<std::string>{}, py::arg("calibrations") = std::vector<std::string>{},
+          py::arg("prefill_dispatch") = std::string("graph"), py::arg("kv_admission") = std::string("on_demand"));
 }
 
 }  // namespace capplan::python

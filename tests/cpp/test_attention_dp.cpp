@@ -82,6 +82,21 @@ TEST_CASE("attention_dp: a rank runs attention for 1/8 of the step's tokens; its
     CHECK(op_flops(step_time_breakdown(su, decodes), "attention projections") == doctest::Approx(2.0 * 2 * 18874368.0 * 48));
 }
 
+TEST_CASE("experts spread over the tensor-parallel group: no all-to-all, the tp all-reduce combines them") {
+    // Under tp 8 every rank holds all of the step's tokens after attention: each runs its 16 experts on
+    // the slots routed to them (8,000 x 8 / 8 = 8,000), nothing is dispatched, and the two all-reduces
+    // of the layer (after attention, after the experts) are all the traffic.
+    const perf_setup su = perf_setup::from(qwen(false));
+    batch_step prompt;
+    prompt.prefill_tokens = 1000;
+    prompt.prefill_requests = 1;
+    const step_breakdown b = step_time_breakdown(su, prompt);
+    CHECK(b.ep_alltoall.si() == 0.0);
+    CHECK(b.tp_allreduce.si() == doctest::Approx(48.0 * 2.0 * su.allreduce(1000.0 * 2048 * 2 * units::B).si()));
+    // Experts: 1,000 x 8 / 8 = 1,000 slots x 2 x 4,718,592, plus the router for all 1,000 tokens.
+    CHECK(op_flops(b, "mlp / experts") == doctest::Approx(48.0 * (2.0 * 1000 * 4718592.0 + 2.0 * 1000 * 2048 * 128)));
+}
+
 TEST_CASE("attention_dp: the smallest fitting group has two ranks at least, its experts spread over it") {
     // Qwen3-30B-A3B fits one H200 whole; as an attention-data-parallel group it needs tp = ep >= 2.
     CHECK(smallest_fitting_tp(inference_setup::from(qwen(false)), 1, 1000, {1, 2, 4, 8}) == 1);

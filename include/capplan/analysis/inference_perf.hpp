@@ -35,6 +35,7 @@ struct perf_efficiency {
     duration per_kernel;        // launch and tail per kernel (CUDA graphs in decode)
     duration per_step;          // engine scheduling, sampling and host work per step
     duration per_prefill_step;  // more for a step that runs a prompt (no CUDA graph for prefill)
+    duration per_prefill_kernel;  // and more per kernel it launches: an eager (Python) prefill's host dispatch
     double roofline_norm = std::numeric_limits<double>::infinity();  // p of overlapped_roofline
     std::string source;         // where the numbers come from
     std::string table = "catalog";  // the efficiency table used: "catalog" or a calibration's name
@@ -96,6 +97,7 @@ struct step_breakdown {
     duration ep_alltoall;      // expert-parallel dispatch and combine
     duration pipeline_send;    // activations passed from stage to stage (pp - 1 sends)
     duration overhead;         // per-step engine overhead
+    double kernels = 0.0;      // kernels launched (all layers)
     duration total() const { return compute + communication + overhead; }
 };
 

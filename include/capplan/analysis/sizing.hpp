@@ -30,6 +30,10 @@ struct sizing_request {
     // Efficiency tables measured on some of the accelerators (capplan calibrate): each is used for
     // its accelerator in the compute formats it measured; the others keep the catalog's.
     std::vector<efficiency_table> calibrations;
+    // The serving engine's behaviour (inference_spec): how a prompt's kernels are dispatched ("graph"
+    // or "eager") and how requests are admitted to the KV cache ("on_demand" or "reserve").
+    std::string prefill_dispatch = "graph";
+    std::string kv_admission = "on_demand";
 };
 
 struct sizing_option {

@@ -99,6 +99,13 @@ struct workload_input {
     std::uint64_t seed = 1;
 };
 
+// Host work a serving engine adds to its steps, beyond the kernels (each unset: the engine's value).
+struct engine_overhead_spec {
+    std::optional<duration> step;           // every step: scheduling, sampling, output
+    std::optional<duration> prefill_step;   // a step that runs a prompt, once
+    std::optional<duration> prefill_kernel; // a step that runs a prompt, per kernel it launches (eager host dispatch)
+};
+
 struct inference_spec {
     std::int64_t input_tokens = 0;
     std::int64_t output_tokens = 0;
@@ -112,6 +119,10 @@ struct inference_spec {
     std::string kv_admission = "on_demand";   // on_demand (vLLM, SGLang: preempts) or reserve (TensorRT-LLM: no eviction)
     std::optional<data_size> runtime_reserve; // overrides the per-device runtime reservation
     std::optional<workload_input> workload;   // arrivals and length distributions for the simulation
+    // How a prompt's kernels reach the GPU: "graph" (a TensorRT engine or a captured CUDA graph) or
+    // "eager" (PyTorch engines' prefill: Python dispatches each kernel, serial with them).
+    std::string prefill_dispatch = "graph";
+    engine_overhead_spec engine_overhead;     // overrides of the engine's per-step host work
 };
 
 // How weights reach the GPUs at start-up (cold_start.hpp has the model).
