@@ -105,3 +105,19 @@ def test_moe_models_are_also_sized_with_attention_data_parallelism():
     # A dense model never gets it.
     dense = capplan.size_inference("Llama-3.1-8B", 64, 1000, 200, accelerators=["H100-SXM"])
     assert all(not x["attention_dp"] and x["ep"] == 1 for x in dense["options"])
+
+
+def test_the_serving_engine_shapes_the_answer():
+    # Eager prefill (PyTorch engines) adds host dispatch to every step that runs a prompt: the same
+    # layout's p99 TTFT grows, its TPOT does not; a bad value names the field and the allowed ones.
+    def size(**engine):
+        r = capplan.size_inference("Qwen3-30B-A3B", 8, 2000, 200, ttft_p99="5 s", tpot_p99="200 ms",
+                                   accelerators=["H100-SXM"], weights=["bf16"], **engine)
+        return r["options"][0]
+    graph, eager = size(), size(prefill_dispatch="eager")
+    assert (graph["tp"], graph["replicas"]) == (eager["tp"], eager["replicas"])
+    assert eager["ttft_p99_s"] > graph["ttft_p99_s"] and eager["tpot_p99_s"] == pytest.approx(graph["tpot_p99_s"], rel=0.05)
+    with pytest.raises(capplan.ConfigError, match="/prefill_dispatch.*graph, eager"):
+        size(prefill_dispatch="lazy")
+    with pytest.raises(capplan.ConfigError, match="/kv_admission.*on_demand, reserve"):
+        size(kv_admission="greedy")
