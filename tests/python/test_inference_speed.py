@@ -163,8 +163,9 @@ def test_moe_decode_under_concurrency_within_25_percent():
 # Throughput under maximum load: TensorRT-LLM's perf-overview table (tests/data/published_inference.json
 # "saturated_throughput": trtllm-bench, requests queued at an infinite rate, exact lengths), Llama 3.1 8B,
 # 3.3 70B and 3.1 405B in FP8 on H100/H200 at TP 1-8, ten input/output shapes each (60 rows), and the MoE
-# Qwen3-235B-A22B on 8 H200s with attention data parallelism (10 rows; its H100 rows, +10% to +43%, are
-# a known gap): none fitted.
+# Qwen3-235B-A22B on 8 H200s with attention data parallelism (10 rows; its H100 rows, +11% to +63%, are
+# a known gap): none fitted. Run with the default graph dispatch (with eager, the 405B H100 2048/128 row
+# reads -25.5%; docs/formulas.md section 12).
 # TensorRT-LLM reserves each request's whole output when it admits it (kv_admission "reserve"); with
 # vLLM's on-demand admission five of them came out 6-32% low, from preemptions.
 _SAT = json.loads((pathlib.Path(__file__).parents[1] / "data" / "published_inference.json").read_text())["saturated_throughput"]
@@ -188,14 +189,14 @@ def _saturated(model, accel, tp, attention_dp, shape):
                          ids=[f"{m}-{a}-tp{tp}{'-adp' if adp else ''}-{sh}" for m, a, tp, adp, sh, _ in SATURATED])
 def test_saturated_throughput_within_25_percent(model, accel, tp, attention_dp, shape, tokens_per_s):
     # Dense: from -23% (405B, 2048/128) to +4% (70B on H200, 128/2048); prefill-heavy shapes are the
-    # lowest. MoE (Qwen3-235B-A22B on 8 H200s, attention data parallelism, experts over ep 8): -22.5%
+    # lowest. MoE (Qwen3-235B-A22B on 8 H200s, attention data parallelism, experts over ep 8): -16%
     # (128/128) to +21% (20000/2000).
     assert _saturated(model, accel, tp, attention_dp, shape) == pytest.approx(tokens_per_s, rel=0.25)
 
 
 def test_saturated_throughput_median_error_within_10_percent():
     errors = sorted(_saturated(m, a, tp, adp, sh) / v - 1 for m, a, tp, adp, sh, v in SATURATED)
-    assert abs(errors[len(errors) // 2]) < 0.10  # -5.6% over the 70 rows
+    assert abs(errors[len(errors) // 2]) < 0.10  # -5.8% over the 70 rows
 
 
 def test_never_slower_with_more_bandwidth_or_flops_and_ttft_grows_with_input():
