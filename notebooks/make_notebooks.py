@@ -44,6 +44,17 @@ NOTEBOOKS = {
                       "    [('p50', [(u, a) for u, a, b, c in rows]), ('p99', [(u, b) for u, a, b, c in rows])])))\n"
                       "print(f'From 1 to 128 users, TPOT grows from {rows[0][3]*1e3:.1f} ms to {rows[-1][3]*1e3:.1f} ms and '\n"
                       "      f'p99 TTFT from {rows[0][2]:.2f} s to {rows[-1][2]:.2f} s.')"),
+        new_markdown_cell("The serving engine matters too. A TensorRT engine launches a prompt's kernels from a "
+                          "captured graph; PyTorch engines (TensorRT-LLM's PyTorch backend, SGLang, vLLM for long "
+                          "prompts) dispatch each from Python, in series with the kernels. For DeepSeek-R1 on 8x H200, "
+                          "whose layers launch some 24 kernels each:"),
+        new_code_cell("for dispatch in ['graph', 'eager']:\n"
+                      "    r = capplan.estimate({'model': 'DeepSeek-V3', 'system': {'preset': 'HGX-H200'},\n"
+                      "                          'parallelism': {'tp': 8, 'ep': 8}, 'precision': {'weights': 'fp8', 'compute': 'fp8'},\n"
+                      "                          'inference': {'input_tokens': 1600, 'output_tokens': 600, 'batch': 1,\n"
+                      "                                        'prefill_dispatch': dispatch}})\n"
+                      "    print(f'{dispatch:5s} dispatch: TTFT {float(r.inference.ttft_s)*1e3:.0f} ms')\n"
+                      "print('TensorRT-LLM 0.21 (PyTorch backend) measured 124 ms (NVIDIA/TensorRT-LLM issue #5929).')"),
     ],
     "cold_start": [
         new_markdown_cell("# Why is the first request of the morning slow?\n\nWeights crawl from storage through host "
