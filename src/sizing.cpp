@@ -111,17 +111,19 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                                                 " users' caches";
         // Layouts: tp within a node; pipeline stages across nodes once tp fills one (a model too large
         // for a node's memory); for MoE models also the experts spread over the tp group (ep = tp),
-        // with tensor-parallel attention or with attention data parallelism; replicas.
+        // with tensor-parallel attention or with attention data parallelism; replicas. At equal
+        // device counts the first found stays: for MoE the experts over ep come before tensor-parallel
+        // experts, whose narrow slices published kernels run slower than this model says
+        // (docs/formulas.md section 14, MoE gaps).
         struct shape { int tp, pp, ep; bool attention_dp; };
         std::vector<shape> shapes;
         for (int tp = 1; tp <= base.per_node; tp *= 2) {
+            const bool experts_over_tp = tp >= 2 && q.model.is_moe() && q.model.moe.routed_experts % tp == 0;
+            if (experts_over_tp && q.model.heads % tp == 0) shapes.push_back({tp, 1, tp, false});
             if (q.model.heads % tp == 0)
                 for (int pp : {1, 2, 4, 8})
                     if (pp == 1 || (tp == base.per_node && pp <= q.model.layers)) shapes.push_back({tp, pp, 1, false});
-            if (tp >= 2 && q.model.is_moe() && q.model.moe.routed_experts % tp == 0) {
-                if (q.model.heads % tp == 0) shapes.push_back({tp, 1, tp, false});
-                shapes.push_back({tp, 1, tp, true});
-            }
+            if (experts_over_tp) shapes.push_back({tp, 1, tp, true});
         }
         for (const auto& [tp, pp, ep, attention_dp] : shapes) {
             for (const auto& [w, kv] : formats) {
