@@ -46,13 +46,14 @@ perf_setup perf_setup::from(const scenario& s) {
         // tokens, mean TTFT 29.97 -> 19.66 ms (sgl-project/sglang PR #13094): 10.31 ms / 322 kernels
         // = 32.0 us; DeepSeek-V3, one new token, forward 82.64 -> 23.10 ms (PR #12160): 59.54 ms /
         // 1,445 kernels = 41.2 us.
-        if (s.inference->prefill_dispatch == "eager") out.efficiency.per_prefill_kernel = 36.6 * units::us;
+        const duration eager_dispatch = 36.6 * units::us;
+        if (s.inference->prefill_dispatch == "eager") out.efficiency.per_prefill_kernel = eager_dispatch;
         const engine_overhead_spec& o = s.inference->engine_overhead;
         if (o.step) out.efficiency.per_step = *o.step;
         if (o.prefill_step) out.efficiency.per_prefill_step = *o.prefill_step;
         if (o.prefill_kernel) out.efficiency.per_prefill_kernel = *o.prefill_kernel;
         if (s.inference->prefill_dispatch == "eager" && !o.prefill_kernel)
-            out.efficiency.source += ", eager prefill: + 36.6 us of host dispatch per kernel (SGLang PRs #13094, #12160)";
+            out.efficiency.source += ", eager prefill: + " + format(eager_dispatch) + " of host dispatch per kernel (SGLang PRs #13094, #12160)";
         if (o.step) out.efficiency.source += ", " + format(*o.step) + " per step (inference.engine_overhead)";
         if (o.prefill_step) out.efficiency.source += ", " + format(*o.prefill_step) + " per prefill step (inference.engine_overhead)";
         if (o.prefill_kernel) out.efficiency.source += ", " + format(*o.prefill_kernel) + " of host dispatch per prefill kernel (inference.engine_overhead)";
