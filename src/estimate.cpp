@@ -209,6 +209,14 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
                            : "TTFT is one prompt's prefill without queueing, TPOT one decode step at " +
                                  std::to_string(per_replica) + " requests of mid-answer context") +
                       "; chain = one decode step at the batch");
+    // Tensor-parallel experts: narrow slices run slower in today's grouped kernels than this model says.
+    const model_spec& m = s.model;
+    if (m.is_moe() && s.parallelism.etp > 1 && m.moe.expert_intermediate / s.parallelism.etp < 1024)
+        r.notes.push_back("speed: each routed expert is split " + std::to_string(s.parallelism.etp) + " ways into " +
+                          std::to_string(m.moe.expert_intermediate / s.parallelism.etp) +
+                          "-wide slices; published grouped kernels run such slices slower than modelled (TensorRT-LLM "
+                          "0.21, DeepSeek-R1 on 8 H200s: 52% more prefill time per token than whole experts over ep 8; "
+                          "docs/formulas.md section 14): prefer expert parallelism (parallelism.ep)");
 }
 
 // Start to first token: weights from the system's storage through host memory and the host link

@@ -126,6 +126,17 @@ def test_moe_on_h200_with_expert_parallelism_within_20_percent(parallelism, inp,
     assert _ms(r.inference.ttft_s) == pytest.approx(ttft, rel=0.20)
 
 
+def test_narrow_tensor_parallel_expert_slices_are_flagged():
+    # The known gap, said where it applies: 2048 / 8 = 256-wide slices, not whole experts over ep.
+    def notes(parallelism):
+        return capplan.estimate({"model": "DeepSeek-V3", "system": {"preset": "HGX-H200", "count": 8},
+                                 "parallelism": parallelism, "precision": {"weights": "fp8", "compute": "fp8"},
+                                 "inference": {"input_tokens": 1600, "output_tokens": 600, "batch": 1}}).notes
+    assert any("split 8 ways into 256-wide slices" in n for n in notes({"tp": 8}))
+    assert not any("slices" in n for n in notes({"tp": 8, "ep": 8}))
+    assert not any("slices" in n for n in notes({"tp": 8, "ep": 4, "etp": 2}))  # 1024 wide: +3% per token, measured
+
+
 def test_moe_prefill_cost_per_token_matches_the_engine_without_its_fixed_part():
     # The same rows' TTFT from 1,600 to 8,192 tokens grows by 228.70 ms (ep 8) and 235.71 ms (ep 4):
     # the engine's per-request host work cancels, what is left is the prefill compute (model: 232.3 ms).
