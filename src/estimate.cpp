@@ -215,7 +215,7 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         r.notes.push_back("speed: each routed expert is split " + std::to_string(s.parallelism.etp) + " ways into " +
                           std::to_string(m.moe.expert_intermediate / s.parallelism.etp) +
                           "-wide slices; published grouped kernels run such slices slower than modelled (TensorRT-LLM "
-                          "0.21, DeepSeek-R1 on 8 H200s: 52% more prefill time per token than whole experts over ep 8; "
+                          "0.21, DeepSeek-R1 on 8 H200s: 54% more prefill time per token than whole experts over ep 8; "
                           "docs/formulas.md section 14): prefer expert parallelism (parallelism.ep)");
 }
 
