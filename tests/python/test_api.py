@@ -86,6 +86,15 @@ def test_errors_typed_with_builtin_bases_and_field_paths():
          UnitError, "/system/accelerator/memory/capacity"),
         ({"system": {"accelerator": "H100"}}, ConfigError, "/model"),
         ({"model": "Llama-3.1-8B", "system": {"accelerator": "H1000"}}, UnknownNameError, "/system/accelerator"),
+        ({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
+          "inference": {"input_tokens": 100, "output_tokens": 10, "prefill_dispatch": "lazy"}}, ConfigError,
+         "/inference/prefill_dispatch"),
+        ({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
+          "inference": {"input_tokens": 100, "output_tokens": 10, "engine_overhead": {"prefill_kernel": "-1 us"}}},
+         ConfigError, "/inference/engine_overhead/prefill_kernel"),
+        ({"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
+          "inference": {"input_tokens": 100, "output_tokens": 10, "engine_overhead": {"step": "2 GB"}}},
+         UnitError, "/inference/engine_overhead/step"),
     ]
     for scenario, cls, field in cases:
         with pytest.raises(cls) as e:
