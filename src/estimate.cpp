@@ -149,7 +149,9 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         w.input = dist(wi.input, inf.input_tokens);
         w.output = dist(wi.output, inf.output_tokens);
         for (const auto& t : wi.trace) w.trace.push_back({t.input_tokens, t.output_tokens, t.arrival});
-        w.warmup_requests = w.arrival == workload_spec::arrival_kind::closed_loop ? w.users : 0;
+        // Closed loop: the first wave (every user at once) is left out unless the workload says otherwise
+        // (benchmark clients such as vLLM's benchmark_serving count it: warmup_requests 0).
+        w.warmup_requests = wi.warmup_requests.value_or(w.arrival == workload_spec::arrival_kind::closed_loop ? w.users : 0);
         w.requests = wi.requests > 0 ? wi.requests : std::max<std::int64_t>(200, 4 * w.users);
         w.seed = wi.seed;
         const scheduler_spec sch = engine_scheduler(mem, inf.input_tokens + inf.output_tokens, static_cast<int>(dp));
@@ -163,6 +165,9 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         out.tpot_p99_s = sim.tpot.p99.si();
         out.e2e_latency_s = sim.e2e.p50.si();
         out.e2e_p99_s = sim.e2e.p99.si();
+        out.ttft_mean_s = sim.ttft.mean.si();
+        out.tpot_mean_s = sim.tpot.mean.si();
+        out.e2e_mean_s = sim.e2e.mean.si();
         out.throughput_tokens_per_s = sim.output_tokens_per_s;
         out.busy_fraction = sim.busy_fraction;
         out.kv_occupancy_mean = sim.kv_occupancy_mean;

@@ -151,6 +151,9 @@ std::string to_json(const estimate_result& r, int indent) {
         num("tpot_p90_s", i.tpot_p90_s);
         num("tpot_p99_s", i.tpot_p99_s);
         num("e2e_p99_s", i.e2e_p99_s);
+        num("ttft_mean_s", i.ttft_mean_s);
+        num("tpot_mean_s", i.tpot_mean_s);
+        num("e2e_mean_s", i.e2e_mean_s);
         num("busy_fraction", i.busy_fraction);
         num("kv_occupancy_mean", i.kv_occupancy_mean);
         num("preemptions", i.preemptions);

@@ -299,6 +299,7 @@ workload_input read_workload(object_reader& r, const std::filesystem::path& base
     w.input = read_length(r.get("input"), r.path("input"));
     w.output = read_length(r.get("output"), r.path("output"));
     w.requests = r.integer("requests", 1).value_or(0);
+    w.warmup_requests = r.integer("warmup_requests", 0);
     w.seed = static_cast<std::uint64_t>(r.integer("seed", 0).value_or(1));
     if (const auto path = r.string("trace")) {
         std::filesystem::path p(*path);

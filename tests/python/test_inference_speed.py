@@ -210,6 +210,26 @@ def test_saturated_throughput_median_error_within_10_percent():
     assert abs(errors[len(errors) // 2]) < 0.10  # -5.8% over the 70 rows
 
 
+def test_one_user_waits_for_nobody_and_a_counted_first_wave_raises_the_mean():
+    base = {"model": "Qwen3-30B-A3B", "system": {"accelerator": "H100-SXM", "count": 1},
+            "precision": {"weights": "bf16", "compute": "bf16"}}
+    # One user: every request is prefilled alone, so each TTFT is the batch-1 prefill.
+    one = capplan.estimate({**base, "inference": {"input_tokens": 2048, "output_tokens": 64, "concurrency": 1,
+                                                   "workload": {"requests": 5, "warmup_requests": 0}}}).inference
+    alone = capplan.estimate({**base, "inference": {"input_tokens": 2048, "output_tokens": 64, "batch": 1}}).inference
+    assert one.simulated_requests == 5
+    assert float(one.ttft_mean_s) == pytest.approx(float(alone.ttft_s), rel=1e-9)
+    # Ten users at once: counting the first wave (ten 2,048-token prompts queued behind 8,192-token
+    # steps) raises the mean above the steady state's, and the tail with it.
+    def ten(**workload):
+        return capplan.estimate({**base, "inference": {"input_tokens": 2048, "output_tokens": 1024, "concurrency": 10,
+                                                        "workload": {"requests": 100, **workload}}}).inference
+    steady, counted = ten(), ten(warmup_requests=0)
+    assert float(counted.ttft_mean_s) > float(steady.ttft_mean_s) and counted.ttft_p99_s > steady.ttft_p99_s
+    with pytest.raises(capplan.ConfigError, match="/inference/workload/warmup_requests"):
+        ten(warmup_requests=-1)
+
+
 def test_never_slower_with_more_bandwidth_or_flops_and_ttft_grows_with_input():
     base = dict(capplan.entry("H100-SXM"))
     base.pop("$schema", None)

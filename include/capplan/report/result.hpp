@@ -54,6 +54,7 @@ struct inference_result {
     std::optional<int> smallest_tp;                  // smallest tp (within a node) that fits
     // Under concurrency, from the serving simulation (percentiles over requests).
     std::optional<double> ttft_p90_s, ttft_p99_s, tpot_p90_s, tpot_p99_s, e2e_p99_s;
+    std::optional<double> ttft_mean_s, tpot_mean_s, e2e_mean_s;  // means, as benchmark clients also report
     std::optional<double> busy_fraction, kv_occupancy_mean;
     std::optional<std::int64_t> preemptions, simulated_requests;
     std::string method;                              // "roofline" (static batch) or "simulation"

@@ -96,6 +96,7 @@ struct workload_input {
     length_spec input, output;
     std::vector<trace_request> trace;      // rows of a CSV trace (input_tokens,output_tokens[,arrival_s])
     std::int64_t requests = 0;             // measured requests (0: max(200, 4 x users))
+    std::optional<std::int64_t> warmup_requests;  // issued first, left out of the statistics (closed loop: users)
     std::uint64_t seed = 1;
 };
 
