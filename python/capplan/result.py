@@ -148,9 +148,10 @@ class Result(Section):
         if "ttft_s" in inf:
             sim = inf.get("method") == "simulation"
             rows.append(("time to first token", t(inf["ttft_s"]),
-                         f"p50; p99 {t(inf['ttft_p99_s'])}" if sim else "one prompt, no queueing"))
+                         f"p50; mean {t(inf['ttft_mean_s'])}, p99 {t(inf['ttft_p99_s'])}" if sim else "one prompt, no queueing"))
             rows.append(("time per output token", t(inf["tpot_s"]),
-                         f"p50; p99 {t(inf['tpot_p99_s'])}" if sim else f"at {inf.get('batch', 1)} requests"))
+                         f"p50; mean {t(inf['tpot_mean_s'])}, p99 {t(inf['tpot_p99_s'])}" if sim
+                         else f"at {inf.get('batch', 1)} requests"))
             rows.append(("end-to-end latency", t(inf["e2e_latency_s"]), "p50" if sim else ""))
             rows.append(("throughput", f"{inf['throughput_tokens_per_s']:.0f} tokens/s",
                          "output tokens, whole system" + (" (simulated)" if sim else "")))
