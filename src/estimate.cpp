@@ -207,7 +207,7 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     r.bottleneck = worst->stage;
     r.notes.push_back("speed: roofline per operator with " + setup.efficiency.source + "; " +
                       (out.method == "simulation"
-                           ? "latencies are medians (p90/p99 beside them) of a seeded simulation (" +
+                           ? "latencies are medians (means, p90 and p99 beside them) of a seeded simulation (" +
                                  (inf.workload ? inf.workload->arrival : std::string("closed_loop")) + ", " +
                                  std::to_string(out.simulated_requests.value_or(0)) +
                                  " requests) on a continuous-batching engine per replica"
