@@ -339,9 +339,9 @@ inference_spec read_inference(object_reader& r, const std::filesystem::path& bas
     i.kv_block_tokens = r.integer("kv_block_tokens", 1).value_or(16);
     i.prefill_chunk_tokens = r.integer("prefill_chunk_tokens", 1).value_or(0);
     i.max_num_seqs = r.integer("max_num_seqs", 1).value_or(0);
-    i.kv_admission = r.choice("kv_admission", {"on_demand", "reserve"}).value_or("on_demand");
+    i.kv_admission = r.choice("kv_admission", kv_admission_policies).value_or("on_demand");
     i.runtime_reserve = r.quantity<data_size>("runtime_reserve");
-    i.prefill_dispatch = r.choice("prefill_dispatch", {"graph", "eager"}).value_or("graph");
+    i.prefill_dispatch = r.choice("prefill_dispatch", prefill_dispatches).value_or("graph");
     if (const json* e = r.get("engine_overhead"); e && !e->is_null()) {
         object_reader er(*e, r.path("engine_overhead"), true);
         i.engine_overhead.step = er.quantity<duration>("step");

@@ -51,10 +51,15 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
     for (const auto& w : q.weights)
         if (w != "bf16" && w != "fp16" && w != "fp8" && w != "int8" && w != "int4")
             throw config_error("/weights", w, "not a weight format sizing can try", "bf16, fp16, fp8, int8, int4");
-    if (q.prefill_dispatch != "graph" && q.prefill_dispatch != "eager")
-        throw config_error("/prefill_dispatch", q.prefill_dispatch, "not a prefill dispatch", "graph, eager");
-    if (q.kv_admission != "on_demand" && q.kv_admission != "reserve")
-        throw config_error("/kv_admission", q.kv_admission, "not a KV admission policy", "on_demand, reserve");
+    auto one_of = [](const std::string& field, const std::string& value, const std::vector<std::string>& allowed,
+                     const std::string& what) {
+        if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
+        std::string list;
+        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        throw config_error(field, value, what, list);
+    };
+    one_of("/prefill_dispatch", q.prefill_dispatch, prefill_dispatches, "not a prefill dispatch");
+    one_of("/kv_admission", q.kv_admission, kv_admission_policies, "not a KV admission policy");
     // Candidates: the named accelerators, else every one a system preset uses; each on its preset node.
     std::vector<std::string> accels = q.accelerators;
     if (accels.empty())

@@ -107,6 +107,10 @@ struct engine_overhead_spec {
     std::optional<duration> prefill_kernel; // a step that runs a prompt, per kernel it launches (eager host dispatch)
 };
 
+// The serving-engine behaviours a scenario (and sizing) may name.
+inline const std::vector<std::string> kv_admission_policies{"on_demand", "reserve"};
+inline const std::vector<std::string> prefill_dispatches{"graph", "eager"};
+
 struct inference_spec {
     std::int64_t input_tokens = 0;
     std::int64_t output_tokens = 0;
