@@ -168,6 +168,12 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         out.ttft_mean_s = sim.ttft.mean.si();
         out.tpot_mean_s = sim.tpot.mean.si();
         out.e2e_mean_s = sim.e2e.mean.si();
+        if (sim.itl.count > 0) {
+            out.itl_s = sim.itl.p50.si();
+            out.itl_mean_s = sim.itl.mean.si();
+            out.itl_p90_s = sim.itl.p90.si();
+            out.itl_p99_s = sim.itl.p99.si();
+        }
         out.throughput_tokens_per_s = sim.output_tokens_per_s;
         out.busy_fraction = sim.busy_fraction;
         out.kv_occupancy_mean = sim.kv_occupancy_mean;

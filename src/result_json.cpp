@@ -154,6 +154,10 @@ std::string to_json(const estimate_result& r, int indent) {
         num("ttft_mean_s", i.ttft_mean_s);
         num("tpot_mean_s", i.tpot_mean_s);
         num("e2e_mean_s", i.e2e_mean_s);
+        num("itl_s", i.itl_s);
+        num("itl_mean_s", i.itl_mean_s);
+        num("itl_p90_s", i.itl_p90_s);
+        num("itl_p99_s", i.itl_p99_s);
         num("busy_fraction", i.busy_fraction);
         num("kv_occupancy_mean", i.kv_occupancy_mean);
         num("preemptions", i.preemptions);

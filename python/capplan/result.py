@@ -75,7 +75,7 @@ _ZH_LABELS = {
     "logits / sampler": "logits / 采样", "runtime reservation": "运行时预留", "host memory": "主机内存",
     "total per device": "每卡合计", "device memory": "显存容量", "fits": "放得下", "requests at once": "同时请求数",
     "max requests": "最多请求数", "max context": "最长上下文", "smallest tp": "最小 TP",
-    "time to first token": "首 token 时间", "time per output token": "每输出 token 时间",
+    "time to first token": "首 token 时间", "time per output token": "每输出 token 时间", "inter-token latency": "token 间延迟",
     "end-to-end latency": "端到端延迟", "efficiency table": "效率表", "throughput": "吞吐", "bottleneck": "瓶颈", "training step": "训练一步",
     "time to train": "训练总时间", "checkpoint": "检查点", "cold start": "冷启动", "prefill FLOPs": "预填充 FLOPs",
     "FLOPs per output token": "每输出 token FLOPs", "model FLOPs / step": "模型 FLOPs / 步",
@@ -152,6 +152,9 @@ class Result(Section):
             rows.append(("time per output token", t(inf["tpot_s"]),
                          f"p50; mean {t(inf['tpot_mean_s'])}, p99 {t(inf['tpot_p99_s'])}" if sim
                          else f"at {inf.get('batch', 1)} requests"))
+            if "itl_s" in inf:
+                rows.append(("inter-token latency", t(inf["itl_s"]),
+                             f"p50 of every token gap; mean {t(inf['itl_mean_s'])}, p99 {t(inf['itl_p99_s'])}"))
             rows.append(("end-to-end latency", t(inf["e2e_latency_s"]), "p50" if sim else ""))
             rows.append(("throughput", f"{inf['throughput_tokens_per_s']:.0f} tokens/s",
                          "output tokens, whole system" + (" (simulated)" if sim else "")))

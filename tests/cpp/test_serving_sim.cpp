@@ -257,6 +257,43 @@ TEST_CASE("percentile is numpy's linear interpolation") {
     CHECK(detail::percentile_of_sorted({7.0}, 99) == 7.0);
 }
 
+TEST_CASE("percentile of (value, count) pairs is the percentile of the values repeated") {
+    // [1, 1, 1, 2, 5, 5]: np.percentile(..., [50, 90, 99]) = 1.5, 5.0, 5.0; [1, 2, 2, 2]: 2, 2, 2; and 40th
+    // of the first: h = 2 -> 1.0.
+    const std::vector<std::pair<double, std::int64_t>> a{{1.0, 3}, {2.0, 1}, {5.0, 2}};
+    CHECK(detail::percentile_of_sorted_counts(a, 50) == doctest::Approx(1.5));
+    CHECK(detail::percentile_of_sorted_counts(a, 90) == doctest::Approx(5.0));
+    CHECK(detail::percentile_of_sorted_counts(a, 40) == doctest::Approx(1.0));
+    CHECK(detail::percentile_of_sorted_counts(a, 70) == doctest::Approx(3.5));  // h = 3.5: between 2 and 5
+    CHECK(detail::percentile_of_sorted_counts({{1.0, 1}, {2.0, 3}}, 50) == doctest::Approx(2.0));
+    CHECK(detail::percentile_of_sorted_counts({{7.0, 1}}, 99) == 7.0);
+    CHECK(detail::percentile_of_sorted_counts({}, 50) == 0.0);
+}
+
+TEST_CASE("inter-token latency: every token gap, pooled over requests, a prefill step showing in the tail") {
+    // Steps cost 0.5 s when they run a prompt and 0.125 s otherwise. A (100 in, 4 out) arrives at 0, B
+    // (the same) at 0.6 s. Steps: [0, 0.5] A's prefill (A's first token); [0.5, 0.625] A decodes;
+    // [0.625, 1.125] A decodes beside B's prefill (B's first token); [1.125, 1.25] both decode (A ends);
+    // then B decodes twice, to 1.5. Gaps: A 0.125, 0.5, 0.125; B 0.125, 0.125, 0.125.
+    workload_spec w = fixed_burst(2, 100, 4);
+    w.rate_per_s = 1.0 / 0.6;
+    const step_time_fn cost = [](const batch_step& b) { return (b.prefill_tokens > 0 ? 0.5 : 0.125) * units::s; };
+    const sim_result r = simulate(w, scheduler_spec{}, cost);
+    CHECK(r.itl.count == 6);
+    CHECK(r.itl.mean.in(units::s) == doctest::Approx((5 * 0.125 + 0.5) / 6));
+    CHECK(r.itl.p50.in(units::s) == doctest::Approx(0.125));
+    CHECK(r.itl.p90.in(units::s) == doctest::Approx(0.3125));   // np.percentile([.125]*5 + [.5], 90)
+    CHECK(r.itl.p99.in(units::s) == doctest::Approx(0.48125));
+    CHECK(r.itl.max.in(units::s) == doctest::Approx(0.5));
+    CHECK(r.ttft.max.in(units::s) == doctest::Approx(0.525));  // B waited 25 ms for A's decode step
+    CHECK(r.tpot.mean.in(units::s) == doctest::Approx((0.25 + 0.125) / 2));  // A (1.25 - 0.5) / 3, B 0.375 / 3
+    // A as a warm-up request: only B's three gaps count.
+    w.requests = 1, w.warmup_requests = 1;
+    const sim_result b_only = simulate(w, scheduler_spec{}, cost);
+    CHECK(b_only.itl.count == 3);
+    CHECK(b_only.itl.max.in(units::s) == doctest::Approx(0.125));
+}
+
 TEST_CASE("closed loop: N users keep at most N requests in flight; Little's law N = X (R + Z)") {
     workload_spec w;
     w.arrival = arrival::closed_loop;

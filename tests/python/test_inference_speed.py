@@ -162,6 +162,41 @@ def test_latency_under_concurrency_within_25_percent(users, tpot, tokens_per_s):
     assert r.inference.ttft_p99_s >= r.inference.ttft_p90_s >= r.inference.ttft_s
 
 
+# Under open-loop load, dense: SGLang serving Llama-3.3-70B (bf16, 4x H200, TP 4) to Poisson arrivals,
+# prompts and answers uniform on 1..1024 tokens (datacrunch-research/h200-benchmarks; rows and quotes in
+# tests/data/published_inference.json). SGLang then ran prefill outside CUDA graphs: eager dispatch.
+# Model against measured at 1 / 2 / 4 requests/s: median TTFT +1% / +3% / -4%, median ITL +14% / +8% / -10%,
+# mean e2e +8% / +10% / -9%. At 8 requests/s the benchmark is at its knee (not checked, see the row's notes);
+# at 16 both are saturated and the output tokens/s is checked (+18%).
+_POISSON = [m for m in json.loads((pathlib.Path(__file__).parents[1] / "data" / "published_inference.json").read_text())
+            ["latency_measurements"] if m.get("arrival") == "poisson" and m["model"] == "Llama-3.1-70B"]
+
+
+def _poisson_70b(rate):
+    return capplan.estimate({
+        "model": "Llama-3.1-70B", "system": {"preset": "HGX-H200", "count": 4}, "parallelism": {"tp": 4},
+        "precision": {"weights": "bf16", "compute": "bf16"},
+        "inference": {"input_tokens": 1024, "output_tokens": 1024, "prefill_dispatch": "eager",
+                      "workload": {"arrival": "poisson", "rate_per_s": rate, "requests": 300 * rate,
+                                   "input": {"kind": "uniform", "min": 1, "max": 1024},
+                                   "output": {"kind": "uniform", "min": 1, "max": 1024}}}}).inference
+
+
+@pytest.mark.parametrize("row", [m for m in _POISSON if m["rate_per_s"] <= 4], ids=lambda m: f"{m['rate_per_s']}-per-s")
+def test_dense_latency_under_poisson_load_within_25_percent(row):
+    r = _poisson_70b(row["rate_per_s"])
+    assert r.method == "simulation" and r.preemptions == 0
+    assert _ms(r.ttft_s) == pytest.approx(row["ttft_ms"]["value"], rel=0.25)
+    assert _ms(r.itl_s) == pytest.approx(row["itl_ms"]["value"], rel=0.25)
+    assert _ms(r.e2e_mean_s) == pytest.approx(row["e2e_ms"]["value"], rel=0.25)
+    assert r.itl_p99_s >= r.itl_p90_s >= r.itl_s  # a prompt's step shows in the tail of the token gaps
+
+
+def test_dense_throughput_past_capacity_within_25_percent():
+    row = next(m for m in _POISSON if m["rate_per_s"] == 16)
+    assert float(_poisson_70b(16).throughput_tokens_per_s) == pytest.approx(row["throughput_tokens_per_s"]["value"], rel=0.25)
+
+
 # MoE under concurrency: vLLM, Qwen3-30B-A3B bf16 on one H100, 2048 in / 1024 out, 10 concurrent
 # (benchmark_serving --max-concurrency 10; vllm-project/vllm PR #23151, before its tuned MoE config):
 # median TPOT 13.17 ms (model -3%). Its median TTFT, 300 ms, is not checked: a known gap (model 111 ms;

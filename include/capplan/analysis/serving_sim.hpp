@@ -18,8 +18,9 @@
 //             and later re-prefills prompt + tokens generated so far; vLLM V1 `self.running.pop()`,
 //             `waiting.prepend_request`). No new request is admitted in a step that preempted.
 //   metrics   TTFT = first token - arrival, e2e = last token - arrival, TPOT = (e2e - TTFT) / (output - 1)
-//             for output > 1, percentiles by linear interpolation: exactly vLLM
-//             benchmarks/benchmark_serving.py calculate_metrics() (np.percentile).
+//             for output > 1, ITL = every gap between two consecutive output tokens of a request,
+//             pooled over the requests; percentiles by linear interpolation: exactly vLLM
+//             benchmarks/benchmark_serving.py calculate_metrics() (np.percentile over each list).
 //   router    fewest outstanding requests (routed and not finished), ties to the lowest index.
 //
 // Formulas, choices and citations: docs/formulas.md §12. Header-only.
@@ -39,6 +40,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "capplan/detail/percentile.hpp"
@@ -151,6 +153,7 @@ struct request_record {
 
 struct sim_result {
     latency_summary ttft, tpot, e2e;   // over the measured requests (warm-up left out)
+    latency_summary itl;               // over every token gap of the measured requests (count = gaps)
     std::int64_t completed = 0;        // requests finished, warm-up included (== warmup + requests)
     std::int64_t measured = 0;         // requests in the latency statistics
     std::int64_t input_tokens = 0, output_tokens = 0;  // totals over completed requests
@@ -286,6 +289,21 @@ inline latency_summary summarise(std::vector<double>& seconds) {
     return s;
 }
 
+// The same over (value, count) pairs; sorts them.
+inline latency_summary summarise_counts(std::vector<std::pair<double, std::int64_t>>& pairs) {
+    latency_summary s;
+    if (pairs.empty()) return s;
+    std::sort(pairs.begin(), pairs.end());
+    double sum = 0.0;
+    for (const auto& [v, c] : pairs) s.count += c, sum += v * static_cast<double>(c);
+    s.mean = (sum / static_cast<double>(s.count)) * units::s;
+    s.p50 = percentile_of_sorted_counts(pairs, 50) * units::s;
+    s.p90 = percentile_of_sorted_counts(pairs, 90) * units::s;
+    s.p99 = percentile_of_sorted_counts(pairs, 99) * units::s;
+    s.max = pairs.back().first * units::s;
+    return s;
+}
+
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 class simulator {
@@ -302,6 +320,7 @@ public:
 private:
     struct request {
         double arrival = 0, first = -1, finish = -1;
+        double last = -1;            // when its latest output token came
         std::int64_t input = 0, output = 0;
         std::int64_t generated = 0;  // output tokens produced so far
         std::int64_t computed = 0;   // tokens whose KV is computed (prompt, then generated ones)
@@ -319,6 +338,7 @@ private:
         std::int64_t outstanding = 0;        // routed and unfinished
         std::int64_t prefilling = 0;         // running requests still prefilling
         bool busy = false, dirty = false;
+        double step_start = 0;              // when the step in flight began
         double busy_time = 0, occupancy_time = 0;  // integrals over time
     };
     struct event {
@@ -565,6 +585,7 @@ private:
                                "a step_time_fn returning > 0 s");
         const double occupancy = static_cast<double>(blocks_ - R.free_blocks) / static_cast<double>(blocks_);
         R.busy = true;
+        R.step_start = now_;
         R.busy_time += dt;
         R.occupancy_time += occupancy * dt;
         occupancy_max_ = std::max(occupancy_max_, occupancy);
@@ -576,18 +597,30 @@ private:
         replica& R = reps_[r];
         R.busy = false;
         bool any_done = false;
+        // Token gaps: a request that also produced the step before waited exactly this step; one
+        // that was preempted and recomputed waited longer (its own entry).
+        const double step_gap = now_ - R.step_start;
+        std::int64_t step_gaps = 0;
         for (const work& x : R.step) {
             request& q = reqs_[static_cast<std::size_t>(x.id)];
             if (q.done) throw internal_error("serving simulation: request " + std::to_string(x.id) + " ran after finishing");
             q.computed += x.tokens;
             if (q.computed != q.input + q.generated) continue;  // a prefill chunk short of the end
             if (q.prefilling) q.prefilling = false, --R.prefilling;
-            if (++q.generated == 1) q.first = now_;
+            if (++q.generated == 1) {
+                q.first = now_;
+            } else if (x.id >= w_.warmup_requests) {
+                const double gap = now_ - q.last;
+                if (gap == step_gap) ++step_gaps;
+                else itl_.push_back({gap, 1});
+            }
+            q.last = now_;
             if (q.generated == q.output) {
                 complete(R, q);
                 any_done = true;
             }
         }
+        if (step_gaps > 0) itl_.push_back({step_gap, step_gaps});
         if (any_done)
             std::erase_if(R.running, [&](std::int32_t id) { return reqs_[static_cast<std::size_t>(id)].done; });
         mark(r);
@@ -633,6 +666,7 @@ private:
         res.ttft = summarise(ttft);
         res.tpot = summarise(tpot);
         res.e2e = summarise(e2e);
+        res.itl = summarise_counts(itl_);
         res.makespan = makespan * units::s;
         if (makespan > 0.0) {
             res.requests_per_s = static_cast<double>(completed_) / makespan;
@@ -655,6 +689,7 @@ private:
     std::vector<double> arrivals_;
     std::vector<replica> reps_;
     std::vector<std::size_t> dirty_;
+    std::vector<std::pair<double, std::int64_t>> itl_;  // (token gap, how many), measured requests only
     std::priority_queue<event, std::vector<event>, std::greater<event>> events_;
     rng think_rng_{w_.seed, 2};
     double now_ = 0.0, occupancy_max_ = 0.0;

@@ -55,6 +55,7 @@ struct inference_result {
     // Under concurrency, from the serving simulation (percentiles over requests).
     std::optional<double> ttft_p90_s, ttft_p99_s, tpot_p90_s, tpot_p99_s, e2e_p99_s;
     std::optional<double> ttft_mean_s, tpot_mean_s, e2e_mean_s;  // means, as benchmark clients also report
+    std::optional<double> itl_s, itl_mean_s, itl_p90_s, itl_p99_s;  // inter-token latency: every token gap, pooled
     std::optional<double> busy_fraction, kv_occupancy_mean;
     std::optional<std::int64_t> preemptions, simulated_requests;
     std::string method;                              // "roofline" (static batch) or "simulation"
