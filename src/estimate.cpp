@@ -138,6 +138,7 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         w.users = inf.concurrency.value_or(1);
         w.rate_per_s = wi.rate_per_s;
         w.think_time = wi.think_time;
+        w.turnaround = wi.turnaround.value_or(default_turnaround_s * units::s);
         auto dist = [](const length_spec& l, std::int64_t tokens) {
             if (l.kind == "uniform") return length_dist::uniform(l.min, l.max);
             if (l.kind == "lognormal")

@@ -296,6 +296,7 @@ workload_input read_workload(object_reader& r, const std::filesystem::path& base
         r.number("rate_per_s", 0.0);
     }
     w.think_time = r.quantity<duration>("think_time").value_or(duration{});
+    w.turnaround = r.quantity<duration>("turnaround");
     w.input = read_length(r.get("input"), r.path("input"));
     w.output = read_length(r.get("output"), r.path("output"));
     w.requests = r.integer("requests", 1).value_or(0);

@@ -30,6 +30,7 @@ trial run(const scenario& sc, std::int64_t users, std::int64_t input, std::int64
     workload_spec w;
     w.arrival = workload_spec::arrival_kind::closed_loop;
     w.users = users;
+    w.turnaround = default_turnaround_s * units::s;
     w.input = length_dist::fixed(input);
     w.output = length_dist::fixed(output);
     w.warmup_requests = users;

@@ -257,6 +257,37 @@ TEST_CASE("percentile is numpy's linear interpolation") {
     CHECK(detail::percentile_of_sorted({7.0}, 99) == 7.0);
 }
 
+TEST_CASE("closed loop turnaround: the next request lands inside the engine's next step and waits for it") {
+    // Two users, prompts of 100 tokens; user A's answers are 2 tokens, B's 10 (trace rows, request i takes
+    // row i mod 2). Steps cost 0.5 s with a prompt, 0.125 s without. [0, 0.5] both prefill; [0.5, 0.625]
+    // both decode and A's answer ends. Arriving at that instant, A's next request joins the step that
+    // starts then: TTFT 0.5 s. Arriving 10 ms later, it finds B's decode step [0.625, 0.75] running and
+    // waits for it: TTFT 1.25 - 0.635 = 0.615 s.
+    workload_spec w;
+    w.arrival = arrival::closed_loop;
+    w.users = 2, w.requests = 3;
+    w.trace = {{100, 2, {}}, {100, 10, {}}};
+    w.input = length_dist::from_trace(), w.output = length_dist::from_trace();
+    const step_time_fn cost = [](const batch_step& b) { return (b.prefill_tokens > 0 ? 0.5 : 0.125) * units::s; };
+    auto ttft_of_third = [&](double turnaround_s) {
+        w.turnaround = turnaround_s * units::s;
+        const sim_result r = simulate(w, scheduler_spec{}, cost);
+        const request_record& q = r.requests[2];
+        CHECK(q.arrival.in(units::s) == doctest::Approx(0.625 + turnaround_s));
+        return (q.first_token - q.arrival).in(units::s);
+    };
+    CHECK(ttft_of_third(0.0) == doctest::Approx(0.5));
+    CHECK(ttft_of_third(0.010) == doctest::Approx(0.615));
+    // One user: each cycle is the answer plus the turnaround (no think time), so 3 answers of 0.625 s
+    // end at 3 x 0.625 + 2 x 0.010 s.
+    w.users = 1;
+    w.turnaround = 0.010 * units::s;
+    w.trace = {{100, 2, {}}};
+    CHECK(simulate(w, scheduler_spec{}, cost).makespan.in(units::s) == doctest::Approx(3 * 0.625 + 2 * 0.010));
+    w.turnaround = -0.001 * units::s;
+    CHECK(error_of([&] { simulate(w, scheduler_spec{}, cost); }).field() == "/workload/turnaround");
+}
+
 TEST_CASE("percentile of (value, count) pairs is the percentile of the values repeated") {
     // [1, 1, 1, 2, 5, 5]: np.percentile(..., [50, 90, 99]) = 1.5, 5.0, 5.0; [1, 2, 2, 2]: 2, 2, 2; and 40th
     // of the first: h = 2 -> 1.0.

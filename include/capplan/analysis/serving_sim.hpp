@@ -115,6 +115,8 @@ struct workload_spec {
     double rate_per_s = 1.0;              // poisson, constant_rate: requests per second
     std::int64_t users = 1;               // closed_loop
     duration think_time = duration{};     // closed_loop: mean think time, also before each user's first request
+    duration turnaround = duration{};     // closed_loop: fixed time from an answer's last token to the same
+                                          // user's next request reaching the engine (before think time)
     bool think_time_exponential = true;   // closed_loop: exponential with that mean, or fixed
     length_dist input = length_dist::fixed(512);
     length_dist output = length_dist::fixed(128);
@@ -123,6 +125,13 @@ struct workload_spec {
     std::int64_t warmup_requests = 0;     // the first requests issued: simulated, left out of the latency statistics
     std::uint64_t seed = 0;
 };
+
+// A closed loop's default turnaround: an answer's end reaches the client, which sends the next
+// request, which the server parses and queues. Assumed, not measured: about one local HTTP round
+// trip. What matters is that it is above zero and under a step: the request then lands inside the
+// engine's next step and waits for it, as real ones do, instead of joining it at the very instant it
+// starts (1 to 5 ms move the checked rows by under 2 points; docs/formulas.md section 12).
+inline constexpr double default_turnaround_s = 1e-3;
 
 // One replica's engine: vLLM's --max-num-seqs, --max-num-batched-tokens, --enable-chunked-prefill,
 // the KV cache size in tokens (blocks x block size) and --block-size.
@@ -368,6 +377,8 @@ private:
             if (w_.users < 1) throw config_error("/workload/users", std::to_string(w_.users), "must be >= 1");
             if (!(w_.think_time.in(units::s) >= 0.0) || !std::isfinite(w_.think_time.in(units::s)))
                 throw config_error("/workload/think_time", num(w_.think_time.in(units::s)) + " s", "must be >= 0");
+            if (!(w_.turnaround.in(units::s) >= 0.0) || !std::isfinite(w_.turnaround.in(units::s)))
+                throw config_error("/workload/turnaround", num(w_.turnaround.in(units::s)) + " s", "must be >= 0");
         }
         if (w_.arrival == A::trace) {
             if (static_cast<std::int64_t>(w_.trace.size()) < total_)
@@ -632,7 +643,7 @@ private:
         R.free_blocks += q.blocks;
         q.blocks = 0;
         --R.outstanding, --in_flight_, ++completed_;
-        if (q.user >= 0) push(now_ + think(), 1, q.user);
+        if (q.user >= 0) push(now_ + w_.turnaround.in(units::s) + think(), 1, q.user);
     }
 
     sim_result finish() {

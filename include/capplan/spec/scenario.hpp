@@ -93,6 +93,7 @@ struct workload_input {
     std::string arrival = "closed_loop";  // closed_loop (concurrency users), poisson, constant_rate, trace
     double rate_per_s = 0.0;
     duration think_time;                   // closed loop: mean think time between a user's requests
+    std::optional<duration> turnaround;    // closed loop: an answer's end to the next request reaching the engine
     length_spec input, output;
     std::vector<trace_request> trace;      // rows of a CSV trace (input_tokens,output_tokens[,arrival_s])
     std::int64_t requests = 0;             // measured requests (0: max(200, 4 x users))
