@@ -289,16 +289,34 @@ TEST_CASE("closed loop turnaround: the next request lands inside the engine's ne
 }
 
 TEST_CASE("percentile of (value, count) pairs is the percentile of the values repeated") {
-    // [1, 1, 1, 2, 5, 5]: np.percentile(..., [50, 90, 99]) = 1.5, 5.0, 5.0; [1, 2, 2, 2]: 2, 2, 2; and 40th
-    // of the first: h = 2 -> 1.0.
-    const std::vector<std::pair<double, std::int64_t>> a{{1.0, 3}, {2.0, 1}, {5.0, 2}};
-    CHECK(detail::percentile_of_sorted_counts(a, 50) == doctest::Approx(1.5));
-    CHECK(detail::percentile_of_sorted_counts(a, 90) == doctest::Approx(5.0));
-    CHECK(detail::percentile_of_sorted_counts(a, 40) == doctest::Approx(1.0));
-    CHECK(detail::percentile_of_sorted_counts(a, 70) == doctest::Approx(3.5));  // h = 3.5: between 2 and 5
-    CHECK(detail::percentile_of_sorted_counts({{1.0, 1}, {2.0, 3}}, 50) == doctest::Approx(2.0));
-    CHECK(detail::percentile_of_sorted_counts({{7.0, 1}}, 99) == 7.0);
-    CHECK(detail::percentile_of_sorted_counts({}, 50) == 0.0);
+    // [1, 1, 1, 2, 5, 5]: np.percentile(..., [50, 90, 40, 70]) = 1.5, 5.0, 1.0, 3.5 (h = 3.5: between 2
+    // and 5); [1, 2, 2, 2] at 50: 2. The pairs may come in any order.
+    using pairs = std::vector<std::pair<double, std::int64_t>>;
+    auto at = [](pairs v, double p) { return detail::percentiles_of_counts(v, {p})[0]; };
+    const pairs a{{5.0, 2}, {1.0, 3}, {2.0, 1}};
+    CHECK(at(a, 50) == doctest::Approx(1.5));
+    CHECK(at(a, 90) == doctest::Approx(5.0));
+    CHECK(at(a, 40) == doctest::Approx(1.0));
+    CHECK(at(a, 70) == doctest::Approx(3.5));
+    CHECK(at({{2.0, 3}, {1.0, 1}}, 50) == doctest::Approx(2.0));
+    CHECK(at({{7.0, 1}}, 99) == 7.0);
+    CHECK(at({}, 50) == 0.0);
+    // Against the written-out list's percentile, on 2,000 pairs with counts 1..5 in scrambled order.
+    pairs many;
+    std::vector<double> written;
+    for (int i = 0; i < 2000; ++i) {
+        const double v = static_cast<double>((i * 7919) % 2000) / 7.0;
+        const std::int64_t c = 1 + (i * 31) % 5;
+        many.push_back({v, c});
+        written.insert(written.end(), static_cast<std::size_t>(c), v);
+    }
+    std::sort(written.begin(), written.end());
+    const std::vector<double> ps{0.0, 1.0, 37.5, 50.0, 90.0, 99.0, 100.0};
+    const std::vector<double> got = detail::percentiles_of_counts(many, ps);  // all at once
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+        CHECK(got[i] == doctest::Approx(detail::percentile_of_sorted(written, ps[i])));
+        CHECK(at(many, ps[i]) == doctest::Approx(detail::percentile_of_sorted(written, ps[i])));
+    }
 }
 
 TEST_CASE("inter-token latency: every token gap, pooled over requests, a prefill step showing in the tail") {
