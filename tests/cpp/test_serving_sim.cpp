@@ -291,7 +291,7 @@ TEST_CASE("closed loop turnaround: the next request lands inside the engine's ne
 TEST_CASE("percentile of (value, count) pairs is the percentile of the values repeated") {
     // [1, 1, 1, 2, 5, 5]: np.percentile(..., [50, 90, 40, 70]) = 1.5, 5.0, 1.0, 3.5 (h = 3.5: between 2
     // and 5); [1, 2, 2, 2] at 50: 2. The pairs may come in any order.
-    using pairs = std::vector<std::pair<double, std::int64_t>>;
+    using pairs = detail::value_counts;
     auto at = [](pairs v, double p) { return detail::percentiles_of_counts(v, {p})[0]; };
     const pairs a{{5.0, 2}, {1.0, 3}, {2.0, 1}};
     CHECK(at(a, 50) == doctest::Approx(1.5));

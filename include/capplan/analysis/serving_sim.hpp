@@ -299,7 +299,7 @@ inline latency_summary summarise(std::vector<double>& seconds) {
 }
 
 // The same over (value, count) pairs (reordered, not sorted: the step gaps number about the steps).
-inline latency_summary summarise_counts(std::vector<std::pair<double, std::int64_t>>& pairs) {
+inline latency_summary summarise_counts(value_counts& pairs) {
     latency_summary s;
     if (pairs.empty()) return s;
     double sum = 0.0, largest = pairs.front().first;
@@ -698,7 +698,7 @@ private:
     std::vector<double> arrivals_;
     std::vector<replica> reps_;
     std::vector<std::size_t> dirty_;
-    std::vector<std::pair<double, std::int64_t>> itl_;  // (token gap, how many), measured requests only
+    value_counts itl_;  // (token gap, how many), measured requests only
     std::priority_queue<event, std::vector<event>, std::greater<event>> events_;
     rng think_rng_{w_.seed, 2};
     double now_ = 0.0, occupancy_max_ = 0.0;
