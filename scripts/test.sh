@@ -1,12 +1,35 @@
 #!/usr/bin/env bash
-# Runs every test: set-up, the C++ doctest suite (ctest), the benchmarks' build, then pytest
-# (API, CLI, catalog schemas, README example, notebooks).
+# Every test, against what users get:
+#   - set-up (scripts/setup.sh): the sdist, and the wheel built from it;
+#   - C++: the doctest suite (ctest) and the benchmarks' build, with the header libraries fetched
+#     at their pinned releases (the path of a machine without Debian's -dev packages);
+#   - the C++ package: `cmake --install`, then examples/cpp built against it with find_package;
+#   - Python: the wheel installed with its [test,notebook] extras into a fresh virtual environment
+#     outside the source tree, and pytest (API, CLI, catalog schemas, README, notebooks) run from
+#     outside it, so only the installed package can be imported.
+# Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT="$PWD"
 bash scripts/setup.sh
 
-export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$PWD"
-cmake -S . -B build/cpp -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAPPLAN_BUILD_PYTHON=OFF >/dev/null
+export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$ROOT"
+cmake -S . -B build/cpp -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAPPLAN_BUILD_PYTHON=OFF \
+      -DCAPPLAN_FETCH_DEPENDENCIES=ON >build/cpp-configure.log || { cat build/cpp-configure.log; exit 1; }
+grep '^-- capplan:' build/cpp-configure.log
 cmake --build build/cpp -j "$(nproc)"
 ctest --test-dir build/cpp --output-on-failure
-.venv/bin/python -m pytest -q "$@"
+
+rm -rf build/cpp-install build/example
+cmake --install build/cpp --prefix build/cpp-install >/dev/null
+cmake -S examples/cpp -B build/example -G Ninja -DCMAKE_PREFIX_PATH="$ROOT/build/cpp-install" >/dev/null
+cmake --build build/example
+build/example/plan_assistant
+
+wheel="$(ls "$ROOT"/dist/capplan-*.whl)"
+outside="$(mktemp -d)"
+trap 'rm -rf "$outside"' EXIT
+"${PYTHON:-python3}" -m venv "$outside/venv"
+"$outside/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel[test,notebook]"
+cd "$outside"
+CAPPLAN_TESTS_AGAINST_WHEEL=1 "$outside/venv/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/tests/python" "$@"

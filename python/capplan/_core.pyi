@@ -4,6 +4,7 @@ from os import PathLike
 from typing import Any, Dict, List, Tuple, Union
 
 __version__: str
+build_dependencies: str  # where each C++ dependency came from at build time (system or fetched), "; "-separated
 
 Dims = Tuple[int, int, int, int]  # exponents of (bytes, FLOP, seconds, watts)
 

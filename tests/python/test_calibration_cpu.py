@@ -171,11 +171,7 @@ def test_cli_calibrate_with_a_model_writes_the_table_and_prints_the_report(tmp_p
 
 
 def test_calibration_file_and_its_host_accelerator_match_the_schemas(tiny_calibration):
-    import jsonschema
-    from test_catalog_schema import SCHEMA_DIR, _store
+    from schema_support import validator
     cal, _ = tiny_calibration
-    schema = json.loads((SCHEMA_DIR / "efficiency_calibration.schema.json").read_text())
-    jsonschema.Draft202012Validator.check_schema(schema)
-    resolver = jsonschema.RefResolver(base_uri=schema["$id"], referrer=schema, store=_store())
-    errors = list(jsonschema.Draft202012Validator(schema, resolver=resolver).iter_errors(cal))
+    errors = list(validator("efficiency_calibration.schema.json").iter_errors(cal))
     assert not errors, [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]

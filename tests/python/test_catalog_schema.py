@@ -4,12 +4,11 @@ import copy
 import json
 from pathlib import Path
 
-import jsonschema
 import pytest
+from schema_support import validator
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
-SCHEMA_DIR = MODELS / "schema"
 KIND_SCHEMA = {
     "llm": "llm.schema.json",
     "accelerators": "accelerator.schema.json",
@@ -19,16 +18,8 @@ KIND_SCHEMA = {
 }
 
 
-def _store():
-    return {json.loads(p.read_text())["$id"]: json.loads(p.read_text()) for p in SCHEMA_DIR.glob("*.json")}
-
-
 def _validator(kind):
-    store = _store()
-    schema = json.loads((SCHEMA_DIR / KIND_SCHEMA[kind]).read_text())
-    jsonschema.Draft202012Validator.check_schema(schema)
-    resolver = jsonschema.RefResolver(base_uri=schema["$id"], referrer=schema, store=store)
-    return jsonschema.Draft202012Validator(schema, resolver=resolver)
+    return validator(KIND_SCHEMA[kind])
 
 
 def _entries():

@@ -169,12 +169,9 @@ def test_calibration_round_trip(tmp_path, run_cli):
 
 
 def test_shipped_calibrations_validate_and_apply():
-    import jsonschema
+    from schema_support import validator as schema_validator
     root = Path(__file__).resolve().parents[2] / "models"
-    store = {json.loads(p.read_text())["$id"]: json.loads(p.read_text()) for p in (root / "schema").glob("*.json")}
-    schema = store["https://capplan.dev/schema/collective_calibration.schema.json"]
-    validator = jsonschema.Draft202012Validator(
-        schema, resolver=jsonschema.RefResolver(base_uri=schema["$id"], referrer=schema, store=store))
+    validator = schema_validator("collective_calibration.schema.json")
     files = sorted((root / "calibration").glob("*.json"))
     assert files
     for f in files:

@@ -2,21 +2,17 @@
 import json
 from pathlib import Path
 
-import jsonschema
 import pytest
+from schema_support import validator
 
 import capplan
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_DIR = ROOT / "models" / "schema"
 EXAMPLES = sorted((ROOT / "examples" / "scenarios").glob("*.json"))
 
 
 def _validator():
-    store = {json.loads(p.read_text())["$id"]: json.loads(p.read_text()) for p in SCHEMA_DIR.glob("*.json")}
-    schema = store["https://capplan.dev/schema/scenario.schema.json"]
-    resolver = jsonschema.RefResolver(base_uri=schema["$id"], referrer=schema, store=store)
-    return jsonschema.Draft202012Validator(schema, resolver=resolver)
+    return validator("scenario.schema.json")
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
