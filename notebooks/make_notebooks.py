@@ -1,8 +1,6 @@
-"""Writes and executes the tutorial notebooks (outputs stored). Run: .venv/bin/python notebooks/make_notebooks.py"""
-import json
-import os
-import sys
-import tempfile
+"""Writes and executes the tutorial notebooks (outputs stored). Run with an interpreter that has
+capplan[notebook] installed, e.g. .venv/bin/python notebooks/make_notebooks.py after
+`.venv/bin/pip install "$(ls dist/capplan-*.whl)[notebook]"`."""
 from pathlib import Path
 
 import nbformat
@@ -153,24 +151,13 @@ NOTEBOOKS = {
 }
 
 
-_KERNEL = []
-
-
 def write_executed(name, cells):
-    """Executes the cells on this interpreter (a throw-away kernelspec: Debian's default kernel cannot
-    see the venv) and writes notebooks/NAME.ipynb with its outputs, labelled for the python3 kernel."""
-    if not _KERNEL:
-        spec = Path(tempfile.mkdtemp()) / "kernels" / "capplan-build"
-        spec.mkdir(parents=True)
-        (spec / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": "capplan", "language": "python"}))
-        os.environ["JUPYTER_PATH"] = str(spec.parents[1])
-        _KERNEL.append(spec)
+    """Executes the cells with the python3 kernel of this environment (run the script with the
+    interpreter that has capplan[notebook]) and writes notebooks/NAME.ipynb with its outputs."""
     from nbclient import NotebookClient
     kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb = new_notebook(cells=cells, metadata={"kernelspec": kernelspec})
-    NotebookClient(nb, kernel_name="capplan-build", timeout=300, resources={"metadata": {"path": str(HERE)}}).execute()
+    NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(HERE)}}).execute()
     nbformat.write(nb, HERE / f"{name}.ipynb")
     print("wrote", name)
 

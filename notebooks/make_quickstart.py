@@ -1,6 +1,6 @@
 """Writes notebooks/quickstart.ipynb and executes it to store its outputs.
 
-Run with the venv's interpreter: .venv/bin/python notebooks/make_quickstart.py
+Run with an interpreter that has capplan[notebook]: .venv/bin/python notebooks/make_quickstart.py
 """
 from make_notebooks import write_executed  # the script's folder is on sys.path
 from nbformat.v4 import new_code_cell, new_markdown_cell
@@ -42,5 +42,16 @@ cells = [
         "    capplan.estimate({'model': 'Lama-3.1-70B', 'system': {'accelerator': 'H200'}})\n"
         "except capplan.UnknownNameError as e:\n"
         "    print(e)"),
+    new_markdown_cell(
+        "## Explore\n\n"
+        "Change the model, the accelerator and its count, the tensor-parallel degree, the context and the "
+        "number of users at once: the table and the charts update as you go. (The controls need "
+        "`pip install \"capplan[notebook]\"` and a live kernel; a viewer without one shows the starting "
+        "estimate.) Try 200 users, or a 100,000-token context, and watch the KV cache take the memory."),
+    new_code_cell("explorer = capplan.explorer(model='Llama-3.1-70B', accelerator='H200', count=8, tp=8,\n"
+                  "                            context=8000, concurrency=50)\n"
+                  "explorer"),
+    new_markdown_cell("The explorer's current estimate is an ordinary result:"),
+    new_code_cell("r = explorer.result\nr.memory.fits, r.inference.ttft_s, r.inference.tpot_s"),
 ]
 write_executed("quickstart", cells)

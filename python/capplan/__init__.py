@@ -13,6 +13,7 @@ from .batch import sweep, sweep_inference
 from .sizing import search_training, size_inference
 from .catalog import (Accelerator, Model, System, accelerator, catalog_version, entry, list_accelerators,
                       list_links, list_models, list_storage, list_systems, model, system)
+from .explorer import explorer
 from .errors import ConfigError, DeviceError, Error, JsonError, UnitError, UnknownNameError
 from .result import Result
 from .units import Quantity, quantity
@@ -31,5 +32,5 @@ __all__ = [
     "collective", "collective_sweep", "CollectiveResult", "size_inference", "search_training", "sweep", "sweep_inference",
     "model", "accelerator", "system", "entry", "Model", "Accelerator", "System",
     "list_models", "list_accelerators", "list_systems", "list_storage", "list_links", "catalog_version",
-    "Error", "ConfigError", "UnitError", "JsonError", "UnknownNameError", "DeviceError", "devices", "CATALOG_DIR",
+    "explorer", "Error", "ConfigError", "UnitError", "JsonError", "UnknownNameError", "DeviceError", "devices", "CATALOG_DIR",
 ]

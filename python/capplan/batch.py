@@ -166,7 +166,7 @@ def read_table(path: Union[str, Path]) -> List[Row]:
         try:
             import openpyxl
         except ImportError:
-            raise _core.ConfigError(f"/: reading {path.name} needs openpyxl (Debian: python3-openpyxl)") from None
+            raise _core.ConfigError(f"/: reading {path.name} needs openpyxl: pip install \"capplan[excel]\"") from None
         sheet = openpyxl.load_workbook(path, read_only=True, data_only=True).active
         values = list(sheet.iter_rows(values_only=True))
         if not values:
@@ -192,7 +192,7 @@ def write_table(rows: Sequence[Row], path: Union[str, Path]) -> None:
         try:
             import openpyxl
         except ImportError:
-            raise _core.ConfigError(f"/: writing {path.name} needs openpyxl (Debian: python3-openpyxl)") from None
+            raise _core.ConfigError(f"/: writing {path.name} needs openpyxl: pip install \"capplan[excel]\"") from None
         wb = openpyxl.Workbook()
         ws = wb.active
         ws.title = "capplan"

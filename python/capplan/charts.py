@@ -144,7 +144,7 @@ def pyplot():
     try:
         import matplotlib.pyplot as plt
     except ImportError as e:
-        raise ImportError("plot() needs matplotlib (Debian: apt install python3-matplotlib); the HTML view "
+        raise ImportError("plot() needs matplotlib: pip install \"capplan[notebook]\"; the HTML view "
                           "(.html(), shown by Jupyter) draws the same charts without it") from e
     return plt
 

@@ -70,7 +70,7 @@ def test_xlsx_round_trip(tmp_path):
 
 
 def test_sweep_is_a_dataframe_with_pandas_and_a_list_without(monkeypatch):
-    pandas = pytest.importorskip("pandas")  # installed by scripts/setup.sh (python3-pandas)
+    pandas = pytest.importorskip("pandas")  # capplan[notebook] and [test]
     base = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
             "inference": {"input_tokens": 1000, "output_tokens": 200}}
     df = capplan.sweep(base, {"inference.batch": [1, 8]})
@@ -82,7 +82,7 @@ def test_sweep_is_a_dataframe_with_pandas_and_a_list_without(monkeypatch):
 
 
 def test_long_sweep_shows_a_tqdm_progress_bar_and_keeps_every_point(capsys):
-    pytest.importorskip("tqdm")  # installed by scripts/setup.sh (python3-tqdm)
+    pytest.importorskip("tqdm")  # capplan[notebook] and [test]
     base = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
             "inference": {"input_tokens": 1000, "output_tokens": 200}}
     rows = capplan.sweep(base, {"inference.batch": list(range(1, 41)), "inference.input_tokens": list(range(100, 3100, 100))})

@@ -453,7 +453,7 @@ def test_roofline_points_lie_under_the_roof_and_decode_intensity_matches_the_bat
 
 
 def test_plot_draws_the_charts_with_matplotlib():
-    matplotlib = pytest.importorskip("matplotlib")  # installed by scripts/setup.sh (python3-matplotlib)
+    matplotlib = pytest.importorskip("matplotlib")  # capplan[notebook]
     matplotlib.use("Agg")
     r = capplan.estimate(capplan.default_scenario())
     fig = r.plot()

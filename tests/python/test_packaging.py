@@ -50,4 +50,4 @@ def test_the_installed_wheel_is_what_runs_not_the_source_tree():
     assert ROOT not in PACKAGE.parents, f"capplan imported from the source tree: {PACKAGE}"
     assert "site-packages" in PACKAGE.parts
     assert not any(Path(p or ".").resolve() == ROOT / "python" for p in sys.path)
-    assert Path(_core.catalog_dir()).resolve() == PACKAGE / "models"
+    assert capplan.CATALOG_DIR.resolve() == Path(_core.catalog_dir()).resolve() == PACKAGE / "models"

@@ -98,7 +98,7 @@ def test_every_summary_row_label_has_a_chinese_label():
 
 
 def test_plot_methods_draw_with_matplotlib_and_outline_the_slowest_or_cheapest():
-    matplotlib = pytest.importorskip("matplotlib")  # installed by scripts/setup.sh (python3-matplotlib)
+    matplotlib = pytest.importorskip("matplotlib")  # capplan[notebook]
     matplotlib.use("Agg")
     c = capplan.collective("all_reduce", "1GiB", system={"preset": "DGX-H100", "count": 16})
     ax = c.plot().axes[0]
@@ -117,7 +117,7 @@ def test_plot_without_matplotlib_says_how_to_get_it(monkeypatch):
     import sys
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    with pytest.raises(ImportError, match="python3-matplotlib"):
+    with pytest.raises(ImportError, match=r"capplan\[notebook\]"):
         capplan.estimate(capplan.default_scenario()).plot()
 
 
