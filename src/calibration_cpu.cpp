@@ -1,14 +1,16 @@
 #include <Eigen/Core>
-#include <cmath>
-#include <limits>
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
-#include <thread>
+#include <memory>
+#include <type_traits>
 
 #include "capplan/calibration/cpu_backend.hpp"
 #include "capplan/analysis/flops.hpp"
+#include "capplan/detail/cpu_probe_kernels.hpp"
+#include "capplan/detail/threads.hpp"
 #include "capplan/error.hpp"
 
 namespace capplan {
@@ -25,17 +27,50 @@ duration timed(F&& f) {
     return duration::from_si(std::chrono::duration<double>(clock_type::now() - t0).count());
 }
 
+// The kernels of the instruction set this CPU runs, and the threads one probe is spread over
+// (started before the timed runs).
+struct probe_team {
+    const detail::probe_kernels& k = cpu_probe_kernels(host_cpu_isa());
+    detail::worker_pool pool;
+    explicit probe_team(const measure_options& o) : pool(cpu_probe_threads(o.threads)) {}
+
+    // body(begin, end) over [0, count) in one slice per thread, each a whole number of `align` items.
+    template <class Body>
+    void split(std::int64_t count, std::int64_t align, Body&& body) {
+        const std::int64_t chunks = (count + align - 1) / align;
+        const std::int64_t parts = std::min<std::int64_t>(pool.size(), chunks);
+        if (parts <= 1) return body(std::int64_t{0}, count);
+        auto share = [&](int i, int) {
+            if (i < parts) body(std::min(count, align * (chunks * i / parts)), std::min(count, align * (chunks * (i + 1) / parts)));
+        };
+        pool.run(share);
+    }
+};
+
+// C = A B in column slices of whole 16-column blocks (a 64-byte line of fp32), so that threads
+// write separate lines of C; each thread runs Eigen's GEMM on its slice.
+template <class Scalar>
+void gemm_on(probe_team& t, const Scalar* a, const Scalar* b, Scalar* c, std::int64_t m, std::int64_t n, std::int64_t k) {
+    t.split(n, 16, [&](std::int64_t c0, std::int64_t c1) {
+        if constexpr (std::is_same_v<Scalar, float>)
+            t.k.gemm_f32(a, b, c, m, n, k, c0, c1);
+        else
+            t.k.gemm_f64(a, b, c, m, n, k, c0, c1);
+    });
+}
+
 template <class Scalar>
 measurement gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& format, const measure_options& o) {
     // Row-major, as the layer's buffers and the frameworks' tensors.
     using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     const Matrix a = Matrix::Random(m, k), b = Matrix::Random(k, n);
     Matrix c(m, n);
+    probe_team team(o);
     const double elems = static_cast<double>(m * k + k * n + m * n);
     const probe_work w{2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * FLOP,
                        elems * static_cast<double>(sizeof(Scalar)) * B};
-    measurement r = measure("gemm " + format + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k),
-                            "gemm", w, [&] { return timed([&] { c.noalias() = a * b; }); }, o);
+    measurement r = measure("gemm " + format + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k), "gemm", w,
+                            [&] { return timed([&] { gemm_on(team, a.data(), b.data(), c.data(), m, n, k); }); }, o);
     r.format = format;
     r.m = m;
     r.n = n;
@@ -44,7 +79,6 @@ measurement gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::stri
 }
 
 using row_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using strided = Eigen::Map<row_matrix, 0, Eigen::OuterStride<>>;
 
 void check_layer(const model_spec& m, std::int64_t tokens) {
     if (tokens < 1 || tokens > 16384)
@@ -78,54 +112,24 @@ struct layer_buffers {
     }
 };
 
-void causal_attention(const model_spec& m, layer_buffers& b) {
-    const std::int64_t t = b.t, d = m.head_dim, group = m.heads / m.kv_heads, stride = b.q + 2 * b.kv;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    constexpr std::int64_t block = 32;
-    row_matrix s;
-    for (std::int64_t hq = 0; hq < m.heads; ++hq) {
-        const std::int64_t g = hq / group;
-        const strided qh(b.qkv.data() + hq * d, t, d, Eigen::OuterStride<>(stride));
-        const strided kh(b.qkv.data() + b.q + g * d, t, d, Eigen::OuterStride<>(stride));
-        const strided vh(b.qkv.data() + b.q + b.kv + g * d, t, d, Eigen::OuterStride<>(stride));
-        strided oh(b.attn.data() + hq * d, t, d, Eigen::OuterStride<>(b.q));
-        for (std::int64_t r0 = 0; r0 < t; r0 += block) {
-            const std::int64_t rows = std::min(block, t - r0), keys = r0 + rows;
-            s.noalias() = (qh.middleRows(r0, rows) * kh.topRows(keys).transpose()) * scale;
-            for (std::int64_t i = 0; i < rows; ++i)  // causal mask inside the diagonal block
-                s.row(i).tail(keys - (r0 + i + 1)).setConstant(-std::numeric_limits<float>::infinity());
-            s = (s.colwise() - s.rowwise().maxCoeff()).array().exp().matrix();
-            s.array().colwise() /= s.array().rowwise().sum();
-            oh.middleRows(r0, rows).noalias() = s * vh.topRows(keys);
-        }
-    }
+void causal_attention(probe_team& t, const model_spec& m, layer_buffers& b) {
+    const detail::attention_shape shape{b.t, m.head_dim, m.heads, m.kv_heads};
+    t.split(m.heads, 1, [&](std::int64_t h0, std::int64_t h1) { t.k.attention(b.qkv.data(), b.attn.data(), shape, h0, h1); });
 }
 
-// y = RMSNorm(x) row by row (unit weights: timing only).
-void rms_norm(const row_matrix& x, row_matrix& y) {
-    const float inv_h = 1.0f / static_cast<float>(x.cols());
-    for (Eigen::Index i = 0; i < x.rows(); ++i)
-        y.row(i) = x.row(i) * (1.0f / std::sqrt(x.row(i).squaredNorm() * inv_h + 1e-5f));
+void rms_norm(probe_team& t, const row_matrix& x, row_matrix& y) {
+    t.split(x.rows(), 1, [&](std::int64_t r0, std::int64_t r1) { t.k.rms_norm(x.data(), y.data(), x.cols(), r0, r1); });
 }
 
-// x += r; y = RMSNorm(x), one row at a time so the row is still in L1 for the norm (one pass each
-// over x, r, x and y, as an engine's fused residual-add + norm kernel).
-void add_rms_norm(row_matrix& x, const row_matrix& r, row_matrix& y) {
-    const float inv_h = 1.0f / static_cast<float>(x.cols());
-    for (Eigen::Index i = 0; i < x.rows(); ++i) {
-        x.row(i) += r.row(i);
-        y.row(i) = x.row(i) * (1.0f / std::sqrt(x.row(i).squaredNorm() * inv_h + 1e-5f));
-    }
+// One pass each over x, r, x and y, as an engine's fused residual-add + norm kernel.
+void add_rms_norm(probe_team& t, row_matrix& x, const row_matrix& r, row_matrix& y) {
+    t.split(x.rows(), 1, [&](std::int64_t r0, std::int64_t r1) { t.k.add_rms_norm(x.data(), r.data(), y.data(), x.cols(), r0, r1); });
 }
 
-// act = SiLU(gate) x up, gate and up side by side in `gate_up` (or act = SiLU(gate_up)).
-void activation(const row_matrix& gate_up, row_matrix& act, bool gated) {
-    const Eigen::Index w = act.cols();
-    const auto g = gate_up.leftCols(w).array();
-    if (gated)
-        act = (g / (1.0f + (-g).exp()) * gate_up.rightCols(w).array()).matrix();
-    else
-        act = (g / (1.0f + (-g).exp())).matrix();
+void activation(probe_team& t, const row_matrix& gate_up, row_matrix& act, bool gated) {
+    t.split(act.rows(), 1, [&](std::int64_t r0, std::int64_t r1) {
+        t.k.activation(gate_up.data(), act.data(), act.cols(), gated, r0, r1);
+    });
 }
 
 void check_rows(std::int64_t rows, std::int64_t cols) {
@@ -139,9 +143,10 @@ void check_rows(std::int64_t rows, std::int64_t cols) {
 measurement cpu_norm(std::int64_t rows, std::int64_t cols, const measure_options& o) {
     check_rows(rows, cols);
     row_matrix x = row_matrix::Random(rows, cols), r = row_matrix::Random(rows, cols) * 1e-3f, y(rows, cols);
+    probe_team team(o);
     const double elems = static_cast<double>(rows * cols);
     measurement out = measure("norm fp32 " + std::to_string(rows) + "x" + std::to_string(cols), "norm",
-                              {flop_count{}, 4.0 * elems * 4.0 * B}, [&] { return timed([&] { add_rms_norm(x, r, y); }); }, o);
+                              {flop_count{}, 4.0 * elems * 4.0 * B}, [&] { return timed([&] { add_rms_norm(team, x, r, y); }); }, o);
     out.format = "fp32";
     return out;
 }
@@ -149,12 +154,13 @@ measurement cpu_norm(std::int64_t rows, std::int64_t cols, const measure_options
 measurement cpu_attention(const model_spec& m, std::int64_t tokens, const measure_options& o) {
     check_layer(m, tokens);
     layer_buffers b(m, tokens);
+    probe_team team(o);
     const double t = static_cast<double>(tokens);
     const probe_work w{static_cast<double>(detail::attention_flops_per_key(m)) * t * (t + 1.0) / 2.0 * FLOP,
                        t * static_cast<double>(2 * b.q + 2 * b.kv) * 4.0 * B};
     measurement r = measure("attention fp32 " + std::to_string(m.heads) + "x" + std::to_string(m.head_dim) + " heads, " +
                                 std::to_string(tokens) + " tokens",
-                            "attention", w, [&] { return timed([&] { causal_attention(m, b); }); }, o);
+                            "attention", w, [&] { return timed([&] { causal_attention(team, m, b); }); }, o);
     r.format = "fp32";
     return r;
 }
@@ -162,6 +168,7 @@ measurement cpu_attention(const model_spec& m, std::int64_t tokens, const measur
 std::vector<measurement> cpu_layer_ops(const model_spec& m, std::int64_t tokens, const measure_options& o) {
     check_layer(m, tokens);
     layer_buffers b(m, tokens);
+    probe_team team(o);
     const double t = static_cast<double>(tokens), h = static_cast<double>(b.h), f4 = 4.0;
     const double proj_params = h * static_cast<double>(b.q + 2 * b.kv) + static_cast<double>(b.q) * h;
     const double mlp_params = h * static_cast<double>(b.up) + static_cast<double>(b.inter) * h;
@@ -173,8 +180,8 @@ std::vector<measurement> cpu_layer_ops(const model_spec& m, std::int64_t tokens,
     };
     op("attention projections", 2.0 * t * proj_params * FLOP,
        (proj_params + t * (2.0 * h + 2.0 * static_cast<double>(b.q) + static_cast<double>(2 * b.kv))) * f4 * B, [&] {
-           b.qkv.noalias() = b.y * b.w_qkv;
-           b.a.noalias() = b.attn * b.w_o;
+           gemm_on(team, b.y.data(), b.w_qkv.data(), b.qkv.data(), b.t, b.q + 2 * b.kv, b.h);
+           gemm_on(team, b.attn.data(), b.w_o.data(), b.a.data(), b.t, b.h, b.q);
        });
     const measurement core = cpu_attention(m, tokens, o);
     out.push_back(core);
@@ -182,14 +189,14 @@ std::vector<measurement> cpu_layer_ops(const model_spec& m, std::int64_t tokens,
     out.back().kind = "layer_op";
     op("mlp / experts", 2.0 * t * mlp_params * FLOP,
        (mlp_params + t * (2.0 * h + (m.gated_mlp ? 3.0 : 2.0) * static_cast<double>(b.inter))) * f4 * B, [&] {
-           b.gate_up.noalias() = b.y * b.w_up;
-           activation(b.gate_up, b.act, m.gated_mlp);
-           b.mlp_out.noalias() = b.act * b.w_down;
+           gemm_on(team, b.y.data(), b.w_up.data(), b.gate_up.data(), b.t, b.up, b.h);
+           activation(team, b.gate_up, b.act, m.gated_mlp);
+           gemm_on(team, b.act.data(), b.w_down.data(), b.mlp_out.data(), b.t, b.h, b.inter);
        });
     op("norms and elementwise", flop_count{}, 10.0 * t * h * f4 * B, [&] {
-        rms_norm(b.x, b.y);             // pre-attention norm: 2 passes
-        add_rms_norm(b.x, b.a, b.y);        // attention residual + pre-MLP norm: 4 passes
-        add_rms_norm(b.x, b.mlp_out, b.y);  // MLP residual + the next layer's norm: 4 passes
+        rms_norm(team, b.x, b.y);                 // pre-attention norm: 2 passes
+        add_rms_norm(team, b.x, b.a, b.y);        // attention residual + pre-MLP norm: 4 passes
+        add_rms_norm(team, b.x, b.mlp_out, b.y);  // MLP residual + the next layer's norm: 4 passes
     });
     return out;
 }
@@ -216,18 +223,33 @@ measurement cpu_memory(const std::string& kind, data_size array, const measure_o
     // within the memory of the machines this runs on.
     if (elems < 1024 || array.in(GiB) > 16.0)
         throw config_error("/array", std::to_string(array.si()) + " B", "out of range", "8 KiB to 16 GiB");
-    // First touch writes every page, so the timed runs measure bandwidth, not page faults.
-    std::vector<double> a(elems, 1.0), b(elems, 2.0), c(elems, 0.0);
+    probe_team team(o);
+    const std::unique_ptr<double[]> a(new double[elems]), b(new double[elems]), c(new double[elems]);
+    // Slices of whole 64-byte lines (8 doubles), the same slice to the same thread every run. First
+    // touch writes every page from the thread that uses it (on its NUMA node), so the timed runs
+    // measure bandwidth, not page faults.
+    auto slices = [&](auto&& body) {
+        team.split(static_cast<std::int64_t>(elems), 8, [&](std::int64_t i0, std::int64_t i1) {
+            body(static_cast<std::size_t>(i0), static_cast<std::size_t>(i1));
+        });
+    };
+    slices([&](std::size_t i0, std::size_t i1) {
+        std::fill(a.get() + i0, a.get() + i1, 1.0);
+        std::fill(b.get() + i0, b.get() + i1, 2.0);
+        std::fill(c.get() + i0, c.get() + i1, 0.0);
+    });
     const double scalar = 3.0;
     const double arrays = kind == "copy" ? 2.0 : 3.0;
     const probe_work w{kind == "copy" ? flop_count{} : 2.0 * static_cast<double>(elems) * FLOP,
                        arrays * static_cast<double>(elems * sizeof(double)) * B};
     auto run = [&] {
         return timed([&] {
-            if (kind == "copy")
-                std::copy(a.begin(), a.end(), c.begin());
-            else
-                for (std::size_t i = 0; i < elems; ++i) a[i] = b[i] + scalar * c[i];
+            slices([&](std::size_t i0, std::size_t i1) {
+                if (kind == "copy")
+                    std::copy(a.get() + i0, a.get() + i1, c.get() + i0);
+                else
+                    team.k.triad(a.get(), b.get(), c.get(), scalar, i0, i1);
+            });
         });
     };
     measurement r = measure("memory " + kind + " " + std::to_string(elems * sizeof(double) >> 20) + " MiB",
@@ -249,7 +271,7 @@ std::optional<data_size> cpu_memory_total() {
     return std::nullopt;
 }
 
-provenance cpu_provenance() {
+provenance cpu_provenance(int threads) {
     provenance p;
     p.backend = "cpu";
     std::ifstream cpuinfo("/proc/cpuinfo");
@@ -264,9 +286,17 @@ provenance cpu_provenance() {
 #elif defined(__GNUC__)
     p.runtime = "gcc " __VERSION__;
 #endif
+    const cpu_isa isa = host_cpu_isa();
     p.runtime += "; Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
-                 std::to_string(EIGEN_MINOR_VERSION) + " (" + Eigen::SimdInstructionSetsInUse() + ")";
-    p.threads = Eigen::nbThreads();
+                 std::to_string(EIGEN_MINOR_VERSION) + " (" + cpu_probe_kernels(isa).simd + ")";
+    p.threads = cpu_probe_threads(threads);
+    p.isa = cpu_isa_name(isa);
+    p.peak = host_cpu_peak(isa, p.threads);
+    if (p.peak) {
+        char clock[32];
+        std::snprintf(clock, sizeof clock, "%.3f GHz", p.peak->clock.hz / 1e9);
+        p.clocks = std::string(clock) + " from " + p.peak->clock.source;
+    }
     const std::time_t now = std::time(nullptr);
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));

@@ -128,6 +128,7 @@ std::vector<std::array<std::int64_t, 3>> layer_gemm_shapes(const model_spec& m, 
 calibration_run calibrate_cpu(const model_spec& m, const cpu_calibration_options& o) {
     if (o.rounds < 1 || o.rounds > 100)
         throw config_error("/rounds", std::to_string(o.rounds), "out of range", "an integer in [1, 100]");
+    const int threads = cpu_probe_threads(o.probe.threads);  // before minutes of probes, not after
     std::vector<std::int64_t> gemm_tokens = o.gemm_tokens;
     gemm_tokens.push_back(o.layer_tokens);
     std::sort(gemm_tokens.begin(), gemm_tokens.end());
@@ -157,7 +158,7 @@ calibration_run calibrate_cpu(const model_spec& m, const cpu_calibration_options
     calibration_run run;
     run.model = m.name;
     run.layer_tokens = o.layer_tokens;
-    run.where = cpu_provenance();
+    run.where = cpu_provenance(threads);
     for (std::size_t i = 0; i < probe_rounds.front().size(); ++i)
         run.measurements.push_back(best_round(probe_rounds, i));
     std::vector<measurement> layer;

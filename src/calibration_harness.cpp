@@ -54,6 +54,22 @@ measurement measure(std::string probe, std::string kind, probe_work work, const 
     return m;
 }
 
+namespace {
+
+nlohmann::ordered_json peak_json(const cpu_peak& pk) {
+    return {{"fp32_flops_per_s", pk.fp32().si()},
+            {"fp64_flops_per_s", pk.fp64().si()},
+            {"cores", pk.cores},
+            {"physical_cores", pk.physical_cores},
+            {"clock_hz", pk.clock.hz},
+            {"clock_source", pk.clock.source},
+            {"flops_per_cycle", {{"fp32", pk.fp32_per_cycle}, {"fp64", pk.fp32_per_cycle / 2}}},
+            {"basis", "cores x clock_hz x flops_per_cycle per core of the ISA; cores = min(threads, physical_cores): "
+                      "the hyperthreads of a core share its FMA units"}};
+}
+
+}  // namespace
+
 std::string measurements_json(const provenance& p, const std::vector<measurement>& ms, int indent) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const auto& m : ms) {
@@ -66,11 +82,11 @@ std::string measurements_json(const provenance& p, const std::vector<measurement
                     {"achieved_bytes_per_s", m.achieved_bandwidth().si()}});
         rows.push_back(row);
     }
-    nlohmann::ordered_json j{{"provenance",
-                              {{"backend", p.backend}, {"device", p.device}, {"runtime", p.runtime},
-                               {"clocks", p.clocks}, {"date", p.date}, {"threads", p.threads}}},
-                             {"measurements", rows}};
-    return j.dump(indent);
+    nlohmann::ordered_json where{{"backend", p.backend}, {"device", p.device}, {"runtime", p.runtime},
+                                 {"clocks", p.clocks},   {"date", p.date},     {"threads", p.threads}};
+    if (!p.isa.empty()) where["isa"] = p.isa;
+    if (p.peak) where["cpu_peak"] = peak_json(*p.peak);
+    return nlohmann::ordered_json{{"provenance", where}, {"measurements", rows}}.dump(indent);
 }
 
 }  // namespace capplan

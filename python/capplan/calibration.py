@@ -34,17 +34,38 @@ def model_gemm_shapes(model, tokens=(1, 16, 128), tp: int = 1) -> List[Tuple[int
 
 
 def measure_cpu(model=None, shapes: Optional[Sequence[Tuple[int, int, int]]] = None, formats=("fp32",),
-                array="256 MiB", max_time="2 s", tokens=(1, 16, 128)) -> Dict[str, Any]:
+                array="256 MiB", max_time="2 s", tokens=(1, 16, 128), threads: Optional[int] = None) -> Dict[str, Any]:
     """Measure this CPU (issue 8.2): GEMMs through Eigen for ``shapes`` (or those of ``model``'s
     layer at ``tokens``; default a 256..2048 square sweep) in each format, and STREAM copy/triad on
-    arrays of ``array`` each (0 to skip). Returns {"provenance", "measurements"} with SI numbers."""
+    arrays of ``array`` each (0 to skip), each probe on ``threads`` threads (1..1024; default or 0: every
+    hardware thread). Returns {"provenance", "measurements"} with SI numbers; the provenance names
+    the instruction set the probes ran (``isa``) and the CPU's peak for it (``cpu_peak``)."""
     from .units import SIZE, TIME, quantity
     if shapes is None:
         shapes = model_gemm_shapes(model, tokens) if model is not None else [(n, n, n) for n in (256, 512, 1024, 2048)]
     array_bytes = quantity(array, SIZE, "/array").si if array else 0.0
     budget = quantity(max_time, TIME, "/max_time").si
     return json.loads(_core.measure_cpu_json([tuple(int(x) for x in s) for s in shapes], list(formats),
-                                             array_bytes, budget))
+                                             array_bytes, budget, int(threads or 0)))
+
+
+def cpu_peak_line(run: Dict[str, Any]) -> str:
+    """The best fp32 GEMM of a CPU calibration or measurement beside the CPU's peak in its provenance:
+    "measured fp32 GEMM X GFLOP/s on N threads = Y% of the CPU's peak Z GFLOP/s (ISA, C cores x
+    F GHz x P FLOP/cycle)"; "" where either is missing (a GPU run, a CPU whose clock is unreadable)."""
+    prov = run.get("provenance", {})
+    peak = prov.get("cpu_peak")
+    rates = [m["achieved_flops_per_s"] for m in run.get("measurements", [])
+             if m.get("kind") == "gemm" and m.get("format") == "fp32"]
+    if not peak or not rates:
+        return ""
+    best, top = max(rates), peak["fp32_flops_per_s"]
+    plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")  # noqa: E731
+    line = (f"measured fp32 GEMM {best / 1e9:.1f} GFLOP/s on {plural(prov['threads'], 'thread')} = "
+            f"{100 * best / top:.0f}% of the CPU's peak {top / 1e9:.1f} GFLOP/s ({prov['isa']}, "
+            f"{plural(peak['cores'], 'core')} x {peak['clock_hz'] / 1e9:.2f} GHz x {peak['flops_per_cycle']['fp32']} FLOP/cycle)")
+    # Above 100%: the cores ran faster than the clock read (a VM's cpu MHz is often the base clock).
+    return line + (f"; above the peak: the cores ran faster than the clock from {peak['clock_source']}" if best > top else "")
 
 
 def _name(model) -> str:
@@ -56,7 +77,8 @@ def _name(model) -> str:
 class CalibrationResult(dict):
     """A calibration file as a dict (``curves``, ``peaks``, ``report``, ``provenance``, raw
     ``measurements``...) that shows its layer check: a table of each operator measured and predicted
-    before and after calibration, and in Jupyter a chart of the same."""
+    before and after calibration, and in Jupyter a chart of the same; for a CPU, its best fp32 GEMM
+    as a share of the CPU's peak (cpu_peak_line)."""
 
     _HEAD = ("operator", "measured", "before", "error", "after", "error")
 
@@ -72,7 +94,8 @@ class CalibrationResult(dict):
 
     def __repr__(self) -> str:
         from .sizing import _text_table
-        return f"capplan calibration {self._title()}\n" + _text_table(self._HEAD, self._rows())
+        peak = cpu_peak_line(self)
+        return f"capplan calibration {self._title()}\n" + (peak + "\n" if peak else "") + _text_table(self._HEAD, self._rows())
 
     def charts_svg(self):
         from .charts import bar_chart
@@ -86,17 +109,20 @@ class CalibrationResult(dict):
         import html
         from .sizing import _table_html
         charts = "".join(f"<div>{svg}</div>" for svg in self.charts_svg())
+        peak = cpu_peak_line(self)
         return (f"<div class='capplan-calibration'><p>{html.escape(self._title())}</p>"
+                + (f"<p>{html.escape(peak)}</p>" if peak else "") +
                 f"{_table_html(self._HEAD, self._rows())}{charts}</div>")
 
 
 def calibrate_cpu(model, layer_tokens: int = 128, gemm_tokens=(1, 16, 128), formats=("fp32",), rounds: int = 3,
                   max_time="0.5 s", triad_arrays: Optional[Sequence[str]] = None, command: str = "",
-                  output: Optional[Union[str, Path]] = None) -> CalibrationResult:
+                  output: Optional[Union[str, Path]] = None, threads: Optional[int] = None) -> CalibrationResult:
     """Calibrate this CPU for ``model`` (issue 8.4/8.5): measure the GEMMs of its layer at
     ``gemm_tokens`` (and ``layer_tokens``), its attention core and STREAM triad over array sizes, in
     ``rounds`` interleaved passes; fit efficiency-by-size curves; run one layer for real at a prompt
     of ``layer_tokens`` and compare each operator with the prediction before and after calibration.
+    Every probe and the layer run on ``threads`` threads (1..1024; default or 0: every hardware thread).
 
     Returns the calibration file as a dict (``curves``, ``peaks``, ``host_accelerator``, ``report``,
     ``provenance``, raw ``measurements``); written to ``output`` when given. Use it with
@@ -107,7 +133,8 @@ def calibrate_cpu(model, layer_tokens: int = 128, gemm_tokens=(1, 16, 128), form
     arrays = [quantity(a, SIZE, f"/triad_arrays/{i}").si for i, a in enumerate(triad_arrays or [])]
     text = _core.calibrate_cpu_json(ref, is_config, _name(model), int(layer_tokens), [int(t) for t in gemm_tokens], list(formats),
                                     arrays, int(rounds), quantity(max_time, TIME, "/max_time").si,
-                                    command or f"capplan.calibration.calibrate_cpu({ref if not is_config else 'config'!r})")
+                                    command or f"capplan.calibration.calibrate_cpu({ref if not is_config else 'config'!r})",
+                                    int(threads or 0))
     if output is not None:
         Path(output).write_text(text + "\n")
     return CalibrationResult(json.loads(text))

@@ -183,7 +183,7 @@ def _cmd_calibrate_collectives(args) -> str:
 
 
 def _cmd_calibrate(args) -> str:
-    from .calibration import calibrate_cpu, calibrate_cuda, measure_cpu
+    from .calibration import calibrate_cpu, calibrate_cuda, cpu_peak_line, measure_cpu
     if args.backend not in ("cpu", "cuda"):
         raise _UsageError(f"--backend: '{args.backend}' is not a calibration backend; allowed: cpu, cuda")
     cuda = args.backend == "cuda"
@@ -196,8 +196,11 @@ def _cmd_calibrate(args) -> str:
     from .units import BYTE_RATE, FLOP_RATE, TIME
     if cuda and args.model is None:
         raise _UsageError("--backend cuda: give --model (the GEMM shapes come from a model's layer)")
+    if cuda and args.threads is not None:
+        raise _UsageError("--threads: the CPU backend's option; allowed with --backend cpu")
     if args.model is None:  # raw measurements of square GEMMs and STREAM
-        run = measure_cpu(formats=args.format or ["fp32"], array=args.array, max_time=args.max_time, tokens=tokens)
+        run = measure_cpu(formats=args.format or ["fp32"], array=args.array, max_time=args.max_time, tokens=tokens,
+                          threads=args.threads)
     else:
         model: Any = args.model
         if Path(args.model).is_file() or Path(args.model, "config.json").is_file():
@@ -209,7 +212,8 @@ def _cmd_calibrate(args) -> str:
                                  command=command or "capplan calibrate --backend cuda")
         else:
             run = calibrate_cpu(model, layer_tokens=layer_tokens, gemm_tokens=tokens, formats=args.format or ["fp32"],
-                                rounds=args.rounds, max_time=args.max_time, command=command or "capplan calibrate")
+                                rounds=args.rounds, max_time=args.max_time, command=command or "capplan calibrate",
+                                threads=args.threads)
     text = json.dumps(run, indent=2)
     lines = [f"{m['probe']:<40} {Quantity.from_si(m['time_s'], TIME).in_('ms'):10.3f} ms  " +
              (f"{Quantity.from_si(m['achieved_flops_per_s'], FLOP_RATE).in_('GFLOP/s'):8.1f} GFLOP/s"
@@ -217,6 +221,8 @@ def _cmd_calibrate(args) -> str:
               f"{Quantity.from_si(m['achieved_bytes_per_s'], BYTE_RATE).in_('GB/s'):8.1f} GB/s") +
              f"  spread {100 * m['spread']:.1f}% over {m['runs']} runs" + ("" if m["converged"] else " (not converged)")
              for m in run["measurements"]]
+    peak = cpu_peak_line(run)
+    lines += [peak] if peak else []
     head = f"{run['provenance']['device']} ({run['provenance']['runtime']})"
     if "report" in run:
         rep = run["report"]
@@ -369,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "cuda: bf16, fp16, fp8; default all the device runs)")
     cal.add_argument("--array", default="256 MiB", help="size of each STREAM array (0 to skip memory)")
     cal.add_argument("--max-time", default="0.5 s", help="timed budget per probe (and round)")
+    cal.add_argument("--threads", type=int, default=None, help="cpu: threads every probe runs on, 1..1024 "
+                     "(default: every hardware thread)")
     cal.add_argument("-o", "--output", default=None, help="write the calibration file (or the raw measurements) here")
     cal.set_defaults(run=_cmd_calibrate)
 

@@ -17,9 +17,10 @@ void register_calibration(py::module_& m) {
     m.def(
         "measure_cpu_json",
         [](const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>& shapes,
-           const std::vector<std::string>& formats, double array_bytes, double max_time_s) {
+           const std::vector<std::string>& formats, double array_bytes, double max_time_s, int threads) {
             measure_options o;
             o.max_time = duration::from_si(max_time_s);
+            o.threads = threads;
             std::vector<measurement> out;
             py::gil_scoped_release release;  // long-running: let other Python threads work
             for (const auto& f : formats)
@@ -27,10 +28,11 @@ void register_calibration(py::module_& m) {
             if (array_bytes > 0)
                 for (const char* kind : {"copy", "triad"})
                     out.push_back(cpu_memory(kind, data_size::from_si(array_bytes), o));
-            return measurements_json(cpu_provenance(), out);
+            return measurements_json(cpu_provenance(threads), out);
         },
-        py::arg("shapes"), py::arg("formats"), py::arg("array_bytes"), py::arg("max_time_s"),
-        "CPU calibration measurements (GEMM by shape and format through Eigen, STREAM copy/triad) as JSON.");
+        py::arg("shapes"), py::arg("formats"), py::arg("array_bytes"), py::arg("max_time_s"), py::arg("threads") = 0,
+        "CPU calibration measurements (GEMM by shape and format through Eigen, STREAM copy/triad) on `threads` "
+        "threads (0: every hardware thread) as JSON, with the ISA and the CPU's peak in the provenance.");
     m.def("cpu_gemm_formats", [] { return cpu_gemm_formats(); });
     m.def("cuda_backend_built", [] { return cuda_backend_built(); });
     m.def(
@@ -69,7 +71,7 @@ void register_calibration(py::module_& m) {
         "calibrate_cpu_json",
         [](const std::string& model, bool is_config, const std::string& name, std::int64_t layer_tokens, const std::vector<std::int64_t>& gemm_tokens,
            const std::vector<std::string>& formats, const std::vector<double>& triad_array_bytes, int rounds,
-           double max_time_s, const std::string& command) {
+           double max_time_s, const std::string& command, int threads) {
             const model_spec spec = resolve_model(model, is_config, name);
             cpu_calibration_options o;
             o.layer_tokens = layer_tokens;
@@ -78,12 +80,14 @@ void register_calibration(py::module_& m) {
             for (double b : triad_array_bytes) o.triad_arrays.push_back(data_size::from_si(b));
             o.rounds = rounds;
             o.probe.max_time = duration::from_si(max_time_s);
+            o.probe.threads = threads;
             py::gil_scoped_release release;
             return calibration_json(calibrate_cpu(spec, o), command);
         },
         py::arg("model"), py::arg("is_config"), py::arg("name"), py::arg("layer_tokens"), py::arg("gemm_tokens"), py::arg("formats"),
-        py::arg("triad_array_bytes"), py::arg("rounds"), py::arg("max_time_s"), py::arg("command"),
-        "Measure this CPU on a model's layer shapes, fit the efficiency table and check the layer; the calibration file as JSON.");
+        py::arg("triad_array_bytes"), py::arg("rounds"), py::arg("max_time_s"), py::arg("command"), py::arg("threads") = 0,
+        "Measure this CPU on a model's layer shapes on `threads` threads (0: every hardware thread), fit the efficiency "
+        "table and check the layer; the calibration file as JSON.");
 }
 
 }  // namespace capplan::python

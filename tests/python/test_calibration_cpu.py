@@ -1,11 +1,12 @@
 """CPU calibration backend end to end (issue 8.2/8.5): measurements with provenance, the model's
-own GEMM shapes, the CLI, typed errors."""
+own GEMM shapes, threads, the CPU's peak beside the measurement, the CLI, typed errors."""
 import json
+import os
 
 import pytest
 
 import capplan
-from capplan.calibration import measure_cpu, model_gemm_shapes
+from capplan.calibration import cpu_peak_line, measure_cpu, model_gemm_shapes
 
 
 def test_model_gemm_shapes_are_the_layer_of_the_model():
@@ -38,6 +39,53 @@ def test_bad_calibration_input_is_a_typed_error():
         measure_cpu(shapes=[(8, 8, 8)], array="8 MB/s")
 
 
+def test_measure_cpu_runs_on_the_threads_asked_and_reports_the_cpu_peak():
+    runs = [measure_cpu(shapes=[(64, 64, 64)], array=0, max_time="0.05 s", threads=t) for t in (1, 2, None)]
+    assert [r["provenance"]["threads"] for r in runs] == [1, 2, os.cpu_count()]
+    for run in runs:
+        prov = run["provenance"]
+        assert prov["isa"] in ("AVX-512", "AVX2+FMA", "SSE2", "baseline")
+        assert run["measurements"][0]["flops"] == 2 * 64**3  # the whole GEMM, however many threads
+        peak = prov.get("cpu_peak")
+        if peak is None:  # no readable clock: nothing to compare with
+            continue
+        assert peak["cores"] == min(prov["threads"], peak["physical_cores"])
+        fpc = peak["flops_per_cycle"]
+        assert fpc["fp32"] in (8, 16, 32, 64) and fpc["fp64"] * 2 == fpc["fp32"]
+        assert peak["fp32_flops_per_s"] == pytest.approx(peak["cores"] * peak["clock_hz"] * fpc["fp32"])
+        assert peak["fp64_flops_per_s"] == pytest.approx(peak["fp32_flops_per_s"] / 2)
+        assert "cpuinfo_max_freq" in peak["clock_source"] or "cpu MHz" in peak["clock_source"]
+
+
+def test_thread_counts_out_of_range_are_typed_errors():
+    from capplan.calibration import calibrate_cpu
+    tiny = capplan.Model.from_hf_config(TINY, "tiny")
+    for bad in (-1, 1025):
+        with pytest.raises(capplan.ConfigError, match="/threads.*1024"):
+            measure_cpu(shapes=[(8, 8, 8)], array=0, threads=bad)
+        with pytest.raises(capplan.ConfigError, match="/threads"):  # before any probe runs
+            calibrate_cpu(tiny, threads=bad)
+
+
+def test_the_peak_line_puts_the_best_fp32_gemm_beside_the_peak():
+    # Hand calculation: 4 cores x 2.5 GHz x 32 FLOP/cycle = 320 GFLOP/s; the best fp32 GEMM, 160, is 50%.
+    run = {"provenance": {"threads": 8, "isa": "AVX2+FMA",
+                          "cpu_peak": {"fp32_flops_per_s": 320e9, "cores": 4, "clock_hz": 2.5e9,
+                                       "flops_per_cycle": {"fp32": 32, "fp64": 16}}},
+           "measurements": [{"kind": "gemm", "format": "fp32", "achieved_flops_per_s": 120e9},
+                            {"kind": "gemm", "format": "fp32", "achieved_flops_per_s": 160e9},
+                            {"kind": "gemm", "format": "fp64", "achieved_flops_per_s": 300e9},
+                            {"kind": "layer_op", "format": "fp32", "achieved_flops_per_s": 310e9}]}
+    assert cpu_peak_line(run) == ("measured fp32 GEMM 160.0 GFLOP/s on 8 threads = 50% of the CPU's peak 320.0 GFLOP/s "
+                                  "(AVX2+FMA, 4 cores x 2.50 GHz x 32 FLOP/cycle)")
+    assert cpu_peak_line({"provenance": {"backend": "cuda"}, "measurements": run["measurements"]}) == ""
+    run["provenance"]["cpu_peak"]["clock_source"] = "/proc/cpuinfo cpu MHz"  # a base clock below the turbo one
+    run["measurements"][0]["achieved_flops_per_s"] = 400e9
+    assert cpu_peak_line(run).endswith("= 125% of the CPU's peak 320.0 GFLOP/s (AVX2+FMA, 4 cores x 2.50 GHz x "
+                                       "32 FLOP/cycle); above the peak: the cores ran faster than the clock from "
+                                       "/proc/cpuinfo cpu MHz")
+
+
 def test_cli_calibrate_writes_the_measurements(tmp_path, run_cli):
     out = tmp_path / "raw.json"
     code, stdout, _ = run_cli("calibrate", "--backend", "cpu", "--array", "8MiB", "--max-time", "0.1s", "-o", str(out))
@@ -46,6 +94,8 @@ def test_cli_calibrate_writes_the_measurements(tmp_path, run_cli):
     assert len(data["measurements"]) == 4 + 2   # four square GEMMs, copy, triad
     code, _, stderr = run_cli("calibrate", "--backend", "tpu")
     assert code == 2 and "allowed: cpu, cuda" in stderr
+    code, _, stderr = run_cli("calibrate", "--threads", "2000", "--array", "0B")
+    assert code == 2 and "/threads" in stderr
 
 
 # A small dense transformer layer (GQA, gated MLP): big enough that its GEMMs take milliseconds on
@@ -61,13 +111,16 @@ def tiny_calibration(tmp_path_factory):
     at most three times: CI machines share their cores, and a run disturbed by a neighbour is
     repeated rather than judged. Five interleaved rounds (the fastest median of each probe counts):
     with three, one attempt in three passed on a 2-core VM (operators off by up to 39%, each probe's
-    median drifting by a quarter between attempts); with five, six of six, within 11%.
-    Returns (calibration, attempts)."""
+    median drifting by a quarter between attempts); with five, six of six, within 11%. One thread:
+    on a 2-core VM a second thread shares its core with whatever else runs there, and a kernel split
+    over threads waits for the slowest (with 2 threads under a neighbour's load, attention and norms
+    were off by up to 24%). Returns (calibration, attempts)."""
     from capplan.calibration import calibrate_cpu
     out = tmp_path_factory.mktemp("cal") / "cpu.json"
     model = capplan.Model.from_hf_config(TINY, "tiny")
     for attempt in range(1, 4):
-        cal = calibrate_cpu(model, layer_tokens=128, gemm_tokens=(1, 16, 128), max_time="0.2 s", rounds=5, output=out)
+        cal = calibrate_cpu(model, layer_tokens=128, gemm_tokens=(1, 16, 128), max_time="0.2 s", rounds=5, output=out,
+                            threads=1)
         if all(abs(o["error_after"]) <= 0.15 for o in cal["report"]["ops"]):
             break
     return cal, out
@@ -97,6 +150,9 @@ def test_calibration_file_has_curves_peaks_provenance_and_raw_measurements(tiny_
     kinds = {m["kind"] for m in cal["measurements"]}
     assert kinds == {"gemm", "attention", "norm", "memory_triad", "layer_op"}
     assert cal["provenance"]["backend"] == "cpu" and cal["fit"].startswith("least-squares")
+    assert cal["provenance"]["threads"] == 1
+    if "cpu_peak" in cal["provenance"]:
+        assert cpu_peak_line(cal) in repr(cal) and "of the CPU's peak" in repr(cal)
 
 
 def test_estimate_uses_the_calibration_and_names_it(tiny_calibration):
@@ -158,10 +214,12 @@ def test_cli_calibrate_with_a_model_writes_the_table_and_prints_the_report(tmp_p
     (tmp_path / "tiny" / "config.json").write_text(json.dumps(TINY))
     out = tmp_path / "cal.json"
     code, stdout, _ = run_cli("calibrate", "--backend", "cpu", "--model", str(tmp_path / "tiny"), "--tokens", "1,32",
-                              "--layer-tokens", "32", "--rounds", "1", "--max-time", "0.05s", "-o", str(out))
+                              "--layer-tokens", "32", "--rounds", "1", "--max-time", "0.05s", "--threads", "1", "-o", str(out))
     assert code == 0 and f"wrote {out}" in stdout
     assert "predicted vs measured" in stdout and "attention projections" in stdout
     data = json.loads(out.read_text())
+    assert data["provenance"]["threads"] == 1
+    assert ("cpu_peak" not in data["provenance"]) or "on 1 thread = " in stdout
     assert data["report"]["layer_tokens"] == 32 and data["command"].startswith("capplan calibrate")
     from capplan.calibration import host_scenario
     scenario = host_scenario(data, str(tmp_path / "tiny" / "config.json"))

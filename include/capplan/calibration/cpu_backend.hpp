@@ -1,7 +1,9 @@
 // The CPU calibration backend (issue 8.2), always built: GEMM throughput through Eigen by shape and
 // number format, and memory bandwidth by STREAM's copy and triad (McCalpin 1995) on buffers well
 // beyond the last-level cache. Byte counts follow STREAM: copy moves 2 x 8 bytes per element
-// (read a, write c), triad 3 x 8 (read b and c, write a).
+// (read a, write c), triad 3 x 8 (read b and c, write a). Every probe runs the kernels of the widest
+// instruction set this CPU runs (cpu_isa.hpp) on options.threads threads, a GEMM split by columns
+// of C, attention by heads, norms by rows, STREAM by ranges; declared work is the whole probe's.
 #pragma once
 
 #include <optional>
@@ -38,7 +40,9 @@ measurement cpu_norm(std::int64_t rows, std::int64_t cols, const measure_options
 // state in 3 kernels). Dense layers with full multi-head / grouped-query attention only.
 std::vector<measurement> cpu_layer_ops(const model_spec& m, std::int64_t tokens, const measure_options& options = {});
 
-provenance cpu_provenance();
+// The CPU, compiler and Eigen (as compiled for the ISA the probes run), the probes' threads
+// (cpu_probe_threads(threads)), the ISA and the CPU's peak for it.
+provenance cpu_provenance(int threads = 0);
 // Installed memory (MemTotal of /proc/meminfo); empty where it cannot be read.
 std::optional<data_size> cpu_memory_total();
 

@@ -51,7 +51,7 @@ struct cpu_calibration_options {
     std::vector<std::string> formats{"fp32"};
     std::vector<data_size> triad_arrays;  // empty: 16 KiB .. 256 MiB by factors of 4
     int rounds = 3;                       // interleaved repetitions; the fastest median counts
-    measure_options probe;
+    measure_options probe;                // its threads: every probe's and the layer's
 };
 
 struct calibration_run {

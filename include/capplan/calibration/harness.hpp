@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "capplan/calibration/cpu_isa.hpp"
 #include "capplan/units.hpp"
 
 namespace capplan {
@@ -21,6 +23,8 @@ struct provenance {
     std::string clocks;    // what the clocks were, where readable ("" when not)
     std::string date;      // UTC, ISO 8601
     int threads = 1;
+    std::string isa;       // CPU: the instruction set the probes ran (cpu_isa_name)
+    std::optional<cpu_peak> peak;  // CPU: its peak for that ISA and those threads, where readable
 };
 
 struct probe_work {
@@ -34,6 +38,7 @@ struct measure_options {
     int max_runs = 100;
     double target_spread = 0.05;  // stop when (p75 - p25) / median falls to this
     duration max_time = duration::from_si(2.0);  // total timed budget per probe
+    int threads = 0;  // CPU probes: threads to spread each probe over, 0 = every hardware thread
 };
 
 struct measurement {
@@ -61,8 +66,9 @@ double relative_iqr(const std::vector<double>& samples);
 measurement measure(std::string probe, std::string kind, probe_work work, const std::function<duration()>& run_once,
                     const measure_options& options = {});
 
-// {"provenance": {...}, "measurements": [{probe, kind, format, m, n, k, flops, bytes, time_s, spread,
-// runs, converged, achieved_flops_per_s, achieved_bytes_per_s}]}: the raw table a fit is made from.
+// {"provenance": {..., isa, cpu_peak}, "measurements": [{probe, kind, format, m, n, k, flops, bytes,
+// time_s, spread, runs, converged, achieved_flops_per_s, achieved_bytes_per_s}]}: the raw table a
+// fit is made from.
 std::string measurements_json(const provenance& p, const std::vector<measurement>& ms, int indent = 2);
 
 }  // namespace capplan
