@@ -32,7 +32,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # A venv made by an earlier version of this script saw Debian's site-packages: start it afresh.
 if grep -qs 'include-system-site-packages = true' .venv/pyvenv.cfg; then rm -rf .venv; fi
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-# pyproject-build, not `python -m build`: the folder build/ here would shadow the package.
+# Checked by its command: `import build` here would find the folder build/ (a namespace package).
 [ -x .venv/bin/pyproject-build ] || .venv/bin/python -m pip install -q build
 
 # The wheel's inputs; tests, docs and notebooks do not change it.
