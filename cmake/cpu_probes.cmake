@@ -15,7 +15,7 @@ set(CAPPLAN_PROBE_FLAGS_avx512 -mavx512f -mavx512vl -mavx512bw -mavx512dq -mavx2
 
 function(capplan_add_probe_variants target source)
   if(NOT (CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND CMAKE_SYSTEM_NAME STREQUAL "Linux"
-          AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang" AND CMAKE_OBJCOPY))
+          AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang" AND CMAKE_OBJCOPY AND CMAKE_OBJDUMP AND CMAKE_NM))
     message(STATUS "capplan: CPU probes baseline only (runtime dispatch needs Linux x86-64, GCC or Clang, objcopy)")
     return()
   endif()
@@ -34,6 +34,8 @@ function(capplan_add_probe_variants target source)
     add_custom_command(OUTPUT ${object}
       COMMAND ${CMAKE_OBJCOPY} --remove-section=.group --keep-global-symbol=capplan_probe_kernels_${isa}
               $<TARGET_OBJECTS:${variant}> ${object}
+      COMMAND ${CMAKE_COMMAND} -DOBJDUMP=${CMAKE_OBJDUMP} -DNM=${CMAKE_NM} -DOBJECT=${object} -DISA=${isa}
+              -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/check_probe_object.cmake
       DEPENDS ${variant} $<TARGET_OBJECTS:${variant}>
       COMMENT "capplan: ${isa} probe kernels with local symbols"
       VERBATIM)

@@ -1,6 +1,6 @@
 """Writes and executes the tutorial notebooks (outputs stored). Run with an interpreter that has
 capplan[notebook] installed, e.g. .venv/bin/python notebooks/make_notebooks.py after
-`.venv/bin/pip install "$(ls dist/capplan-*.whl)[notebook]"`."""
+`.venv/bin/pip install "$(ls build/dist/capplan-*.whl)[notebook]"`."""
 from pathlib import Path
 
 import nbformat

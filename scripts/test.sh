@@ -26,7 +26,7 @@ cmake -S examples/cpp -B build/example -G Ninja -DCMAKE_PREFIX_PATH="$ROOT/build
 cmake --build build/example
 build/example/plan_assistant
 
-wheel="$(ls "$ROOT"/dist/capplan-*.whl)"
+wheel="$(ls "$ROOT"/build/dist/capplan-*.whl)"  # the one setup.sh built
 outside="$(mktemp -d)"
 trap 'rm -rf "$outside"' EXIT
 "${PYTHON:-python3}" -m venv "$outside/venv"

@@ -158,10 +158,13 @@ cpu_identity parse_cpu_identity(const std::string& cpuinfo) {
 // FMA units x fp32 lanes x 2 (a fused multiply-add is 2 FLOPs) per core and cycle:
 // - AVX-512: 2 x 16 x 2 = 64, two 512-bit FMA units (Intel 64 and IA-32 Architectures Optimization
 //   Reference Manual, Skylake Server: FMA on ports 0 and 5). Xeons with only the port-0 unit (Bronze,
-//   Silver, some Gold 5xxx) do 32, which CPUID does not tell: their peak reads twice too high.
+//   Silver, some Gold 5xxx) and Intel's client AVX-512 cores (Ice Lake, Tiger Lake, Rocket Lake) do
+//   32, which CPUID does not tell: their peak reads twice too high.
 //   AMD Zen 4 (family 19h; its Zen 3 siblings lack AVX-512) runs a 512-bit op as two halves on its
 //   two 256-bit FMA pipes: 32 (A. Fog, "The microarchitecture of Intel, AMD and VIA CPUs", Zen 4;
-//   A. J. Yee, "Zen4's AVX512 Teardown", numberworld.org, 2022).
+//   A. J. Yee, "Zen4's AVX512 Teardown", numberworld.org, 2022). Zen 5 (family 1Ah) desktop and
+//   server cores have full 512-bit datapaths (64); its mobile cores keep 256-bit ones (32), which
+//   the family does not tell apart: their peak reads twice too high.
 // - AVX2+FMA: 2 x 8 x 2 = 32 (Intel since Haswell: FMA on ports 0 and 1, the optimization manual;
 //   AMD since Zen 2, Fog). Zen and Zen+ (family 17h, models below 30h) split 256-bit ops into two
 //   128-bit halves: 16 (Fog, Zen).

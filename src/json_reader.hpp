@@ -3,7 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -83,20 +85,40 @@ public:
         return *s;
     }
 
-    std::optional<std::int64_t> integer(std::string_view key, std::int64_t min = 0) {
+    // An integer in [min, max]: whole numbers written as floats (2.0, 1e3) count; anything beyond
+    // the range, int64's included, is an error naming the field, never a wrapped value.
+    std::optional<std::int64_t> integer(std::string_view key, std::int64_t min = 0,
+                                        std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
         const json* v = get(key);
         if (!v || v->is_null()) return std::nullopt;
-        if (v->is_boolean() || !v->is_number() ||
-            (v->is_number_float() && v->get<double>() != static_cast<double>(static_cast<std::int64_t>(v->get<double>()))))
-            wrong_type(key, *v, "an integer");
-        const auto n = v->is_number_float() ? static_cast<std::int64_t>(v->get<double>()) : v->get<std::int64_t>();
-        if (n < min)
-            throw config_error(path(key), short_value(*v), "must be at least " + std::to_string(min),
-                               "an integer >= " + std::to_string(min));
+        if (v->is_boolean() || !v->is_number()) wrong_type(key, *v, "an integer");
+        const std::string allowed = max == std::numeric_limits<std::int64_t>::max()
+                                        ? "an integer >= " + std::to_string(min)
+                                        : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+        auto out_of_range = [&](const char* side) {
+            throw config_error(path(key), short_value(*v), std::string("must be at ") + side + " " +
+                               std::to_string(side[0] == 'l' ? min : max), allowed);
+        };
+        std::int64_t n = 0;
+        if (v->is_number_float()) {
+            const double x = v->get<double>();
+            if (!std::isfinite(x) || x != std::floor(x)) wrong_type(key, *v, "an integer");
+            if (x < -0x1p63) out_of_range("least");
+            if (x >= 0x1p63) out_of_range("most");  // checked before the conversion, which would be undefined
+            n = static_cast<std::int64_t>(x);
+        } else if (v->is_number_unsigned() &&
+                   v->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+            out_of_range("most");
+        } else {
+            n = v->get<std::int64_t>();
+        }
+        if (n < min) out_of_range("least");
+        if (n > max) out_of_range("most");
         return n;
     }
-    std::int64_t required_integer(std::string_view key, std::int64_t min = 0) {
-        auto n = integer(key, min);
+    std::int64_t required_integer(std::string_view key, std::int64_t min = 0,
+                                  std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
+        auto n = integer(key, min, max);
         if (!n) missing(key, "an integer >= " + std::to_string(min));
         return *n;
     }

@@ -94,8 +94,8 @@ system_spec read_system(object_reader& sys, const catalog& cat) {
     } else if (!preset) {
         sys.missing("accelerator", "an accelerator name (see `capplan list accelerators`) or a system preset");
     }
-    const auto count = sys.integer("count", 1);
-    const auto per_node = sys.integer("per_node", 1);
+    const auto count = sys.integer("count", 1, max_system_accelerators);
+    const auto per_node = sys.integer("per_node", 1, max_system_accelerators);
     if (count) s.count = static_cast<int>(*count);
     if (per_node) {
         s.per_node = static_cast<int>(*per_node);
@@ -179,7 +179,7 @@ precision_spec read_precision(object_reader& r) {
 parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
     parallelism_spec p;
     auto degree = [&](std::string_view key, int& out) {
-        if (const auto v = r.integer(key, 1)) out = static_cast<int>(*v);
+        if (const auto v = r.integer(key, 1, max_system_accelerators)) out = static_cast<int>(*v);
     };
     degree("tp", p.tp);
     degree("pp", p.pp);
@@ -196,13 +196,15 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
                            "needs ep = tp >= 2 with pp = 1 and cp = 1 (got tp " + std::to_string(p.tp) + ", ep " +
                                std::to_string(p.ep) + ", pp " + std::to_string(p.pp) + ", cp " + std::to_string(p.cp) + ")",
                            "false, or the routed experts spread over the tp group: ep = tp");
-    const auto dp = r.integer("dp", 1);
-    const int mp = p.model_parallel();
+    const auto dp = r.integer("dp", 1, max_system_accelerators);
+    // Products in int64: each degree is at most 2^20, so three of them fit; model_parallel() (int)
+    // is safe once mp is known to divide the system's count.
+    const std::int64_t mp = std::int64_t{p.tp} * p.pp * p.cp;
     if (dp) {
         p.dp = static_cast<int>(*dp);
-        if (static_cast<long long>(mp) * p.dp != sys.count)
+        if (mp > sys.count || mp * p.dp != sys.count)  // mp <= 2^20 before the product
             throw config_error(r.path("dp"), std::to_string(p.dp),
-                               "tp x pp x cp x dp = " + std::to_string(static_cast<long long>(mp) * p.dp) +
+                               "tp x pp x cp x dp = " + (mp > sys.count ? "more" : std::to_string(mp * p.dp)) +
                                    " does not equal the system's " + std::to_string(sys.count) + " accelerators",
                                "dp = count / (tp x pp x cp)");
     } else {
@@ -211,10 +213,10 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
                                "tp x pp x cp = " + std::to_string(mp) + " does not divide the system's " +
                                    std::to_string(sys.count) + " accelerators",
                                "degrees whose product divides system.count");
-        p.dp = sys.count / mp;
+        p.dp = static_cast<int>(sys.count / mp);
     }
-    if (p.ep * p.etp > p.tp * p.dp * p.cp)
-        throw config_error(r.path("ep"), std::to_string(p.ep), "ep x etp = " + std::to_string(p.ep * p.etp) +
+    if (std::int64_t{p.ep} * p.etp > std::int64_t{p.tp} * p.dp * p.cp)
+        throw config_error(r.path("ep"), std::to_string(p.ep), "ep x etp = " + std::to_string(std::int64_t{p.ep} * p.etp) +
                            " is larger than the tp x dp x cp = " + std::to_string(p.tp * p.dp * p.cp) + " ranks of a pipeline stage",
                            "ep x etp <= tp x dp x cp");
     r.finish();

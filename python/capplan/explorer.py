@@ -7,9 +7,23 @@ from typing import Any, Dict, Optional
 
 from .api import estimate
 from .catalog import accelerator as find_accelerator, list_accelerators, list_models, model as find_model
-from .errors import Error
+from .errors import ConfigError, Error
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+WEIGHT_FORMATS = ("bf16", "fp8", "int8", "int4")
+# The controls' ranges: a starting value outside them is an error, not silently clamped.
+RANGES = {"count": (1, 100_000), "context": (128, 131_072), "concurrency": (1, 512)}
+
+
+def _check_start(count: int, tp: int, context: int, concurrency: int, weights: str) -> None:
+    for field, value in (("count", count), ("context", context), ("concurrency", concurrency)):
+        lo, hi = RANGES[field]
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise ConfigError(f"/{field}: {value!r} is outside the explorer's control; allowed: an integer in [{lo}, {hi}]")
+    if tp not in TP_CHOICES:
+        raise ConfigError(f"/tp: {tp!r} is not one of the explorer's choices; allowed: {', '.join(map(str, TP_CHOICES))}")
+    if weights not in WEIGHT_FORMATS:
+        raise ConfigError(f"/weights: {weights!r} is not one of the explorer's formats; allowed: {', '.join(WEIGHT_FORMATS)}")
 
 
 def scenario_of(model: str, accelerator: str, count: int, tp: int, context: int, concurrency: int,
@@ -29,18 +43,20 @@ class Explorer:
     def __init__(self, model: str, accelerator: str, count: int, tp: int, context: int, concurrency: int,
                  output_tokens: int, weights: str):
         import ipywidgets as w
+        _check_start(count, tp, context, concurrency, weights)
         self.output_tokens = output_tokens
         # The dropdowns list catalog names; an alias (H100, llama-3.1-70b) selects its entry.
         model, accelerator = find_model(model).name, find_accelerator(accelerator).name
         self.controls = {
             "model": w.Dropdown(options=list_models(), value=model, description="model"),
             "accelerator": w.Dropdown(options=list_accelerators(), value=accelerator, description="accelerator"),
-            "weights": w.Dropdown(options=["bf16", "fp8", "int8", "int4"], value=weights, description="weights"),
-            "count": w.BoundedIntText(value=count, min=1, max=100_000, description="count"),
+            "weights": w.Dropdown(options=WEIGHT_FORMATS, value=weights, description="weights"),
+            "count": w.BoundedIntText(value=count, min=RANGES["count"][0], max=RANGES["count"][1], description="count"),
             "tp": w.Dropdown(options=TP_CHOICES, value=tp, description="tp"),
-            "context": w.IntSlider(value=context, min=128, max=131_072, step=128, description="context",
+            "context": w.IntSlider(value=context, min=RANGES["context"][0], max=RANGES["context"][1], description="context",
                                    continuous_update=False),
-            "concurrency": w.IntSlider(value=concurrency, min=1, max=512, description="users",
+            "concurrency": w.IntSlider(value=concurrency, min=RANGES["concurrency"][0], max=RANGES["concurrency"][1],
+                                       description="users",
                                        continuous_update=False),
         }
         self.output = w.Output()

@@ -12,6 +12,7 @@
 #include "capplan/calibration/cpu_backend.hpp"
 #include "capplan/calibration/cpu_isa.hpp"
 #include "capplan/calibration/efficiency_fit.hpp"
+#include "capplan/detail/threads.hpp"
 #include "capplan/detail/cpu_probe_kernels.hpp"
 #include "capplan/detail/threads.hpp"
 #include "test_support.hpp"
@@ -115,7 +116,7 @@ TEST_CASE("every ISA's GEMM kernel computes the product, slice by slice") {
 }
 
 TEST_CASE("probe threads: 0 means every hardware thread, 1..1024 as given, otherwise /threads") {
-    CHECK(cpu_probe_threads(0) == static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    CHECK(cpu_probe_threads(0) == detail::available_cpus());
     CHECK(cpu_probe_threads(3) == 3);
     CHECK(cpu_probe_threads(1024) == 1024);
     for (int bad : {-1, 1025})

@@ -142,3 +142,29 @@ TEST_CASE("bad input: each error names its field") {
     CHECK(error_of(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": "8"}})")
               .find("/system/count: expected an integer, got string") == 0);
 }
+
+TEST_CASE("counts and degrees beyond what an int holds are errors naming the field, never wrapped") {
+    auto sys_error = [](const std::string& system, const std::string& parallelism = "{}") {
+        return test::error_of([&] {
+            read(R"({"model": "Llama-3.1-70B", "system": )" + system + R"(, "parallelism": )" + parallelism +
+                 R"(, "inference": {"input_tokens": 2000, "output_tokens": 500, "concurrency": 50}})");
+        });
+    };
+    // 2^32 became 0 (then a division by zero ended the process); 2^32 + 8 ran as 8; 2^31 as -2^31.
+    for (const char* count : {"4294967296", "4294967304", "2147483648", "1048577", "1e30", "18446744073709551615"}) {
+        const config_error e = sys_error(std::string(R"({"preset": "HGX-H200", "count": )") + count + "}");
+        CHECK(e.field() == "/system/count");
+        CHECK(e.problem() == "must be at most 1048576");
+        CHECK(e.allowed() == "an integer in [1, 1048576]");
+    }
+    CHECK(sys_error(R"({"preset": "HGX-H200", "per_node": 4294967304})").field() == "/system/per_node");
+    CHECK(sys_error(R"({"preset": "HGX-H200"})", R"({"tp": 4294967304})").field() == "/parallelism/tp");
+    CHECK(sys_error(R"({"preset": "HGX-H200"})", R"({"dp": 4294967297})").field() == "/parallelism/dp");
+    CHECK(sys_error(R"({"preset": "HGX-H200", "count": -9223372036854775807})").problem() == "must be at least 1");
+    // The largest allowed degrees multiply in int64: a clear "does not divide", not an overflow.
+    const config_error big = sys_error(R"({"preset": "HGX-H200", "count": 1048576, "per_node": 8})",
+                                       R"({"tp": 1048576, "pp": 1048576, "cp": 1048576})");
+    CHECK(big.problem().find("1152921504606846976 does not divide") != std::string::npos);
+    const scenario ok = read(R"({"model": "Llama-3.1-8B", "system": {"preset": "HGX-H200", "count": 1048576}})");
+    CHECK(ok.system.count == 1048576);
+}

@@ -85,3 +85,14 @@ def test_broken_catalog_is_one_line_exit_2(tmp_path):
                            env={**os.environ, "CAPPLAN_CATALOG": str(catalog)})
         assert p.returncode == 2, p.stderr
         assert len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr
+
+
+def test_counts_beyond_an_int_are_one_line_errors_not_a_crash(run_cli):
+    # count 2^32 used to end the process with SIGFPE (exit 136); --nodes-of goes through the same reader.
+    scenario = ('{"model":"Llama-3.1-70B","system":{"preset":"HGX-H200","count":4294967296},'
+                '"inference":{"input_tokens":2000,"output_tokens":500,"concurrency":50}}')
+    code, out, err = run_cli("estimate", "-", stdin=scenario)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "/system/count" in err and "at most 1048576" in err
+    code, _, err = run_cli("collective", "all_reduce", "--system", "DGX-H100", "--nodes-of", "4294967296", "--size", "1GiB")
+    assert code == 2 and "/system/count" in err and len(err.strip().splitlines()) == 1

@@ -30,6 +30,13 @@ def test_bad_combination_shows_the_error_naming_the_field():
     assert e.result is not None and e.error is None
 
 
+@pytest.mark.parametrize("start,field", [({"context": 200_000}, "/context"), ({"concurrency": 1000}, "/concurrency"),
+                                         ({"tp": 3}, "/tp"), ({"weights": "fp16"}, "/weights"), ({"count": 0}, "/count")])
+def test_a_start_outside_the_controls_is_a_capplan_error_not_a_clamp(start, field):
+    with pytest.raises(capplan.ConfigError, match=field):
+        capplan.explorer(**start)
+
+
 def test_renders_as_widget_and_as_static_html():
     bundle = capplan.explorer()._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle

@@ -37,7 +37,7 @@ cpu_isa host_cpu_isa();
 // The probe kernels of `isa`; config_error at /isa where it is not built or this CPU lacks it.
 const detail::probe_kernels& cpu_probe_kernels(cpu_isa isa);
 
-// The probes' threads: 0 means every hardware thread (std::thread::hardware_concurrency);
+// The probes' threads: 0 means every CPU this process may run on (detail::available_cpus);
 // otherwise 1..1024, else config_error at /threads.
 int cpu_probe_threads(int threads);
 

@@ -102,6 +102,11 @@ struct scale_out_spec {
     bool in_network_reduction = false;  // switches reduce in flight (InfiniBand SHARP / NCCL CollNet)
 };
 
+// The most accelerators a system may have, and so the largest parallel degree: 2^20 = 1,048,576,
+// ten times the largest clusters built (about 10^5 accelerators), and small enough that a product of
+// three degrees or counts fits an int64 and a validated degree fits an int.
+inline constexpr int max_system_accelerators = 1 << 20;
+
 struct system_spec {
     std::string preset;  // catalog system name it came from, empty if assembled inline
     accelerator_spec accelerator;
