@@ -34,7 +34,11 @@ def scenario_text(scenario: Scenario) -> tuple:
         if not path.is_file():
             raise _core.ConfigError(f"/: scenario file not found (got '{scenario}'); "
                                     "allowed: a path to a scenario .json, JSON text, or a dict")
-        return path.read_text(), path.resolve().parent
+        try:
+            return path.read_text(encoding="utf-8"), path.resolve().parent
+        except UnicodeDecodeError as e:
+            raise _core.ConfigError(f"/: scenario file '{scenario}' is not UTF-8 text (byte {e.start}); "
+                                    "allowed: a JSON file in UTF-8") from None
     return scenario, Path.cwd()
 
 

@@ -8,9 +8,10 @@ import copy
 import csv
 import io
 import itertools
+import os
 import json
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
 from .api import _jsonable
@@ -159,50 +160,114 @@ def sweep_inference(scenario, grid: Mapping[str, Iterable[Any]], threads: int = 
     return pandas.DataFrame(out)
 
 
-def read_table(path: Union[str, Path]) -> List[Row]:
-    """Rows of a CSV or XLSX file (first row: dotted column names)."""
+OUTPUT_FORMATS = (".csv", ".xlsx", ".xlsm", ".json")
+
+
+def _error(message: str) -> Exception:
+    return _core.ConfigError(message)
+
+
+def _read_xlsx(path: Path) -> List[List[Any]]:
+    try:
+        import openpyxl
+    except ImportError:
+        raise _error(f"/: reading {path.name} needs openpyxl: pip install \"capplan[excel]\"") from None
+    import zipfile
+    try:
+        sheet = openpyxl.load_workbook(path, read_only=True, data_only=True).active
+        return [list(r) for r in sheet.iter_rows(values_only=True)]
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
+        raise _error(f"/: {path.name} is not an XLSX workbook ({e.__class__.__name__}); "
+                     "allowed: a workbook saved by a spreadsheet, or a CSV file") from None
+
+
+def _read_csv(path: Path) -> Tuple[List[List[Any]], str]:
+    """The rows of a CSV file and how it was read: UTF-8 with or without a byte-order mark (a
+    spreadsheet's "CSV UTF-8"), separated by ',', ';' or a tab (the header line decides)."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise _error(f"/: {path.name} is not UTF-8 text (byte {e.start}); allowed: a CSV saved as \"CSV UTF-8\", "
+                     "or an XLSX workbook") from None
+    header = text.split("\n", 1)[0]
+    separator = max((",", ";", "\t"), key=header.count)
+    rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=separator)]
+    how = ("with a byte-order mark, " if raw.startswith(b"\xef\xbb\xbf") else "") + \
+          {",": "',' separators", ";": "';' separators", "\t": "tab separators"}[separator]
+    return rows, how
+
+
+def read_table_with_format(path: Union[str, Path]) -> Tuple[List[Row], str]:
+    """Rows of a CSV or XLSX file (first row: dotted column names) and how the file was read. An empty
+    file or one with a header and no rows is an error: there is nothing to estimate."""
     path = Path(path)
     if path.suffix.lower() in (".xlsx", ".xlsm"):
-        try:
-            import openpyxl
-        except ImportError:
-            raise _core.ConfigError(f"/: reading {path.name} needs openpyxl: pip install \"capplan[excel]\"") from None
-        sheet = openpyxl.load_workbook(path, read_only=True, data_only=True).active
-        values = list(sheet.iter_rows(values_only=True))
-        if not values:
-            return []
-        header = [str(h) if h is not None else "" for h in values[0]]
-        return [{h: v for h, v in zip(header, r) if h} for r in values[1:] if any(c is not None for c in r)]
-    with open(path, newline="") as fh:
-        return [dict(r) for r in csv.DictReader(fh)]
+        values, how = _read_xlsx(path), "XLSX"
+    else:
+        values, how = _read_csv(path)
+        how = "CSV " + how
+    if not values or not any(c not in (None, "") for c in values[0]):
+        raise _error(f"/: {path.name} is empty; allowed: a header row of dotted names (model, system.accelerator, ...) "
+                     "and one scenario per row")
+    header = [str(h).strip() if h is not None else "" for h in values[0]]
+    rows = [{h: v for h, v in zip(header, r) if h} for r in values[1:] if any(c not in (None, "") for c in r)]
+    if not rows:
+        raise _error(f"/: {path.name} has a header but no scenario rows")
+    return rows, how
+
+
+def read_table(path: Union[str, Path]) -> List[Row]:
+    """Rows of a CSV or XLSX file (first row: dotted column names)."""
+    return read_table_with_format(path)[0]
+
+
+def check_output_path(path: Union[str, Path]) -> Path:
+    """The output's format comes from its extension: .csv, .xlsx or .json; anything else is an error
+    (a CSV written into a file named .pdf helps nobody)."""
+    path = Path(path)
+    if path.suffix.lower() not in OUTPUT_FORMATS:
+        raise _error(f"/output: '{path.name}' has no result format by its extension; allowed: "
+                     + ", ".join(OUTPUT_FORMATS))
+    return path
 
 
 def write_table(rows: Sequence[Row], path: Union[str, Path]) -> None:
-    """CSV, XLSX (header row, units in the column names) or JSON, by the file's extension."""
-    path = Path(path)
+    """CSV, XLSX (header row frozen and filtered, numbers as numbers, units in the column names) or
+    JSON, by the file's extension. Written to a temporary file beside it, then renamed: an
+    interrupted write leaves the old file (or none), never half of one."""
+    path = check_output_path(path)
     columns: List[str] = []
     for r in rows:
         for k in r:
             if k not in columns:
                 columns.append(k)
     suffix = path.suffix.lower()
-    if suffix == ".json":
-        path.write_text(json.dumps(list(rows), indent=2))
-    elif suffix in (".xlsx", ".xlsm"):
-        try:
-            import openpyxl
-        except ImportError:
-            raise _core.ConfigError(f"/: writing {path.name} needs openpyxl: pip install \"capplan[excel]\"") from None
-        wb = openpyxl.Workbook()
-        ws = wb.active
-        ws.title = "capplan"
-        ws.append(columns)
-        for r in rows:
-            ws.append([r.get(c) if not isinstance(r.get(c), (dict, list)) else json.dumps(r.get(c)) for c in columns])
-        wb.save(path)
-    else:
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        path.write_text(buf.getvalue())
+    tmp = path.with_name(f".{path.name}.capplan-tmp")
+    try:
+        if suffix == ".json":
+            tmp.write_text(json.dumps(list(rows), indent=2))
+        elif suffix in (".xlsx", ".xlsm"):
+            try:
+                import openpyxl
+            except ImportError:
+                raise _error(f"/: writing {path.name} needs openpyxl: pip install \"capplan[excel]\"") from None
+            wb = openpyxl.Workbook()
+            ws = wb.active
+            ws.title = "capplan"
+            ws.append(columns)
+            for r in rows:
+                ws.append([r.get(c) if not isinstance(r.get(c), (dict, list)) else json.dumps(r.get(c)) for c in columns])
+            ws.freeze_panes = "A2"
+            ws.auto_filter.ref = ws.dimensions
+            wb.save(tmp)
+        else:
+            buf = io.StringIO()
+            writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+            tmp.write_text(buf.getvalue())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

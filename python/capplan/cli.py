@@ -240,7 +240,13 @@ def _cmd_calibrate(args) -> str:
 
 def _cmd_size_training(args) -> str:
     from .sizing import search_training
-    system: Any = {"preset": args.system, "count": args.count} if args.count else args.system
+    if args.count is not None and args.count < 1:
+        raise _UsageError(f"--count: {args.count} accelerators; allowed: an integer >= 1 (or leave it out for the preset's)")
+    if args.top < 1:
+        raise _UsageError(f"--top: {args.top} layouts; allowed: an integer >= 1")
+    if args.price:
+        raise _UsageError("--price: ranks inference sizing by cost; training sizing does not use it (allowed with `size inference`)")
+    system: Any = {"preset": args.system, "count": args.count} if args.count is not None else args.system
     scenario = {"model": args.model, "system": system,
                 "training": {"seq_len": args.seq_len, "global_batch": args.global_batch}}
     r = search_training(scenario, top_k=args.top)
@@ -293,9 +299,13 @@ def _cmd_size(args) -> str:
 
 
 def _cmd_batch(args) -> str:
-    from .batch import read_table, run_rows, write_table
+    from .batch import check_output_path, read_table_with_format, run_rows, write_table
     from pathlib import Path
-    rows = read_table(args.file)
+    if args.output:
+        check_output_path(args.output)  # before the work, not after
+    rows, how = read_table_with_format(args.file)
+    if how not in ("CSV ',' separators", "XLSX"):
+        print(f"capplan: read {Path(args.file).name} as {how}", file=sys.stderr)
     out = run_rows(rows, base_dir=Path(args.file).resolve().parent, progress=len(rows) > 1000)
     errors = sum(1 for r in out if "error" in r)
     if args.output:

@@ -144,3 +144,51 @@ def test_sweep_inference_matches_estimate_and_names_bad_axes():
                               "inference": {**base["inference"], "batch": int(row["inference.batch"])}}).to_dict()
         assert bool(row["fits"]) == r["memory"]["fits"] and row["error"] == ""
         assert row["tpot_s"] == pytest.approx(r["inference"]["tpot_s"], rel=1e-12)
+
+
+def test_spreadsheet_csv_with_byte_order_mark_and_semicolons_is_read_and_said(tmp_path, run_cli):
+    # Excel's "CSV UTF-8" starts with a byte-order mark; European locales separate with ';'.
+    path = tmp_path / "excel.csv"
+    path.write_bytes("\ufeffmodel;system.accelerator;inference.input_tokens;inference.output_tokens\n"
+                     "Llama-3.1-8B;H100;1000;100\nLlama-3.1-8B;H200;2000;100\n".encode("utf-8"))
+    out = tmp_path / "out.csv"
+    code, msg, err = run_cli("batch", str(path), "-o", str(out))
+    assert code == 0 and "2 results, 0 errors" in msg
+    assert "byte-order mark" in err and "';' separators" in err
+    rows = list(csv.DictReader(open(out)))
+    assert rows[0]["model"] == "Llama-3.1-8B" and rows[1]["inference.input_tokens"] == "2000"
+    assert all(not r.get("error") for r in rows) and rows[0]["model.parameters"] == "8030261248"
+
+
+@pytest.mark.parametrize("content,problem", [(b"", "is empty"), (b"model,system.accelerator\n", "no scenario rows"),
+                                             (b"model\n\xff\xfe\n", "not UTF-8")])
+def test_empty_header_only_or_non_utf8_input_is_an_error(tmp_path, run_cli, content, problem):
+    path = tmp_path / "in.csv"
+    path.write_bytes(content)
+    code, _, err = run_cli("batch", str(path), "-o", str(tmp_path / "out.csv"))
+    assert code == 2 and problem in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_unknown_output_extension_is_refused_before_any_work(tmp_path, run_cli):
+    path = tmp_path / "in.csv"
+    path.write_text("model,system.accelerator\nLlama-3.1-8B,H100\n")
+    code, _, err = run_cli("batch", str(path), "-o", str(tmp_path / "out.pdf"))
+    assert code == 2 and "/output" in err and ".xlsx" in err
+    assert not (tmp_path / "out.pdf").exists()
+
+
+def test_a_text_file_named_xlsx_is_an_error_and_xlsx_output_has_numbers_and_a_frozen_filtered_header(tmp_path, run_cli):
+    openpyxl = pytest.importorskip("openpyxl")
+    fake = tmp_path / "fake.xlsx"
+    fake.write_text("model\nLlama-3.1-8B\n")
+    code, _, err = run_cli("batch", str(fake))
+    assert code == 2 and "not an XLSX workbook" in err and len(err.strip().splitlines()) == 1
+    dst = tmp_path / "out.xlsx"
+    write_table(run_rows([{"model": "Llama-3.1-8B", "system.accelerator": "H100", "inference.input_tokens": 1000,
+                           "inference.output_tokens": 100, "inference.batch": 2}]), dst)
+    ws = openpyxl.load_workbook(dst).active
+    assert ws.freeze_panes == "A2" and ws.auto_filter.ref == ws.dimensions
+    header = [c.value for c in ws[1]]
+    assert isinstance(ws.cell(row=2, column=header.index("model.parameters") + 1).value, int)
+    assert not list(tmp_path.glob(".*capplan-tmp"))  # written beside, then renamed

@@ -96,3 +96,24 @@ def test_counts_beyond_an_int_are_one_line_errors_not_a_crash(run_cli):
     assert "/system/count" in err and "at most 1048576" in err
     code, _, err = run_cli("collective", "all_reduce", "--system", "DGX-H100", "--nodes-of", "4294967296", "--size", "1GiB")
     assert code == 2 and "/system/count" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("extra,flag", [(["--count", "0"], "--count"), (["--top", "-1"], "--top"),
+                                        (["--price", "H100=2"], "--price")])
+def test_size_training_refuses_what_it_would_ignore(run_cli, extra, flag):
+    code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", *extra)
+    assert code == 2 and out == "" and err.strip().startswith("capplan: error: " + flag)
+
+
+def test_a_layout_search_worker_error_is_one_line_not_a_terminate(run_cli):
+    # Reported: std::terminate (the layout search's worker threads did not hand their exception on).
+    code, _, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "L40S-PCIe-Server", "--count", "16",
+                           "--seq-len", "4096", "--global-batch", "64")
+    assert code == 2 and "/system/scale_out" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_scenario_file_that_is_not_utf8_is_one_line(run_cli, tmp_path):
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes(b'{"model": "Llama-3.1-8B \xe9"}')
+    code, _, err = run_cli("estimate", str(bad))
+    assert code == 2 and "not UTF-8" in err and len(err.strip().splitlines()) == 1
