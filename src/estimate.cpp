@@ -155,6 +155,10 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         w.warmup_requests = wi.warmup_requests.value_or(w.arrival == workload_spec::arrival_kind::closed_loop ? w.users : 0);
         w.requests = wi.requests > 0 ? wi.requests : std::max<std::int64_t>(200, 4 * w.users);
         w.seed = wi.seed;
+        if (wi.requests > 0)
+            check_simulation_budget(w, inf.output_tokens, "/inference/workload/requests", std::to_string(wi.requests));
+        else
+            check_simulation_budget(w, inf.output_tokens, "/inference/concurrency", std::to_string(w.users));
         const scheduler_spec sch = engine_scheduler(mem, inf.input_tokens + inf.output_tokens, static_cast<int>(dp));
         const sim_result sim = simulate(w, sch, [&](const batch_step& st) { return step_time(setup, st); });
         out.method = "simulation";

@@ -36,6 +36,7 @@ trial run(const scenario& sc, std::int64_t users, std::int64_t input, std::int64
     w.warmup_requests = users;
     w.requests = std::max<std::int64_t>(100, 2 * users);
     w.seed = 1;
+    check_simulation_budget(w, output, "/concurrency", std::to_string(users));
     t.sim = simulate(w, engine_scheduler(mem, input + output, sc.parallelism.dp), [&](const batch_step& st) { return step_time(perf, st); });
     return t;
 }

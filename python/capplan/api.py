@@ -39,6 +39,9 @@ def scenario_text(scenario: Scenario) -> tuple:
         except UnicodeDecodeError as e:
             raise _core.ConfigError(f"/: scenario file '{scenario}' is not UTF-8 text (byte {e.start}); "
                                     "allowed: a JSON file in UTF-8") from None
+    if not isinstance(scenario, str):
+        raise _core.ConfigError(f"/: a scenario is a dict, JSON text or the path of a scenario file, "
+                                f"got {type(scenario).__name__}")
     return scenario, Path.cwd()
 
 

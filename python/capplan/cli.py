@@ -21,6 +21,25 @@ KINDS = {"models": "models", "accelerators": "accelerators", "systems": "systems
          "links": "links"}
 
 
+# The largest values the core takes: counts and degrees up to 2^20 (docs/scenario.md), other
+# integers within a C++ int.
+_MAX_COUNT, _MAX_INT = 1 << 20, (1 << 31) - 1
+
+
+def _integer(lo: int, hi: int):
+    """An argparse type: an integer in [lo, hi]. Anything else is the usual one-line usage error
+    naming the option, never a value the core would refuse with a traceback."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+        if not lo <= n <= hi:
+            raise argparse.ArgumentTypeError(f"{n} is out of range; allowed: an integer in [{lo}, {hi}]")
+        return n
+    return parse
+
+
 class _UsageError(Exception):
     pass
 
@@ -240,10 +259,6 @@ def _cmd_calibrate(args) -> str:
 
 def _cmd_size_training(args) -> str:
     from .sizing import search_training
-    if args.count is not None and args.count < 1:
-        raise _UsageError(f"--count: {args.count} accelerators; allowed: an integer >= 1 (or leave it out for the preset's)")
-    if args.top < 1:
-        raise _UsageError(f"--top: {args.top} layouts; allowed: an integer >= 1")
     if args.price:
         raise _UsageError("--price: ranks inference sizing by cost; training sizing does not use it (allowed with `size inference`)")
     system: Any = {"preset": args.system, "count": args.count} if args.count is not None else args.system
@@ -349,10 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("collective", help="cost of a collective (all_reduce, all_gather, ...) on a system")
     c.add_argument("op", help="all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send_recv")
     c.add_argument("--system", default="DGX-H100", help="a catalog system preset (default DGX-H100)")
-    c.add_argument("--nodes-of", type=int, default=None, metavar="COUNT",
+    c.add_argument("--nodes-of", type=_integer(1, _MAX_COUNT), default=None, metavar="COUNT",
                    help="scale the preset to COUNT accelerators (several nodes)")
-    c.add_argument("--gpus", type=int, default=None, help="ranks in the group (default: the whole system)")
-    c.add_argument("--per-node", type=int, default=None, help="ranks of the group on each node")
+    c.add_argument("--gpus", type=_integer(1, _MAX_COUNT), default=None, help="ranks in the group (default: the whole system)")
+    c.add_argument("--per-node", type=_integer(1, _MAX_COUNT), default=None, help="ranks of the group on each node")
     c.add_argument("--size", default=None, help="message size, e.g. 1GiB")
     c.add_argument("--sweep", default=None, help="sizes FROM:TO doubling, e.g. 8B:8GiB (an nccl-tests-like table)")
     c.add_argument("--algorithm", default=None, help="force ring, tree, nvls, nvls_tree, collnet or direct")
@@ -366,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("file", help="nccl-tests output: its text table, or its -J JSON")
     k.add_argument("--system", required=True, help="the catalog system it was measured on")
     k.add_argument("--op", default=None, help="the operation (default: read from the output)")
-    k.add_argument("--ranks", type=int, default=None, help="ranks (default: counted from the output)")
+    k.add_argument("--ranks", type=_integer(1, _MAX_COUNT), default=None, help="ranks (default: counted from the output)")
     k.add_argument("--in-place", action="store_true", help="fit the in-place columns")
     k.add_argument("-o", "--output", default=None, help="write the calibration entry here")
     k.set_defaults(run=_cmd_calibrate_collectives)
@@ -377,15 +392,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "config.json) and check its layer; without it: raw square GEMMs and STREAM only")
     cal.add_argument("--tokens", default=None, help="token counts (GEMM m) for --model's shapes "
                      "(default cpu 1,16,128; cuda 1,16,128,512,2048)")
-    cal.add_argument("--layer-tokens", type=int, default=None, help="prompt tokens of the layer check (cpu 128, cuda 2048)")
+    cal.add_argument("--layer-tokens", type=_integer(1, _MAX_INT), default=None, help="prompt tokens of the layer check (cpu 128, cuda 2048)")
     cal.add_argument("--accelerator", default=None, help="cuda: the catalog accelerator the GPU is (default: by its name)")
-    cal.add_argument("--device", type=int, default=0, help="cuda: the GPU index")
-    cal.add_argument("--rounds", type=int, default=3, help="interleaved rounds (the fastest median counts)")
+    cal.add_argument("--device", type=_integer(0, 1023), default=0, help="cuda: the GPU index")
+    cal.add_argument("--rounds", type=_integer(1, 1000), default=3, help="interleaved rounds (the fastest median counts)")
     cal.add_argument("--format", action="append", help="GEMM number format, repeatable (cpu: fp32, fp64; "
                      "cuda: bf16, fp16, fp8; default all the device runs)")
     cal.add_argument("--array", default="256 MiB", help="size of each STREAM array (0 to skip memory)")
     cal.add_argument("--max-time", default="0.5 s", help="timed budget per probe (and round)")
-    cal.add_argument("--threads", type=int, default=None, help="cpu: threads every probe runs on, 1..1024 "
+    cal.add_argument("--threads", type=_integer(1, 1024), default=None, help="cpu: threads every probe runs on, 1..1024 "
                      "(default: every hardware thread)")
     cal.add_argument("-o", "--output", default=None, help="write the calibration file (or the raw measurements) here")
     cal.set_defaults(run=_cmd_calibrate)
@@ -393,14 +408,14 @@ def build_parser() -> argparse.ArgumentParser:
     z = sub.add_parser("size", help="the cheapest hardware and layout that meets a latency target")
     z.add_argument("workload", choices=["inference", "training"])
     z.add_argument("--model", required=True)
-    z.add_argument("--concurrency", type=int, help="inference: users with a request in flight")
-    z.add_argument("--input", type=int, help="inference: prompt tokens")
-    z.add_argument("--output", type=int, help="inference: answer tokens")
+    z.add_argument("--concurrency", type=_integer(1, _MAX_INT), help="inference: users with a request in flight")
+    z.add_argument("--input", type=_integer(1, _MAX_INT), help="inference: prompt tokens")
+    z.add_argument("--output", type=_integer(1, _MAX_INT), help="inference: answer tokens")
     z.add_argument("--system", default="DGX-H100", help="training: a catalog system preset")
-    z.add_argument("--count", type=int, default=None, help="training: accelerators (the preset scaled out)")
-    z.add_argument("--seq-len", type=int, default=4096, help="training: sequence length")
-    z.add_argument("--global-batch", type=int, default=1024, help="training: sequences per step")
-    z.add_argument("--top", type=int, default=10, help="training: how many layouts to show")
+    z.add_argument("--count", type=_integer(1, _MAX_COUNT), default=None, help="training: accelerators (the preset scaled out)")
+    z.add_argument("--seq-len", type=_integer(1, _MAX_INT), default=4096, help="training: sequence length")
+    z.add_argument("--global-batch", type=_integer(1, _MAX_INT), default=1024, help="training: sequences per step")
+    z.add_argument("--top", type=_integer(1, 10_000), default=10, help="training: how many layouts to show")
     z.add_argument("--ttft-p99", default="2s", help="p99 time to first token, e.g. 2s")
     z.add_argument("--tpot-p99", default="50ms", help="p99 time per output token, e.g. 50ms")
     z.add_argument("--accelerators", default=None, help="comma-separated names (default: all with a system preset)")

@@ -504,3 +504,24 @@ TEST_CASE("length distributions") {
     for (const auto& q : simulate(w, scheduler_spec{}, constant(1 * ms)).requests) seen.insert(q.input_tokens);
     CHECK(seen == std::set<std::int64_t>{3, 4, 5});
 }
+
+TEST_CASE("a simulation beyond its work budget is an error naming the user's field, before it runs") {
+    workload_spec w;
+    w.users = 1000;
+    w.warmup_requests = 1000;
+    w.requests = 4000;
+    // (4000 + 1000) requests x (500 + 1) steps, by hand.
+    CHECK(simulation_work(w, 500) == doctest::Approx(2'505'000.0));
+    CHECK_NOTHROW(check_simulation_budget(w, 500, "/inference/concurrency", "1000"));
+    // 10 M users (the reported hang: minutes and 9 GB): 50 M requests x 501 = 2.5e10 request-steps.
+    w.users = 10'000'000;
+    w.warmup_requests = w.users;
+    w.requests = 4 * w.users;
+    try {
+        check_simulation_budget(w, 500, "/inference/concurrency", "10000000");
+        FAIL("no error");
+    } catch (const config_error& e) {
+        CHECK(e.field() == "/inference/concurrency");
+        CHECK(e.problem().find("2.5e+10 request-steps") != std::string::npos);
+    }
+}

@@ -244,3 +244,9 @@ def test_an_inline_accelerator_can_share_a_catalog_ones_efficiencies():
     mine["efficiency"] = {"as": {"value": "H900", "source": "typo"}}
     with pytest.raises(capplan.UnknownNameError, match="/system/accelerator/efficiency/as/value"):
         capplan.estimate({**scenario, "system": {"accelerator": mine}})
+
+
+@pytest.mark.parametrize("bad", [12, 1.5, None, ["model"], b"{}"])
+def test_a_scenario_of_the_wrong_type_is_a_capplan_error(bad):
+    with pytest.raises(capplan.ConfigError, match="a scenario is a dict, JSON text or the path"):
+        capplan.estimate(bad)
