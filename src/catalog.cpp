@@ -329,12 +329,13 @@ auto in_file(const std::filesystem::path& file, F&& f) {
 catalog catalog::load(const std::filesystem::path& dir) {
     catalog c;
     c.dir_ = dir;
-    if (!std::filesystem::is_directory(dir))
+    std::error_code ec;  // a path too long or unreadable is "not found", not a filesystem_error
+    if (!std::filesystem::is_directory(dir, ec))
         throw config_error(dir.string(), "", "catalog folder not found",
                            "a folder with llm/, accelerators/, links/, systems/, storage/ (set CAPPLAN_CATALOG)");
     for (entry_kind kind : all_kinds) {
         const auto folder = dir / kind_folder(kind);
-        if (!std::filesystem::is_directory(folder)) continue;
+        if (!std::filesystem::is_directory(folder, ec)) continue;
         std::vector<std::filesystem::path> files;
         for (const auto& f : std::filesystem::directory_iterator(folder))
             if (f.path().extension() == ".json") files.push_back(f.path());

@@ -187,11 +187,43 @@ model_spec model_from_hf_json(const json& config, std::string name, const std::s
     return m;
 }
 
+namespace {
+
+// Deeper nesting than any scenario, config or calibration file has; parsing and destroying a
+// document tens of thousands of levels deep would overflow the stack.
+constexpr int max_json_depth = 256;
+
+// The deepest nesting of arrays and objects in `text`, ignoring brackets inside strings.
+int json_depth(std::string_view text) {
+    int depth = 0, deepest = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            deepest = std::max(deepest, ++depth);
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
+}  // namespace
+
 json parse_json_text(std::string_view text, const std::string& what) {
+    if (json_depth(text) > max_json_depth)
+        throw json_error("/", "", "malformed JSON in " + what + ": nested deeper than " + std::to_string(max_json_depth) +
+                                      " levels");
     try {
         return json::parse(text);
-    } catch (const json::parse_error& e) {
-        // nlohmann reports "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
+    } catch (const json::exception& e) {
+        // nlohmann reports "[json.exception.parse_error.101] parse error at line 3, column 5: ..." and
+        // "[json.exception.out_of_range.406] number overflow parsing '1e400'".
         std::string msg = e.what();
         const auto pos = msg.find("] ");
         throw json_error("/", "", "malformed JSON in " + what + ": " + (pos == std::string::npos ? msg : msg.substr(pos + 2)));

@@ -26,9 +26,12 @@ model_spec read_model(const json& v, const catalog& cat, const std::filesystem::
         } catch (const unknown_name_error&) {
             std::filesystem::path p(s);
             if (p.is_relative() && !base_dir.empty()) p = base_dir / p;
-            const bool looks_like_path = s.find(".json") != std::string::npos || std::filesystem::is_directory(p);
-            if (std::filesystem::is_directory(p)) p /= "config.json";
-            if (!std::filesystem::is_regular_file(p)) {
+            // error_code overloads: a name too long for a path is an unknown name, not a filesystem_error.
+            std::error_code ec;
+            const bool directory = std::filesystem::is_directory(p, ec);
+            const bool looks_like_path = s.find(".json") != std::string::npos || directory;
+            if (directory) p /= "config.json";
+            if (!std::filesystem::is_regular_file(p, ec)) {
                 if (looks_like_path) throw config_error(field, "'" + s + "'", "config.json file not found", "a catalog model name or a path to a Hugging Face config.json");
                 throw;
             }
@@ -426,7 +429,8 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
         if (c->is_string()) {
             std::filesystem::path p(c->get<std::string>());
             if (p.is_relative() && !base_dir.empty()) p = base_dir / p;
-            if (!std::filesystem::is_regular_file(p))
+            std::error_code ec;
+            if (!std::filesystem::is_regular_file(p, ec))
                 throw config_error("/calibration", "'" + c->get<std::string>() + "'", "calibration file not found",
                                    "a file written by `capplan calibrate`, or its JSON object");
             sc.calibration = load_efficiency_table(p);

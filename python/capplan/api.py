@@ -29,10 +29,15 @@ def scenario_text(scenario: Scenario) -> tuple:
     """(JSON text, folder that relative paths in it refer to)."""
     if isinstance(scenario, dict):
         return json.dumps(_jsonable(scenario)), Path.cwd()
-    if isinstance(scenario, Path) or (isinstance(scenario, str) and not scenario.lstrip().startswith("{")):
+    if isinstance(scenario, Path) or (isinstance(scenario, str) and not scenario.lstrip().startswith(("{", "["))):
         path = Path(scenario)
-        if not path.is_file():
-            raise _core.ConfigError(f"/: scenario file not found (got '{scenario}'); "
+        try:
+            found = path.is_file()
+        except OSError:  # a name too long for the file system, say
+            found = False
+        if not found:
+            shown = str(scenario) if len(str(scenario)) <= 80 else str(scenario)[:77] + "..."
+            raise _core.ConfigError(f"/: scenario file not found (got '{shown}'); "
                                     "allowed: a path to a scenario .json, JSON text, or a dict")
         try:
             return path.read_text(encoding="utf-8"), path.resolve().parent

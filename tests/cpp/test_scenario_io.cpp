@@ -168,3 +168,19 @@ TEST_CASE("counts and degrees beyond what an int holds are errors naming the fie
     const scenario ok = read(R"({"model": "Llama-3.1-8B", "system": {"preset": "HGX-H200", "count": 1048576}})");
     CHECK(ok.system.count == 1048576);
 }
+
+TEST_CASE("hostile JSON is a json_error or a config_error, never a crash or a foreign exception") {
+    // 100,000 levels of nesting overflowed the stack (SIGSEGV).
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    CHECK_THROWS_AS(read(deep), json_error);
+    const std::string just_allowed = std::string(256, '[') + std::string(256, ']');
+    CHECK_THROWS_AS(read(just_allowed), config_error);  // parses; then not an object
+    // Brackets inside strings do not count as nesting.
+    CHECK_THROWS_WITH_AS(read(R"({"model": ")" + std::string(300, '[') + R"("})"), doctest::Contains("/model"),
+                         unknown_name_error);
+    // A number beyond double's range escaped as nlohmann's out_of_range.
+    CHECK_THROWS_WITH_AS(read(R"({"model": "Llama-3.1-8B", "inference": {"input_tokens": 1e400}})"),
+                         doctest::Contains("number overflow"), json_error);
+    // A model name longer than a file name escaped as std::filesystem::filesystem_error.
+    CHECK_THROWS_AS(read(R"({"model": ")" + std::string(5000, 'x') + R"("})"), unknown_name_error);
+}

@@ -135,3 +135,12 @@ def test_ten_million_users_is_a_prompt_error_not_a_hang(run_cli):
 def test_cli_integers_out_of_range_are_usage_errors_not_tracebacks(run_cli, args):
     code, out, err = run_cli(*args)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("text,problem", [("[" * 100000 + "]" * 100000, "nested deeper than 256"),
+                                          ('{"model": "Llama-3.1-8B", "inference": {"input_tokens": 1e400}}', "number overflow"),
+                                          ('{"model": "' + "x" * 5000 + '"}', "unknown model")])
+def test_hostile_scenarios_are_one_line_errors(run_cli, text, problem):
+    # Reported: a segmentation fault (deep nesting) and two tracebacks.
+    code, out, err = run_cli("estimate", "-", stdin=text)
+    assert code == 2 and out == "" and problem in err and len(err.strip().splitlines()) == 1
