@@ -1,6 +1,8 @@
 // C++ errors -> Python exceptions with builtin bases, carrying the field, value and allowed values.
 #include <pybind11/stl.h>
 
+#include <string_view>
+
 #include "capplan/error.hpp"
 #include "register.hpp"
 
@@ -17,15 +19,27 @@ PyObject* make_class(py::module_& m, const char* name, PyObject* bases, const ch
     return cls;
 }
 
+// Messages quote user input, which may not be UTF-8 (a byte of a Latin-1 file) or may be cut inside
+// a character: invalid bytes become U+FFFD instead of a UnicodeDecodeError replacing the error.
+py::str text(std::string_view s) {
+    PyObject* u = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+    if (!u) throw py::error_already_set();
+    return py::reinterpret_steal<py::str>(u);
+}
+
 void raise(PyObject* cls, const config_error& e, const std::vector<std::string>& suggestions = {}) {
-    py::object exc = py::reinterpret_borrow<py::object>(cls)(e.what());
-    exc.attr("field") = e.field();
-    exc.attr("value") = e.value();
-    exc.attr("problem") = e.problem();
-    exc.attr("allowed") = e.allowed();
-    exc.attr("suggestions") = suggestions;
+    py::object exc = py::reinterpret_borrow<py::object>(cls)(text(e.what()));
+    exc.attr("field") = text(e.field());
+    exc.attr("value") = text(e.value());
+    exc.attr("problem") = text(e.problem());
+    exc.attr("allowed") = text(e.allowed());
+    py::list names;
+    for (const auto& s : suggestions) names.append(text(s));
+    exc.attr("suggestions") = names;
     PyErr_SetObject(cls, exc.ptr());
 }
+
+void raise_plain(PyObject* cls, const std::exception& e) { PyErr_SetObject(cls, text(e.what()).ptr()); }
 }  // namespace
 
 void register_errors(py::module_& m) {
@@ -55,9 +69,9 @@ void register_errors(py::module_& m) {
         } catch (const config_error& e) {
             raise(config, e);
         } catch (const device_error& e) {
-            PyErr_SetString(device, e.what());
+            raise_plain(device, e);
         } catch (const error& e) {
-            PyErr_SetString(base, e.what());
+            raise_plain(base, e);
         }
     });
 }

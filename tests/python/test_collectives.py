@@ -183,3 +183,16 @@ def test_shipped_calibrations_validate_and_apply():
     mi = capplan.collective("all_reduce", "8 GiB", system="MI300X-Platform", gpus=8,
                             calibration=root / "calibration" / "mi300x-platform-all-reduce-8ranks.json")
     assert mi.busbw_bytes_per_s / 1e9 == pytest.approx(315.69, rel=0.02)
+
+
+def test_a_non_utf8_byte_in_nccl_tests_output_reaches_the_user_as_a_capplan_error(tmp_path):
+    # Reported: the C++ error quoted the byte, and turning the message into a Python str raised a
+    # UnicodeDecodeError instead of capplan's error.
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes(b"#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+                    b"           8             2     float     sum    58.23    0.00    0.00  0e+00    56.02    0.00    0.00  0e+00\n"
+                    b"          16    caf\xe9     float     sum    56.27    0.00    0.00  2e-07    55.45    0.00    0.00  2e-07\n")
+    from capplan.calibration import calibrate_collectives
+    with pytest.raises(capplan.ConfigError) as e:
+        calibrate_collectives(bad, system="DGX-H100")
+    assert "caf\ufffd" in str(e.value)  # the invalid byte shown as U+FFFD
