@@ -206,7 +206,15 @@ public:
         }
     }
 
+    // A required key is missing. When the object has a key that looks like a misspelling of it
+    // ("modle" for "model"), that key is the error: the user wrote it, just not right.
     [[noreturn]] void missing(std::string_view key, const std::string& what) const {
+        std::vector<std::string> given;
+        for (const auto& [k, v] : j_.items())
+            if (std::find(known_.begin(), known_.end(), k) == known_.end()) given.push_back(k);
+        if (const auto near = closest(key, given, 1); !near.empty())
+            throw config_error(path(near.front()), "'" + near.front() + "'",
+                               "unknown key; did you mean '" + std::string(key) + "'?", what + " under '" + std::string(key) + "'");
         throw config_error(path(key), "", "required field is missing", what);
     }
     [[noreturn]] void wrong_type(std::string_view key, const json& v, const std::string& what) const {

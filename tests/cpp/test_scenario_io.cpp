@@ -184,3 +184,16 @@ TEST_CASE("hostile JSON is a json_error or a config_error, never a crash or a fo
     // A model name longer than a file name escaped as std::filesystem::filesystem_error.
     CHECK_THROWS_AS(read(R"({"model": ")" + std::string(5000, 'x') + R"("})"), unknown_name_error);
 }
+
+TEST_CASE("a misspelled required key is reported as the misspelling, not as a missing key") {
+    const config_error e = test::error_of([] { read(R"({"modle": "Llama-3.1-8B", "system": "HGX-H200"})"); });
+    CHECK(e.field() == "/modle");
+    CHECK(e.problem() == "unknown key; did you mean 'model'?");
+    const config_error far = test::error_of([] { read(R"({"system": "HGX-H200"})"); });
+    CHECK(far.field() == "/model");
+    CHECK(far.problem() == "required field is missing");
+    const config_error nested = test::error_of([] {
+        read(R"({"model": "Llama-3.1-8B", "system": "HGX-H200", "inference": {"input_token": 100, "output_tokens": 10}})");
+    });
+    CHECK(nested.field() == "/inference/input_token");
+}
