@@ -211,6 +211,10 @@ parsed_quantity parse_quantity(std::string_view text_in, std::string_view field)
                          "a unit after the number, e.g. '80 GB' (GB = 1e9 B, GiB = 2^30 B)");
     const auto resolved = resolve_unit(unit);
     if (!resolved) unknown_unit(text_in, unit, field);
+    // "1e308 kB" is a finite number, but not once the unit scales it.
+    if (!std::isfinite(value * resolved->si))
+        throw unit_error(f, quoted(text_in), "beyond the range of a number once the unit is applied",
+                         "a value below about 1.8e308 in SI units (bytes, FLOP, seconds, watts)");
     return {value * resolved->si, resolved->dim};
 }
 

@@ -78,3 +78,10 @@ TEST_CASE("unit_si checks the dimension") {
     CHECK(unit_si("Gb/s", dimension_of<byte_rate>::value) == 1.25e8);
     CHECK_THROWS_AS(unit_si("s", dimension_of<data_size>::value), unit_error);
 }
+
+TEST_CASE("a quantity that overflows once its unit is applied is a unit_error, not infinity") {
+    // 1e308 is a double, 1e308 kB = 1e311 B is not.
+    CHECK_THROWS_WITH_AS(parse<data_size>("1e308 kB", "/memory"), doctest::Contains("beyond the range"), unit_error);
+    CHECK_THROWS_AS(parse<flop_rate>("1e300 EFLOP/s", "/peak"), unit_error);
+    CHECK(parse<data_size>("1e300 kB").in(B) == doctest::Approx(1e303));
+}
