@@ -72,6 +72,23 @@ def scenario_from_row(row: Mapping[str, Any], base: Optional[Mapping[str, Any]] 
 
 # Per-operator lists are for charts, not spreadsheet cells (the estimate JSON keeps them).
 _NOT_TABULATED = {"roofline.ops"}
+# The latency and throughput of a plan that does not fit describe a run that cannot happen: an
+# infeasible row leaves them out (so sorting by throughput cannot pick it) unless asked for.
+_SPEED_PREFIXES = ("inference.ttft", "inference.tpot", "inference.itl", "inference.e2e", "inference.throughput",
+                   "inference.tokens_per_s", "training.step_time", "training.tokens_per_s", "training.mfu",
+                   "training.hfu", "training.model_tflops", "training.time_to_train", "training.gpu_hours",
+                   "training.cost")
+
+
+def _result_columns(result: Dict[str, Any], infeasible_speed: bool) -> Row:
+    """A result flattened for a table: ``feasible`` (True unless the core found a reason it is not)
+    and ``reasons`` first, then the rest."""
+    flat = flatten(result, skip=_NOT_TABULATED)
+    ordered: Row = {"feasible": flat.pop("feasible", True), "reasons": flat.pop("reasons", "")}
+    if ordered.get("feasible") is False and not infeasible_speed:
+        flat = {k: v for k, v in flat.items() if not k.startswith(_SPEED_PREFIXES)}
+    ordered.update(flat)
+    return ordered
 
 
 def _versions() -> Dict[str, str]:
@@ -79,8 +96,11 @@ def _versions() -> Dict[str, str]:
 
 
 def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]] = None,
-             base_dir: Union[str, Path, None] = None, progress: bool = False) -> List[Row]:
-    """Each input row (dotted keys) echoed with the flattened result, or with an ``error`` column."""
+             base_dir: Union[str, Path, None] = None, progress: bool = False,
+             infeasible_speed: bool = False) -> List[Row]:
+    """Each input row (dotted keys) echoed with the flattened result (``feasible`` and ``reasons``
+    first; an infeasible plan's latency and throughput only with ``infeasible_speed``), or with an
+    ``error`` column."""
     scenarios = [scenario_from_row(r, base) for r in rows]
     texts = [json.dumps(_jsonable(s)) for s in scenarios]
     chunk = 256 if progress else max(1, len(texts))
@@ -109,7 +129,7 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
         line: Row = {k: v for k, v in row.items() if k}
         if ok:
             # Inputs are echoed as given; a result key that repeats an input name goes under "result.".
-            for key, value in flatten(json.loads(text), skip=_NOT_TABULATED).items():
+            for key, value in _result_columns(json.loads(text), infeasible_speed).items():
                 line["result." + key if key in line else key] = value
         else:
             line["error"] = text
@@ -118,13 +138,17 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
     return out
 
 
-def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progress: bool = True):
+def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progress: bool = True,
+          infeasible_speed: bool = False):
     """Every combination of ``grid`` (dotted keys -> values) applied to ``scenario``, evaluated inside
     the core: a pandas DataFrame (one row per point, inputs then results; units in the column names)
-    when pandas is installed, else a list of dicts. A point with bad input gets an ``error`` column."""
+    when pandas is installed, else a list of dicts. A point with bad input gets an ``error`` column; a
+    point that does not fit has ``feasible`` False and no latency or throughput unless
+    ``infeasible_speed``."""
     keys = list(grid)
     points = [dict(zip(keys, combo)) for combo in itertools.product(*(list(grid[k]) for k in keys))]
-    rows = run_rows(points, base=_jsonable(dict(scenario)), progress=progress and len(points) > 1000)
+    rows = run_rows(points, base=_jsonable(dict(scenario)), progress=progress and len(points) > 1000,
+                    infeasible_speed=infeasible_speed)
     try:
         import pandas
     except ImportError:

@@ -321,7 +321,8 @@ def _cmd_batch(args) -> str:
     rows, how = read_table_with_format(args.file)
     if how not in ("CSV ',' separators", "XLSX"):
         print(f"capplan: read {Path(args.file).name} as {how}", file=sys.stderr)
-    out = run_rows(rows, base_dir=Path(args.file).resolve().parent, progress=len(rows) > 1000)
+    out = run_rows(rows, base_dir=Path(args.file).resolve().parent, progress=len(rows) > 1000,
+                   infeasible_speed=args.infeasible_speed)
     errors = sum(1 for r in out if "error" in r)
     if args.output:
         write_table(out, args.output)
@@ -436,6 +437,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("batch", help="one scenario per row of a CSV/XLSX (dotted column names) -> results table")
     b.add_argument("file", help="scenarios.csv or scenarios.xlsx; columns like model, system.accelerator, inference.concurrency")
     b.add_argument("-o", "--output", default=None, help="results.csv, results.xlsx or results.json (default: CSV on stdout)")
+    b.add_argument("--infeasible-speed", action="store_true",
+                   help="keep latency and throughput in rows whose plan does not fit (left out by default)")
     b.set_defaults(run=_cmd_batch)
 
     d = sub.add_parser("default-scenario", help="print the built-in default scenario (a starting point to edit)")

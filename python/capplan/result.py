@@ -186,7 +186,12 @@ class Result(Section):
             if key in flops:
                 rows.append((label, str(Quantity.from_si(flops[key], FLOPS)), ""))
         if "feasible" in d:
-            rows.append(("feasible", "yes" if d["feasible"] else "NO", "; ".join(d.get("reasons", []))))
+            # A plan that cannot run says so first: nobody should read its speed before its reasons.
+            verdict = ("feasible", "yes" if d["feasible"] else "NO", "; ".join(d.get("reasons", [])))
+            if d["feasible"]:
+                rows.append(verdict)
+            else:
+                rows.insert(0, verdict)
         for w in d.get("warnings", []):
             rows.append(("warning", "", w))
         return rows

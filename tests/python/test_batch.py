@@ -192,3 +192,30 @@ def test_a_text_file_named_xlsx_is_an_error_and_xlsx_output_has_numbers_and_a_fr
     header = [c.value for c in ws[1]]
     assert isinstance(ws.cell(row=2, column=header.index("model.parameters") + 1).value, int)
     assert not list(tmp_path.glob(".*capplan-tmp"))  # written beside, then renamed
+
+
+def test_infeasible_rows_lead_with_the_verdict_and_carry_no_speed_unless_asked(tmp_path, run_cli):
+    # Llama-3.1-405B in bf16 is 811.7 GB of weights: it cannot fit one 24 GB L4; Llama-3.1-8B fits an H100.
+    path = tmp_path / "in.csv"
+    path.write_text("model,system.accelerator,system.count,inference.input_tokens,inference.output_tokens,inference.batch\n"
+                    "Llama-3.1-405B,L4,1,1000,100,1\nLlama-3.1-8B,H100,1,1000,100,1\n")
+    for extra, speed_kept in (([], False), (["--infeasible-speed"], True)):
+        out = tmp_path / "out.csv"
+        code, _, err = run_cli("batch", str(path), "-o", str(out), *extra)
+        assert code == 0, err
+        header = next(csv.reader(open(out)))
+        assert header[6:8] == ["feasible", "reasons"]  # right after the six inputs
+        bad, good = list(csv.DictReader(open(out)))
+        assert bad["feasible"] == "False" and "811.7 GB" in bad["reasons"] and good["feasible"] == "True"
+        assert float(good["inference.throughput_tokens_per_s"]) > 0 and float(good["inference.ttft_s"]) > 0
+        assert bool(bad["inference.throughput_tokens_per_s"]) is speed_kept and bool(bad["inference.ttft_s"]) is speed_kept
+
+
+def test_an_infeasible_estimate_table_leads_with_its_verdict():
+    r = capplan.estimate({"model": "Llama-3.1-405B", "system": {"accelerator": "L4", "count": 1},
+                          "inference": {"input_tokens": 1000, "output_tokens": 100, "batch": 1}})
+    first = repr(r).splitlines()[1]
+    assert first.startswith("feasible") and "NO" in first
+    ok = capplan.estimate({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": 1},
+                           "inference": {"input_tokens": 1000, "output_tokens": 100, "batch": 1}})
+    assert repr(ok).splitlines()[1].startswith("model")
