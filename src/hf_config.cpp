@@ -34,17 +34,27 @@ const std::vector<std::string>& hf_config_known_keys() {
 namespace detail {
 namespace {
 
+// Bounds on a config's sizes: far above any published model (hidden 25,600, 126 layers, 384
+// experts of 2,048, a 262,144-token vocabulary, a 53,248-wide MLP, a 10 M context), low enough that
+// per-layer tables stay small and that parameter counts stay exact in int64: routed and shared
+// experts are each at most experts x 3 x expert MLP x hidden x layers = 3 x 2^12 x 2^17 x 2^17 x 2^12
+// = 3 x 2^58, the dense MLP 3 x 2^20 x 2^17 x 2^12, attention 4 x 2^24 x 2^17 x 2^12: far below 2^63.
+constexpr std::int64_t max_hidden = std::int64_t{1} << 17, max_layers = std::int64_t{1} << 12,
+                       max_heads = std::int64_t{1} << 12, max_vocab = std::int64_t{1} << 22,
+                       max_intermediate = std::int64_t{1} << 20, max_expert_intermediate = std::int64_t{1} << 17,
+                       max_experts = std::int64_t{1} << 12, max_positions = std::int64_t{1} << 31;
+
 void read_gpt2(object_reader& r, model_spec& m) {
     // GPT-2 / GPT-3 layout (modeling_gpt2.py): fused c_attn with bias, LayerNorm with bias,
     // 4h MLP with bias, learned absolute positions, tied embeddings.
-    m.hidden = r.required_integer("n_embd", 1);
-    m.layers = r.required_integer("n_layer", 1);
-    m.heads = r.required_integer("n_head", 1);
+    m.hidden = r.required_integer("n_embd", 1, max_hidden);
+    m.layers = r.required_integer("n_layer", 1, max_layers);
+    m.heads = r.required_integer("n_head", 1, max_heads);
     m.kv_heads = m.heads;
     m.head_dim = m.hidden / m.heads;
-    m.intermediate = r.integer("n_inner", 1).value_or(4 * m.hidden);
-    m.vocab = r.required_integer("vocab_size", 1);
-    m.max_position = r.required_integer("n_positions", 1);
+    m.intermediate = r.integer("n_inner", 1, max_intermediate).value_or(4 * m.hidden);
+    m.vocab = r.required_integer("vocab_size", 1, max_vocab);
+    m.max_position = r.required_integer("n_positions", 1, max_positions);
     m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(true);
     m.gated_mlp = false;
     m.qkv_bias = m.o_bias = m.mlp_bias = true;
@@ -53,17 +63,17 @@ void read_gpt2(object_reader& r, model_spec& m) {
 }
 
 void read_common(object_reader& r, model_spec& m, const std::string& type) {
-    m.hidden = r.required_integer("hidden_size", 1);
-    m.layers = r.required_integer("num_hidden_layers", 1);
-    m.heads = r.required_integer("num_attention_heads", 1);
-    m.kv_heads = r.integer("num_key_value_heads", 1).value_or(m.heads);
+    m.hidden = r.required_integer("hidden_size", 1, max_hidden);
+    m.layers = r.required_integer("num_hidden_layers", 1, max_layers);
+    m.heads = r.required_integer("num_attention_heads", 1, max_heads);
+    m.kv_heads = r.integer("num_key_value_heads", 1, max_heads).value_or(m.heads);
     if (m.heads % m.kv_heads != 0)
         throw config_error(r.path("num_key_value_heads"), std::to_string(m.kv_heads),
                            "must divide num_attention_heads (" + std::to_string(m.heads) + ")",
                            "a divisor of num_attention_heads");
-    m.head_dim = r.integer("head_dim", 1).value_or(m.hidden / m.heads);
-    m.vocab = r.required_integer("vocab_size", 1);
-    m.max_position = r.integer("max_position_embeddings", 1).value_or(0);
+    m.head_dim = r.integer("head_dim", 1, max_heads).value_or(m.hidden / m.heads);
+    m.vocab = r.required_integer("vocab_size", 1, max_vocab);
+    m.max_position = r.integer("max_position_embeddings", 1, max_positions).value_or(0);
     // gemma2 ties by default (Gemma2Config); the others default to untied.
     m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(type == "gemma2");
     const bool attention_bias = r.boolean("attention_bias").value_or(type == "gpt_neox");
@@ -73,7 +83,7 @@ void read_common(object_reader& r, model_spec& m, const std::string& type) {
 }
 
 void read_sliding_window(object_reader& r, model_spec& m, const std::string& type) {
-    const auto window = r.integer("sliding_window", 1);
+    const auto window = r.integer("sliding_window", 1, max_positions);
     m.sliding_layer.assign(static_cast<std::size_t>(m.layers), false);
     if (!window) return;
     if (type == "gemma2") {
@@ -86,7 +96,7 @@ void read_sliding_window(object_reader& r, model_spec& m, const std::string& typ
     if (type == "qwen2" || type == "qwen3" || type == "qwen3_moe") {
         // Qwen: window only when use_sliding_window, on layers >= max_window_layers.
         if (!r.boolean("use_sliding_window").value_or(false)) return;
-        const auto from = r.integer("max_window_layers", 0).value_or(0);
+        const auto from = r.integer("max_window_layers", 0, max_layers).value_or(0);
         m.sliding_window = *window;
         for (std::int64_t i = from; i < m.layers; ++i) m.sliding_layer[static_cast<std::size_t>(i)] = true;
         return;
@@ -98,17 +108,17 @@ void read_sliding_window(object_reader& r, model_spec& m, const std::string& typ
 void read_moe(object_reader& r, model_spec& m, const std::string& type) {
     m.moe_layer.assign(static_cast<std::size_t>(m.layers), false);
     if (type == "mixtral") {
-        m.moe.routed_experts = r.required_integer("num_local_experts", 1);
-        m.moe.experts_per_token = r.required_integer("num_experts_per_tok", 1);
+        m.moe.routed_experts = r.required_integer("num_local_experts", 1, max_experts);
+        m.moe.experts_per_token = r.required_integer("num_experts_per_tok", 1, max_experts);
         m.moe.expert_intermediate = m.intermediate;
         m.moe_layer.assign(static_cast<std::size_t>(m.layers), true);
     } else if (type == "qwen3_moe") {
         // modeling_qwen3_moe.py: a layer is sparse unless listed in mlp_only_layers, and only
         // every decoder_sparse_step-th layer ((i + 1) % step == 0).
-        m.moe.routed_experts = r.required_integer("num_experts", 1);
-        m.moe.experts_per_token = r.required_integer("num_experts_per_tok", 1);
-        m.moe.expert_intermediate = r.required_integer("moe_intermediate_size", 1);
-        const auto step = r.integer("decoder_sparse_step", 1).value_or(1);
+        m.moe.routed_experts = r.required_integer("num_experts", 1, max_experts);
+        m.moe.experts_per_token = r.required_integer("num_experts_per_tok", 1, max_experts);
+        m.moe.expert_intermediate = r.required_integer("moe_intermediate_size", 1, max_expert_intermediate);
+        const auto step = r.integer("decoder_sparse_step", 1, max_layers).value_or(1);
         std::vector<std::int64_t> dense_only;
         if (const json* v = r.get("mlp_only_layers"); v && !v->is_null()) {
             if (!v->is_array()) r.wrong_type("mlp_only_layers", *v, "a list of layer indices");
@@ -122,12 +132,12 @@ void read_moe(object_reader& r, model_spec& m, const std::string& type) {
                 std::find(dense_only.begin(), dense_only.end(), i) == dense_only.end() && (i + 1) % step == 0;
     } else if (type == "deepseek_v3") {
         // modeling_deepseek_v3.py: MoE from layer first_k_dense_replace on, every moe_layer_freq-th.
-        m.moe.routed_experts = r.required_integer("n_routed_experts", 1);
-        m.moe.experts_per_token = r.required_integer("num_experts_per_tok", 1);
-        m.moe.shared_experts = r.integer("n_shared_experts", 0).value_or(0);
-        m.moe.expert_intermediate = r.required_integer("moe_intermediate_size", 1);
-        const auto first_dense = r.integer("first_k_dense_replace", 0).value_or(0);
-        const auto freq = r.integer("moe_layer_freq", 1).value_or(1);
+        m.moe.routed_experts = r.required_integer("n_routed_experts", 1, max_experts);
+        m.moe.experts_per_token = r.required_integer("num_experts_per_tok", 1, max_experts);
+        m.moe.shared_experts = r.integer("n_shared_experts", 0, max_experts).value_or(0);
+        m.moe.expert_intermediate = r.required_integer("moe_intermediate_size", 1, max_expert_intermediate);
+        const auto first_dense = r.integer("first_k_dense_replace", 0, max_layers).value_or(0);
+        const auto freq = r.integer("moe_layer_freq", 1, max_layers).value_or(1);
         for (std::int64_t i = first_dense; i < m.layers; ++i)
             m.moe_layer[static_cast<std::size_t>(i)] = (i % freq) == 0;
     }
@@ -160,7 +170,7 @@ model_spec model_from_hf_json(const json& config, std::string name, const std::s
         read_gpt2(r, m);
     } else {
         read_common(r, m, type);
-        m.intermediate = r.required_integer("intermediate_size", 1);
+        m.intermediate = r.required_integer("intermediate_size", 1, max_intermediate);
         if (type == "gpt_neox") {
             // modeling_gpt_neox.py: LayerNorm with bias, non-gated 2-matrix MLP with biases.
             m.gated_mlp = false;
@@ -171,11 +181,11 @@ model_spec model_from_hf_json(const json& config, std::string name, const std::s
         if (type == "qwen3" || type == "qwen3_moe") m.qk_norm = true;
         if (type == "deepseek_v3") {
             m.mla = true;
-            m.mla_dims.q_lora_rank = r.integer("q_lora_rank", 1).value_or(0);
-            m.mla_dims.kv_lora_rank = r.required_integer("kv_lora_rank", 1);
-            m.mla_dims.qk_nope_head_dim = r.required_integer("qk_nope_head_dim", 1);
-            m.mla_dims.qk_rope_head_dim = r.required_integer("qk_rope_head_dim", 1);
-            m.mla_dims.v_head_dim = r.required_integer("v_head_dim", 1);
+            m.mla_dims.q_lora_rank = r.integer("q_lora_rank", 1, max_hidden).value_or(0);
+            m.mla_dims.kv_lora_rank = r.required_integer("kv_lora_rank", 1, max_hidden);
+            m.mla_dims.qk_nope_head_dim = r.required_integer("qk_nope_head_dim", 1, max_heads);
+            m.mla_dims.qk_rope_head_dim = r.required_integer("qk_rope_head_dim", 1, max_heads);
+            m.mla_dims.v_head_dim = r.required_integer("v_head_dim", 1, max_heads);
             m.head_dim = m.mla_dims.qk_nope_head_dim + m.mla_dims.qk_rope_head_dim;
         }
     }

@@ -3,6 +3,7 @@
 
 #include "capplan/error.hpp"
 #include "capplan/spec/hf_config.hpp"
+#include "test_support.hpp"
 
 using namespace capplan;
 
@@ -67,4 +68,21 @@ TEST_CASE("errors name the field") {
         "num_hidden_layers": 1, "num_attention_heads": 6, "num_key_value_heads": 4, "vocab_size": 1})"),
                          doctest::Contains("/model/num_key_value_heads: must divide"), config_error);
     CHECK_THROWS_AS(model_from_hf_config("{not json"), json_error);
+}
+
+TEST_CASE("config sizes beyond any model are errors naming the key, before anything is allocated per layer") {
+    const std::string base = R"({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 14336, "vocab_size": 128256, "num_hidden_layers": )";
+    // A billion layers took seconds and gigabytes before answering.
+    const config_error layers = test::error_of([&] { model_from_hf_config(base + "1000000000}"); });
+    CHECK(layers.field() == "/model/num_hidden_layers");
+    CHECK(layers.problem() == "must be at most 4096");
+    const config_error experts = test::error_of([&] {
+        model_from_hf_config(R"({"model_type": "qwen3_moe", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 48,
+                                 "intermediate_size": 12288, "vocab_size": 151936, "num_experts": 1000000, "num_experts_per_tok": 8,
+                                 "moe_intermediate_size": 1536})");
+    });
+    CHECK(experts.field() == "/model/num_experts");
+    // At the bound the config reads.
+    const model_spec big = model_from_hf_config(base + "4096}");
+    CHECK(big.layers == 4096);
 }
