@@ -12,6 +12,7 @@
 #include "capplan/detail/cpu_probe_kernels.hpp"
 #include "capplan/detail/threads.hpp"
 #include "capplan/error.hpp"
+#include "capplan/units_parse.hpp"
 
 namespace capplan {
 using namespace units;
@@ -293,9 +294,7 @@ provenance cpu_provenance(int threads) {
     p.isa = cpu_isa_name(isa);
     p.peak = host_cpu_peak(isa, p.threads);
     if (p.peak) {
-        char clock[32];
-        std::snprintf(clock, sizeof clock, "%.3f GHz", p.peak->clock.hz / 1e9);
-        p.clocks = std::string(clock) + " from " + p.peak->clock.source;
+        p.clocks = format(p.peak->clock.rate) + " from " + p.peak->clock.source;
     }
     const std::time_t now = std::time(nullptr);
     char buf[32];

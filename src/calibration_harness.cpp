@@ -61,7 +61,7 @@ nlohmann::ordered_json peak_json(const cpu_peak& pk) {
             {"fp64_flops_per_s", pk.fp64().si()},
             {"cores", pk.cores},
             {"physical_cores", pk.physical_cores},
-            {"clock_hz", pk.clock.hz},
+            {"clock_hz", pk.clock.rate.in(units::Hz)},
             {"clock_source", pk.clock.source},
             {"flops_per_cycle", {{"fp32", pk.fp32_per_cycle}, {"fp64", pk.fp32_per_cycle / 2}}},
             {"basis", "cores x clock_hz x flops_per_cycle per core of the ISA; cores = min(threads, physical_cores): "

@@ -185,9 +185,9 @@ int fp32_flops_per_cycle(cpu_isa isa, const cpu_identity& id) {
 cpu_clock parse_cpu_clock(const std::optional<std::string>& max_freq_khz, const std::string& cpuinfo) {
     if (max_freq_khz)
         if (const double khz = std::atof(max_freq_khz->c_str()); khz > 0)
-            return {khz * 1e3, "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"};
+            return {khz * units::kHz, "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"};
     if (const double mhz = std::atof(cpuinfo_value(cpuinfo, "cpu MHz").c_str()); mhz > 0)
-        return {mhz * 1e6, "/proc/cpuinfo cpu MHz"};
+        return {mhz * units::MHz, "/proc/cpuinfo cpu MHz"};
     return {};
 }
 
@@ -208,7 +208,7 @@ int count_physical_cores(const std::vector<std::string>& core_cpu_lists, const s
 }
 
 flop_rate cpu_peak::fp32() const {
-    return flop_rate::from_si(static_cast<double>(cores) * clock.hz * static_cast<double>(fp32_per_cycle));
+    return static_cast<double>(cores) * static_cast<double>(fp32_per_cycle) * units::FLOP * clock.rate;
 }
 
 flop_rate cpu_peak::fp64() const { return 0.5 * fp32(); }
@@ -222,7 +222,7 @@ std::optional<cpu_peak> host_cpu_peak(cpu_isa isa, int threads) {
     cpu_clock clock = parse_cpu_clock(read_text("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"), cpuinfo);
     const int cores = count_physical_cores(sysfs_core_lists(), cpuinfo);
     const int per_cycle = fp32_flops_per_cycle(isa, parse_cpu_identity(cpuinfo));
-    if (clock.hz <= 0 || cores < 1 || per_cycle < 1) return std::nullopt;
+    if (clock.rate.si() <= 0 || cores < 1 || per_cycle < 1) return std::nullopt;
     return cpu_peak_of(isa, cpu_probe_threads(threads), cores, std::move(clock), per_cycle);
 }
 

@@ -34,9 +34,10 @@ const std::vector<std::string>& hf_config_known_keys() {
 namespace detail {
 namespace {
 
-// Bounds on a config's sizes: far above any published model (hidden 25,600, 126 layers, 384
-// experts of 2,048, a 262,144-token vocabulary, a 53,248-wide MLP, a 10 M context), low enough that
-// per-layer tables stay small and that parameter counts stay exact in int64: routed and shared
+// Bounds on a config's sizes: at least eight times the largest in the catalog (models/llm: hidden
+// 16,384, 126 layers and a 53,248-wide MLP in Llama-3.1-405B; 256 experts of 2,048 and a 163,840
+// context in DeepSeek-V3; a 256,000-token vocabulary in Gemma-2-27B; head_dim 256 in Gemma-2),
+// low enough that per-layer tables stay small and that parameter counts stay exact in int64: routed and shared
 // experts are each at most experts x 3 x expert MLP x hidden x layers = 3 x 2^12 x 2^17 x 2^17 x 2^12
 // = 3 x 2^58, the dense MLP 3 x 2^20 x 2^17 x 2^12, attention 4 x 2^24 x 2^17 x 2^12: far below 2^63.
 constexpr std::int64_t max_hidden = std::int64_t{1} << 17, max_layers = std::int64_t{1} << 12,

@@ -95,25 +95,25 @@ public:
         const std::string allowed = max == std::numeric_limits<std::int64_t>::max()
                                         ? "an integer >= " + std::to_string(min)
                                         : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-        auto out_of_range = [&](const char* side) {
-            throw config_error(path(key), short_value(*v), std::string("must be at ") + side + " " +
-                               std::to_string(side[0] == 'l' ? min : max), allowed);
+        auto out_of_range = [&](const char* side, std::int64_t bound) {
+            throw config_error(path(key), short_value(*v), std::string("must be at ") + side + " " + std::to_string(bound),
+                               allowed);
         };
         std::int64_t n = 0;
         if (v->is_number_float()) {
             const double x = v->get<double>();
             if (!std::isfinite(x) || x != std::floor(x)) wrong_type(key, *v, "an integer");
-            if (x < -0x1p63) out_of_range("least");
-            if (x >= 0x1p63) out_of_range("most");  // checked before the conversion, which would be undefined
+            if (x < -0x1p63) out_of_range("least", min);
+            if (x >= 0x1p63) out_of_range("most", max);  // checked before the conversion, which would be undefined
             n = static_cast<std::int64_t>(x);
         } else if (v->is_number_unsigned() &&
                    v->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-            out_of_range("most");
+            out_of_range("most", max);
         } else {
             n = v->get<std::int64_t>();
         }
-        if (n < min) out_of_range("least");
-        if (n > max) out_of_range("most");
+        if (n < min) out_of_range("least", min);
+        if (n > max) out_of_range("most", max);
         return n;
     }
     std::int64_t required_integer(std::string_view key, std::int64_t min = 0,

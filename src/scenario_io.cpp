@@ -205,10 +205,12 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
     const std::int64_t mp = std::int64_t{p.tp} * p.pp * p.cp;
     if (dp) {
         p.dp = static_cast<int>(*dp);
-        if (mp > sys.count || mp * p.dp != sys.count)  // mp <= 2^20 before the product
+        // mp is checked against the count first: each factor is at most 2^20, so mp x dp could overflow.
+        const std::string product = mp > sys.count ? "tp x pp x cp = " + std::to_string(mp)
+                                                   : "tp x pp x cp x dp = " + std::to_string(mp * p.dp);
+        if (mp > sys.count || mp * p.dp != sys.count)
             throw config_error(r.path("dp"), std::to_string(p.dp),
-                               "tp x pp x cp x dp = " + (mp > sys.count ? "more" : std::to_string(mp * p.dp)) +
-                                   " does not equal the system's " + std::to_string(sys.count) + " accelerators",
+                               product + " does not equal the system's " + std::to_string(sys.count) + " accelerators",
                                "dp = count / (tp x pp x cp)");
     } else {
         if (mp > sys.count || sys.count % mp != 0)

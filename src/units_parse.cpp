@@ -29,7 +29,7 @@ struct unit_def {
 };
 
 // Units that may stand alone or as the numerator of "X/s".
-const std::array<unit_def, 46> base_units{{
+const std::array<unit_def, 50> base_units{{
     {"B", B.si(), size_dim},       {"kB", kB.si(), size_dim},     {"MB", MB.si(), size_dim},
     {"GB", GB.si(), size_dim},     {"TB", TB.si(), size_dim},     {"PB", PB.si(), size_dim},
     {"KiB", KiB.si(), size_dim},   {"MiB", MiB.si(), size_dim},   {"GiB", GiB.si(), size_dim},
@@ -51,6 +51,8 @@ const std::array<unit_def, 46> base_units{{
     {"W", W.si(), power_dim},      {"kW", kW.si(), power_dim},    {"MW", MW.si(), power_dim},
     {"J", J.si(), {0, 0, 1, 1}},   {"kJ", 1e3 * J.si(), {0, 0, 1, 1}}, {"kWh", kWh.si(), {0, 0, 1, 1}},
     {"Wh", (W * hour).si(), {0, 0, 1, 1}},
+    {"Hz", Hz.si(), {0, 0, -1, 0}}, {"kHz", kHz.si(), {0, 0, -1, 0}}, {"MHz", MHz.si(), {0, 0, -1, 0}},
+    {"GHz", GHz.si(), {0, 0, -1, 0}},
 }};
 
 // One-word rate spellings common in vendor sheets: "Gbps", "TFLOPS", "TOPS".
@@ -159,6 +161,7 @@ std::string dimension_name(dimension d) {
     if (d == dimension{1, 0, -1, 0}) return "data rate";
     if (d == dimension{0, 1, -1, 0}) return "FLOP rate";
     if (d == dimension{0, 0, 1, 1}) return "energy";
+    if (d == dimension{0, 0, -1, 0}) return "frequency";
     if (d == dimension{}) return "number";
     return "quantity";
 }
@@ -258,6 +261,7 @@ std::vector<scale> scales_for(dimension d, bool binary) {
     if (d == time_dim) return {{"ns", ns.si()}, {"us", us.si()}, {"ms", ms.si()}, {"s", 1}, {"min", minute.si()}, {"h", hour.si()}};
     if (d == power_dim) return {{"W", 1}, {"kW", kW.si()}, {"MW", MW.si()}};
     if (d == dimension{0, 0, 1, 1}) return {{"J", 1}, {"kJ", 1e3}, {"kWh", kWh.si()}};
+    if (d == dimension{0, 0, -1, 0}) return {{"Hz", 1}, {"kHz", kHz.si()}, {"MHz", MHz.si()}, {"GHz", GHz.si()}};
     return {};
 }
 }  // namespace

@@ -76,6 +76,7 @@ using power = quantity<0, 0, 0, 1>;       // watts
 using energy = quantity<0, 0, 1, 1>;      // joules = W * s
 using byte_rate = quantity<1, 0, -1, 0>;  // bytes per second
 using flop_rate = quantity<0, 1, -1, 0>;  // FLOP per second
+using frequency = quantity<0, 0, -1, 0>;  // per second: clock rates
 using intensity = quantity<-1, 1, 0, 0>;  // FLOP per byte (arithmetic intensity)
 
 namespace units {
@@ -118,6 +119,11 @@ inline constexpr power kW = 1e3 * W;
 inline constexpr power MW = 1e6 * W;
 inline constexpr energy J = W * s;
 inline constexpr energy kWh = kW * hour;
+// Clock rates.
+inline constexpr frequency Hz = frequency::from_si(1.0);
+inline constexpr frequency kHz = 1e3 * Hz;
+inline constexpr frequency MHz = 1e6 * Hz;
+inline constexpr frequency GHz = 1e9 * Hz;
 }  // namespace units
 
 }  // namespace capplan

@@ -59,11 +59,14 @@ def cpu_peak_line(run: Dict[str, Any]) -> str:
              if m.get("kind") == "gemm" and m.get("format") == "fp32"]
     if not peak or not rates:
         return ""
+    from .units import FLOP_RATE, FREQUENCY, Quantity
     best, top = max(rates), peak["fp32_flops_per_s"]
     plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")  # noqa: E731
-    line = (f"measured fp32 GEMM {best / 1e9:.1f} GFLOP/s on {plural(prov['threads'], 'thread')} = "
-            f"{100 * best / top:.0f}% of the CPU's peak {top / 1e9:.1f} GFLOP/s ({prov['isa']}, "
-            f"{plural(peak['cores'], 'core')} x {peak['clock_hz'] / 1e9:.2f} GHz x {peak['flops_per_cycle']['fp32']} FLOP/cycle)")
+    rate = lambda si: Quantity.from_si(si, FLOP_RATE).to("GFLOP/s")  # noqa: E731
+    clock = Quantity.from_si(peak["clock_hz"], FREQUENCY).to("GHz")
+    line = (f"measured fp32 GEMM {rate(best):.1f} on {plural(prov['threads'], 'thread')} = "
+            f"{100 * best / top:.0f}% of the CPU's peak {rate(top):.1f} ({prov['isa']}, "
+            f"{plural(peak['cores'], 'core')} x {clock:.2f} x {peak['flops_per_cycle']['fp32']} FLOP/cycle)")
     # Above 100%: the cores ran faster than the clock read (a VM's cpu MHz is often the base clock).
     return line + (f"; above the peak: the cores ran faster than the clock from {peak['clock_source']}" if best > top else "")
 

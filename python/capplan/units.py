@@ -23,10 +23,11 @@ TIME: Dims = (0, 0, 1, 0)
 POWER: Dims = (0, 0, 0, 1)
 BYTE_RATE: Dims = (1, 0, -1, 0)
 FLOP_RATE: Dims = (0, 1, -1, 0)
+FREQUENCY: Dims = (0, 0, -1, 0)  # clock rates (Hz)
 DIMENSIONLESS: Dims = (0, 0, 0, 0)
 
 # How a quantity is written with base units, exactly (repr of the float keeps every digit).
-_BASE_UNIT = {SIZE: "B", FLOPS: "FLOP", TIME: "s", POWER: "W", BYTE_RATE: "B/s", FLOP_RATE: "FLOP/s"}
+_BASE_UNIT = {SIZE: "B", FLOPS: "FLOP", TIME: "s", POWER: "W", BYTE_RATE: "B/s", FLOP_RATE: "FLOP/s", FREQUENCY: "Hz"}
 
 
 class Quantity:

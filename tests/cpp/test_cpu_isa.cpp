@@ -42,14 +42,14 @@ bool usable_here(cpu_isa isa) {
 
 TEST_CASE("CPU peak: physical cores used x clock x FLOPs per cycle, hyperthreads not counted") {
     // Hand calculation: 4 cores x 2.5 GHz x 32 FLOP/cycle (AVX2+FMA) = 320 GFLOP/s fp32, 160 fp64.
-    const cpu_peak p = cpu_peak_of(cpu_isa::avx2_fma, 8, 4, {2.5e9, "test"}, 32);
+    const cpu_peak p = cpu_peak_of(cpu_isa::avx2_fma, 8, 4, {2.5 * units::GHz, "test"}, 32);
     CHECK(p.cores == 4);  // 8 threads on 4 cores: the hyperthreads share the FMA units
     CHECK(p.fp32().in(GFLOP / s) == doctest::Approx(320.0));
     CHECK(p.fp64().in(GFLOP / s) == doctest::Approx(160.0));
     // 2 threads on the same CPU: 2 x 2.5 x 32 = 160 GFLOP/s.
-    CHECK(cpu_peak_of(cpu_isa::avx2_fma, 2, 4, {2.5e9, "test"}, 32).fp32().in(GFLOP / s) == doctest::Approx(160.0));
+    CHECK(cpu_peak_of(cpu_isa::avx2_fma, 2, 4, {2.5 * units::GHz, "test"}, 32).fp32().in(GFLOP / s) == doctest::Approx(160.0));
     // One AVX-512 core at 3.0 GHz x 64 = 192 GFLOP/s.
-    CHECK(cpu_peak_of(cpu_isa::avx512, 1, 32, {3.0e9, "test"}, 64).fp32().in(GFLOP / s) == doctest::Approx(192.0));
+    CHECK(cpu_peak_of(cpu_isa::avx512, 1, 32, {3.0 * units::GHz, "test"}, 64).fp32().in(GFLOP / s) == doctest::Approx(192.0));
 }
 
 TEST_CASE("FLOPs per cycle by ISA: FMA units x lanes x 2, AMD's split vector units halved") {
@@ -178,12 +178,12 @@ TEST_CASE("clock, cores and vendor from /proc/cpuinfo and sysfs text") {
     CHECK(id.model == 17);
 
     const cpu_clock max = parse_cpu_clock(std::string("3700000\n"), cpuinfo);  // kHz
-    CHECK(max.hz == doctest::Approx(3.7e9));
+    CHECK(max.rate.in(units::GHz) == doctest::Approx(3.7));
     CHECK(max.source.find("cpuinfo_max_freq") != std::string::npos);
     const cpu_clock mhz = parse_cpu_clock(std::nullopt, cpuinfo);
-    CHECK(mhz.hz == doctest::Approx(2.596152e9));
+    CHECK(mhz.rate.in(units::MHz) == doctest::Approx(2596.152));
     CHECK(mhz.source.find("cpu MHz") != std::string::npos);
-    CHECK(parse_cpu_clock(std::nullopt, "").hz == 0.0);
+    CHECK(parse_cpu_clock(std::nullopt, "").rate.si() == 0.0);
 
     // sysfs: one core_cpus_list per logical CPU; 8 logical CPUs on 4 cores.
     CHECK(count_physical_cores({"0,4\n", "1,5\n", "2,6\n", "3,7\n", "0,4\n", "1,5\n", "2,6\n", "3,7\n"}, cpuinfo) == 4);

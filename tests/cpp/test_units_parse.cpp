@@ -85,3 +85,10 @@ TEST_CASE("a quantity that overflows once its unit is applied is a unit_error, n
     CHECK_THROWS_AS(parse<flop_rate>("1e300 EFLOP/s", "/peak"), unit_error);
     CHECK(parse<data_size>("1e300 kB").in(B) == doctest::Approx(1e303));
 }
+
+TEST_CASE("clock rates parse and print as frequencies") {
+    CHECK(parse<frequency>("2.6 GHz").in(Hz) == doctest::Approx(2.6e9));
+    CHECK(parse<frequency>("3700 MHz").in(GHz) == doctest::Approx(3.7));
+    CHECK(format(2.596152 * GHz) == "2.596 GHz");
+    CHECK_THROWS_AS(parse<frequency>("2.6 GB"), unit_error);
+}

@@ -192,10 +192,9 @@ inline std::vector<trace_row> read_trace_csv_file(const std::string& path);
 // ---- simulation ---------------------------------------------------------------------------
 
 // A simulation's work in request-steps: each request is stepped about once per output token, plus
-// its prefill. The budget keeps any scenario to seconds: measured on one core, 1 M closed-loop users
-// with 500-token answers (5 M requests, 2.5e9 request-steps) took 26 s and 0.95 GB; 10 M users
-// would take minutes and 9 GB. 1e9 is about 10 s and 0.4 GB.
-inline constexpr double max_simulation_work = 1e9;
+// its prefill. The budget keeps any scenario to seconds and well under a GiB (the measurements that
+// set it, 200 k and 1 M closed-loop users, are in docs/reliability.md); 10 M users took minutes.
+inline constexpr std::int64_t max_simulation_work = 1'000'000'000;
 inline double simulation_work(const workload_spec& w, std::int64_t mean_output_tokens) {
     return static_cast<double>(w.requests + w.warmup_requests) * (static_cast<double>(mean_output_tokens) + 1.0);
 }
@@ -203,12 +202,13 @@ inline double simulation_work(const workload_spec& w, std::int64_t mean_output_t
 inline void check_simulation_budget(const workload_spec& w, std::int64_t mean_output_tokens, const std::string& field,
                                     const std::string& value) {
     const double work = simulation_work(w, mean_output_tokens);
-    if (work <= max_simulation_work) return;
+    if (work <= static_cast<double>(max_simulation_work)) return;
     char text[32];
     std::snprintf(text, sizeof text, "%.3g", work);
     throw config_error(field, value,
                        std::string("the serving simulation would take ") + text +
-                           " request-steps (requests x output tokens), beyond its budget of 1e9 (about 10 s)",
+                           " request-steps (requests x output tokens), beyond its budget of " +
+                           std::to_string(max_simulation_work) + " (seconds of work)",
                        "fewer users or simulated requests, or a static batch (inference.batch) for the roofline estimate");
 }
 

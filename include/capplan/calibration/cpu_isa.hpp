@@ -54,7 +54,7 @@ cpu_identity parse_cpu_identity(const std::string& cpuinfo);
 int fp32_flops_per_cycle(cpu_isa isa, const cpu_identity& id);
 
 struct cpu_clock {
-    double hz = 0;       // 0 when neither source is readable
+    frequency rate;      // zero when neither source is readable
     std::string source;  // which file and field the clock came from
 };
 // cpufreq's cpuinfo_max_freq (kHz, the maximum clock) when given, else "cpu MHz" of /proc/cpuinfo

@@ -103,7 +103,8 @@ struct scale_out_spec {
 };
 
 // The most accelerators a system may have, and so the largest parallel degree: 2^20 = 1,048,576,
-// ten times the largest clusters built (about 10^5 accelerators), and small enough that a product of
+// ten times the largest clusters built (xAI's Colossus: 100,000 H100s, announced September 2024),
+// and small enough that a product of
 // three degrees or counts fits an int64 and a validated degree fits an int.
 inline constexpr int max_system_accelerators = 1 << 20;
 
