@@ -7,7 +7,7 @@
 #   - Python: the wheel installed with its [test,notebook] extras into a fresh virtual environment
 #     outside the source tree, and pytest (API, CLI, catalog schemas, README, notebooks) run from
 #     outside it, so only the installed package can be imported.
-# Arguments go to pytest.
+# Arguments go to pytest. Last, docs/validation.md is checked against this build (scripts/validation_report.py --check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -33,3 +33,5 @@ trap 'rm -rf "$outside"' EXIT
 "$outside/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel[test,notebook]"
 cd "$outside"
 CAPPLAN_TESTS_AGAINST_WHEEL=1 "$outside/venv/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/tests/python" "$@"
+# docs/validation.md must be what this build predicts for the published rows (fitted and held out).
+"$outside/venv/bin/python" "$ROOT/scripts/validation_report.py" --check

@@ -101,6 +101,67 @@ void estimate_inference_memory(const scenario& s, estimate_result& r) {
     r.reasons.push_back(reason);
 }
 
+// Decode steps per generated token with and without the speculative setup `spec`, at `batch` requests.
+double speculative_speedup(const perf_setup& spec, std::int64_t batch, std::int64_t context) {
+    perf_setup plain = spec;
+    plain.drafter.reset();
+    plain.draft_tokens = 0;
+    plain.tokens_per_step = 1.0;
+    batch_step st;
+    st.decode_requests = batch;
+    st.context_tokens = batch * context;
+    const duration without = step_time(plain, st);
+    st.decode_positions = 1 + spec.draft_tokens;
+    return without / (step_time(spec, st) / spec.tokens_per_step);
+}
+
+// inference.speculative.*: tokens per step, the speed-up at the batch, and the batch where it stops paying.
+void note_speculative(const scenario& s, const perf_setup& setup, const inference_setup& engine, std::int64_t batch,
+                      inference_result& out, estimate_result& r) {
+    const speculative_spec& sp = *s.inference->speculative;
+    const std::int64_t context = s.inference->input_tokens + s.inference->output_tokens / 2;
+    out.speculative_tokens_per_step = setup.tokens_per_step;
+    out.speculative_speedup = speculative_speedup(setup, batch, context);
+    // The smallest batch (up to the engine's sequence limit) at which a token costs more with it than
+    // without: the verify step turns compute-bound while the drafter's work keeps growing.
+    const std::int64_t limit = engine.max_num_seqs * s.parallelism.attention_ranks();
+    std::int64_t lo = 0, hi = 1;
+    while (hi <= limit && speculative_speedup(setup, hi, context) >= 1.0) lo = hi, hi *= 2;
+    if (hi <= limit) {
+        while (hi - lo > 1) {
+            const std::int64_t mid = lo + (hi - lo) / 2;
+            (speculative_speedup(setup, mid, context) >= 1.0 ? lo : hi) = mid;
+        }
+        out.speculative_breakeven_batch = hi;
+    }
+    std::string text = "speculative decoding (" + sp.method + ", " + std::to_string(sp.tokens) + " drafted tokens, acceptance " +
+                       format_number(sp.acceptance) + "): " + format_number(setup.tokens_per_step) +
+                       " tokens per target step ((1 - a^(k+1)) / (1 - a), Leviathan et al. 2023); each decode step verifies " +
+                       std::to_string(1 + sp.tokens) + " positions per request" +
+                       (sp.draft_model ? " and runs the drafter (" + sp.draft_model->name + ") " + std::to_string(sp.tokens) + " times"
+                                       : std::string(" (n-gram lookup: no drafter on the GPU)")) +
+                       "; TPOT " + format_number(*out.speculative_speedup) + "x faster than without it at batch " +
+                       std::to_string(batch);
+    text += out.speculative_breakeven_batch
+                ? "; from batch " + std::to_string(*out.speculative_breakeven_batch) + " it is slower than plain decoding"
+                : "; it still pays at the engine's " + std::to_string(limit) + "-sequence limit";
+    r.notes.push_back(text);
+}
+
+// The prefix cache's effect: tokens computed per prompt, and the shared prefix stored once.
+void note_prefix_cache(const scenario& s, const inference_setup& engine, std::int64_t cached, estimate_result& r) {
+    const prefix_cache_spec& pc = *s.inference->prefix_cache;
+    std::string text = "prefix cache: " + std::to_string(cached) + " of each prompt's " +
+                       tokens_text(s.inference->input_tokens) + " served from the cache (hit rate " +
+                       format_number(pc.hit_rate) + ", shared prefix " + tokens_text(pc.shared_prefix_tokens) +
+                       "); prefill computes the other " + std::to_string(s.inference->input_tokens - cached) +
+                       " and attends to all of them";
+    if (engine.shared_prefix_tokens > 0)
+        text += "; the shared prefix's " + std::to_string(engine.shared_prefix_tokens / engine.block_tokens) +
+                " whole blocks (" + tokens_text(engine.shared_prefix_tokens) + ") are stored once per device";
+    r.notes.push_back(text);
+}
+
 // Fills inference.{ttft_s, tpot_s, e2e_latency_s, throughput_tokens_per_s}, the decode step's chain
 // (GPU memory, compute, scale-up network, engine overhead) and its bottleneck.
 void estimate_inference_speed(const scenario& s, estimate_result& r) {
@@ -116,9 +177,18 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     const std::int64_t batch = r.inference && r.inference->batch ? *r.inference->batch
                                                                  : inf.batch.value_or(inf.concurrency.value_or(1));
     const std::int64_t per_replica = std::max<std::int64_t>(1, (batch + dp - 1) / dp);
-    const latency_estimate e = estimate_latency(setup, inf.input_tokens, inf.output_tokens, per_replica);
+    const inference_setup engine = inference_setup::from(s);
+    const prefill_plan plan = static_prefill_plan(engine, inf, inf.input_tokens);
+    const latency_estimate e = estimate_latency(setup, inf.input_tokens, inf.output_tokens, per_replica, plan);
     inference_result& out = r.inference ? *r.inference : r.inference.emplace();
     out.method = "roofline";
+    out.prefill_steps = e.prefill_steps;
+    if (inf.prefix_cache) {
+        out.prefix_cached_tokens = plan.cached_tokens;
+        out.prefix_computed_tokens = inf.input_tokens - plan.cached_tokens;
+        note_prefix_cache(s, engine, plan.cached_tokens, r);
+    }
+    if (inf.speculative) note_speculative(s, setup, engine, per_replica, out, r);
     out.ttft_s = e.ttft.si();
     out.tpot_s = e.tpot.si();
     out.e2e_latency_s = e.e2e.si();
@@ -155,13 +225,16 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         w.warmup_requests = wi.warmup_requests.value_or(w.arrival == workload_spec::arrival_kind::closed_loop ? w.users : 0);
         w.requests = wi.requests > 0 ? wi.requests : std::max<std::int64_t>(200, 4 * w.users);
         w.seed = wi.seed;
+        if (inf.prefix_cache) w.prefix_cache = *inf.prefix_cache;
         if (wi.requests > 0)
             check_simulation_budget(w, inf.output_tokens, "/inference/workload/requests", std::to_string(wi.requests));
         else
             check_simulation_budget(w, inf.output_tokens, "/inference/concurrency", std::to_string(w.users));
-        const scheduler_spec sch = engine_scheduler(mem, inf.input_tokens + inf.output_tokens, static_cast<int>(dp));
+        scheduler_spec sch = engine_scheduler(mem, inf.input_tokens + inf.output_tokens, static_cast<int>(dp));
+        if (inf.speculative) sch.draft_tokens = inf.speculative->tokens, sch.acceptance = inf.speculative->acceptance;
         const sim_result sim = simulate(w, sch, [&](const batch_step& st) { return step_time(setup, st); });
         out.method = "simulation";
+        out.prefill_steps.reset();  // the static batch's; the simulation schedules its own
         out.ttft_s = sim.ttft.p50.si();
         out.ttft_p90_s = sim.ttft.p90.si();
         out.ttft_p99_s = sim.ttft.p99.si();
@@ -222,7 +295,10 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
                                  (inf.workload ? inf.workload->arrival : std::string("closed_loop")) + ", " +
                                  std::to_string(out.simulated_requests.value_or(0)) +
                                  " requests) on a continuous-batching engine per replica"
-                           : "TTFT is one prompt's prefill without queueing, TPOT one decode step at " +
+                           : "a static batch: TTFT is the prefill of the batch's " + std::to_string(per_replica) +
+                                 (per_replica == 1 ? " prompt" : " prompts") + " in " + std::to_string(e.prefill_steps) +
+                                 (e.prefill_steps == 1 ? " step" : " steps") + " of at most " +
+                                 tokens_text(plan.step_tokens) + " without queueing, TPOT one decode step at " +
                                  std::to_string(per_replica) + " requests of mid-answer context") +
                       "; chain = one decode step at the batch");
     // Tensor-parallel experts: narrow slices run slower in today's grouped kernels than this model says.

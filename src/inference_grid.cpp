@@ -1,5 +1,7 @@
 #include "capplan/search/inference_grid.hpp"
 
+#include "capplan/analysis/engine_scheduler.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -108,7 +110,8 @@ inference_grid sweep_inference_grid(const std::vector<scenario>& layouts, const 
             const std::int64_t dp = p.sc->parallelism.dp;
             const std::int64_t per_replica = std::max<std::int64_t>(1, (batch + dp - 1) / dp);
             const inference_memory m = inference_budget(p.memory, per_replica, input + output);
-            const latency_estimate e = estimate_latency(p.speed, input, output, per_replica);
+            const latency_estimate e = estimate_latency(p.speed, input, output, per_replica,
+                                                        inf ? static_prefill_plan(p.memory, *inf, input) : prefill_plan{});
             g.fits[i] = m.fits ? 1 : 0;
             g.per_device_bytes[i] = m.per_device.si();
             g.ttft_s[i] = e.ttft.si();

@@ -42,6 +42,28 @@ inference_setup inference_setup::from(const scenario& s) {
     out.reserve_output = inf.kv_admission == "reserve";
     out.reserve = inf.runtime_reserve.value_or(default_runtime_reserve(s.parallelism.tp * s.parallelism.pp).total());
     out.weights = shard_weights(s.model, s.parallelism);
+    if (inf.prefix_cache) {
+        // Only whole blocks are shared (vLLM hashes full blocks; a partial block is the request's own).
+        const std::int64_t b = std::max<std::int64_t>(1, out.block_tokens);
+        out.shared_prefix_tokens = inf.prefix_cache->shared_prefix_tokens / b * b;
+    }
+    if (inf.speculative && inf.speculative->draft_model) {
+        const speculative_spec& sp = *inf.speculative;
+        const model_spec& d = *sp.draft_model;
+        out.drafter = &d;
+        parallelism_spec p = s.parallelism;
+        p.pp = 1;
+        device_parameters params;
+        if (sp.method == "draft") {
+            params = shard_weights(d, p).per_device();  // a whole model: its embeddings and head too
+        } else {
+            // A head shares the target's embeddings and LM head; it adds its layer and the 2h x h joining
+            // projection (serving_features.hpp).
+            params = detail::layer_on_device(d, 0, p);
+            params.block_linear += 2.0 * static_cast<double>(d.hidden) * static_cast<double>(d.hidden) / p.attention_tp();
+        }
+        out.drafter_weights = device_weight_bytes(params, s.precision.weights);
+    }
     return out;
 }
 

@@ -58,6 +58,22 @@ perf_setup perf_setup::from(const scenario& s) {
         if (o.prefill_step) out.efficiency.source += ", " + format(*o.prefill_step) + " per prefill step (inference.engine_overhead)";
         if (o.prefill_kernel) out.efficiency.source += ", " + format(*o.prefill_kernel) + " of host dispatch per prefill kernel (inference.engine_overhead)";
     }
+    if (s.inference && s.inference->speculative) {
+        const speculative_spec& sp = *s.inference->speculative;
+        out.draft_tokens = sp.tokens;
+        out.tokens_per_step = sp.tokens_per_step();
+        if (sp.draft_model) {
+            // The drafter runs on the target's devices with the target's split (one pipeline stage).
+            auto d = std::make_shared<drafter_setup>();
+            d->drafter = s;
+            d->drafter.model = *sp.draft_model;
+            d->drafter.inference->speculative.reset();
+            d->drafter.parallelism.pp = 1;
+            d->drafter.parallelism.vpp = 1;
+            d->setup = perf_setup::from(d->drafter);
+            out.drafter = std::move(d);
+        }
+    }
     const int tp = s.parallelism.attention_tp();  // attention data parallelism has no tp all-reduce
     out.system = s.system;
     auto grid = [&](collective_op op, int ranks) {
@@ -112,13 +128,43 @@ duration perf_setup::interpolate(const collective_grid& grid, data_size bytes) c
     return y0 + (y1 - y0) * ((x - x0) / (x1 - x0));  // beyond the grid: the last segment's slope
 }
 
+namespace {
+
+// The drafter's share of a step: one pass over the step's prompt chunks and one position per decoding
+// request (it reads the accepted tokens), then k - 1 more passes drafting for the decoding requests
+// alone; its kernels and communication, without another step's engine overhead.
+op_time drafter_time(const drafter_setup& d, const batch_step& st, std::int64_t k) {
+    batch_step first = st;
+    first.decode_positions = 1;
+    const step_breakdown one = step_time_breakdown(d.setup, first);
+    duration time = one.compute + one.communication;
+    flop_count flops;
+    data_size bytes;
+    for (const auto& o : one.ops) flops += o.flops, bytes += o.bytes;
+    if (st.decode_requests > 0 && k > 1) {
+        batch_step more;
+        more.decode_requests = st.decode_requests;
+        more.context_tokens = st.context_tokens;
+        const step_breakdown next = step_time_breakdown(d.setup, more);
+        const double passes = static_cast<double>(k - 1);
+        time += passes * (next.compute + next.communication);
+        for (const auto& o : next.ops) flops += passes * o.flops, bytes += passes * o.bytes;
+    }
+    const bool compute_bound = flops / d.setup.peak > bytes / d.setup.memory_bandwidth;
+    return {"speculative drafter", flops, bytes, time, compute_bound};
+}
+
+}  // namespace
+
 step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     const model_spec& m = *su.model;
     const parallelism_spec& p = su.parallelism;
     step_breakdown out;
     out.overhead = su.efficiency.per_step;
     if (st.prefill_tokens > 0) out.overhead += su.efficiency.per_prefill_step;
-    const double step_tokens = static_cast<double>(st.prefill_tokens + st.decode_requests);
+    const double positions = static_cast<double>(std::max<std::int64_t>(1, st.decode_positions));
+    const double decode_tokens = static_cast<double>(st.decode_requests) * positions;
+    const double step_tokens = static_cast<double>(st.prefill_tokens) + decode_tokens;
     if (step_tokens <= 0) return out;
     // Attention data parallelism: each rank runs everything but the routed experts for its own
     // requests, with those weights whole, and the busiest rank (ceil(n / ranks) of n whole requests)
@@ -127,7 +173,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     auto busiest = [&](std::int64_t n) { return n > 0 ? std::ceil(static_cast<double>(n) / ranks) / static_cast<double>(n) : 1.0; };
     const double prefill_share = busiest(st.prefill_requests), decode_share = busiest(st.decode_requests);
     const double tokens = static_cast<double>(st.prefill_tokens) * prefill_share +
-                          static_cast<double>(st.decode_requests) * decode_share;  // this rank's, but for the experts
+                          decode_tokens * decode_share;  // this rank's, but for the experts
 
     const double h = static_cast<double>(m.hidden), tp = p.attention_tp();
     const double bw = su.precision.weights.bytes_per_element();
@@ -174,7 +220,9 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     const double chunk = static_cast<double>(st.prefill_tokens) / pr;  // tokens of one request's chunk
     const double chunk_keys = su.flash_attention ? (chunk + 1.0) / 2.0 : chunk;
     const double prefill_keys = pt * (static_cast<double>(st.prefill_context_tokens) / pr) + pt * chunk_keys;
-    const double decode_keys = static_cast<double>(st.context_tokens) * decode_share;
+    // Every verified position attends to its request's context; the context is read once.
+    const double decode_context = static_cast<double>(st.context_tokens) * decode_share;
+    const double decode_keys = decode_context * positions;
     const double per_key = static_cast<double>(detail::attention_flops_per_key(m)) / tp;
     const data_size kv_token = kv_bytes_per_token_per_layer(m, p.attention_tp(), su.precision.kv_cache);
     const device_parameters attn = detail::attention_on_device(m, p);
@@ -207,13 +255,14 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             charge(lc.ops[0], unit::matrix, 2.0 * tokens * o_params * FLOP, (o_params * bw + tokens * (o_in + h) * ba) * B,
                    m.mla ? 2 : 1, o_params);
             // Core: a sliding window caps each token's keys.
-            double pk = prefill_keys, dk = decode_keys;
+            double pk = prefill_keys, dk = decode_keys, dc = decode_context;
             if (m.is_sliding_layer(i)) {
                 const double w = static_cast<double>(m.sliding_window);
                 pk = std::min(pk, pt * w);
-                dk = std::min(dk, static_cast<double>(st.decode_requests) * decode_share * w);
+                dc = std::min(dc, static_cast<double>(st.decode_requests) * decode_share * w);
+                dk = dc * positions;
             }
-            const data_size kv_bytes = (dk + static_cast<double>(st.prefill_context_tokens) * prefill_share + pt) * kv_token;
+            const data_size kv_bytes = (dc + static_cast<double>(st.prefill_context_tokens) * prefill_share + pt) * kv_token;
             // Materialised scores (no FlashAttention): QK^T writes them, the fused scale-mask-softmax
             // reads and writes them, PV reads them: 4 passes of the activation format per score
             // (Korthikanti et al. 2022 §4.1). Attention dropout reads the probabilities and writes a
@@ -292,8 +341,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         out.ep_alltoall += lc.ep_alltoall;
     }
     // LM head for the sampled positions (fp32 logits), embedding lookups for every token.
-    const double sampled = static_cast<double>(st.decode_requests) * decode_share +
-                           static_cast<double>(st.prefill_requests) * prefill_share;
+    const double sampled = decode_tokens * decode_share + static_cast<double>(st.prefill_requests) * prefill_share;
     const double vocab_part = static_cast<double>(m.vocab) / tp;
     charge(sums[4], unit::matrix, 2.0 * sampled * h * vocab_part * FLOP,
            (vocab_part * h * bo + sampled * vocab_part * 4.0 + tokens * h * bo) * B, 2);
@@ -307,28 +355,44 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         out.compute += o.time;
         out.kernels += o.kernels;
     }
+    if (su.drafter) {
+        const op_time d = drafter_time(*su.drafter, st, su.draft_tokens);
+        out.ops.push_back(d);
+        out.compute += d.time;
+    }
     // Host work an eager (not graph-captured) prefill adds for each kernel it dispatches.
     if (st.prefill_tokens > 0) out.overhead += out.kernels * su.efficiency.per_prefill_kernel;
     return out;
 }
 
 latency_estimate estimate_latency(const perf_setup& s, std::int64_t input_tokens, std::int64_t output_tokens,
-                                  std::int64_t batch) {
+                                  std::int64_t batch, const prefill_plan& plan) {
     latency_estimate e;
-    batch_step prefill;
-    prefill.prefill_tokens = input_tokens;
-    prefill.prefill_requests = 1;
-    e.prefill = step_time_breakdown(s, prefill);
-    e.ttft = e.prefill.total();
+    const std::int64_t cached = std::clamp<std::int64_t>(plan.cached_tokens, 0, input_tokens - 1);
+    const std::int64_t computed = input_tokens - cached;
+    // Whole prompts per step: as many as the token budget holds, at least one, at most the batch.
+    const std::int64_t per_step =
+        plan.step_tokens > 0 ? std::clamp<std::int64_t>(plan.step_tokens / computed, 1, batch) : batch;
+    auto prompts = [&](std::int64_t n) {
+        batch_step st;
+        st.prefill_tokens = n * computed;
+        st.prefill_requests = n;
+        st.prefill_context_tokens = n * cached;  // prefix-cache hits: attended to, not computed
+        return st;
+    };
+    e.prefill = step_time_breakdown(s, prompts(per_step));
+    const std::int64_t full = batch / per_step, rest = batch % per_step;
+    e.prefill_steps = full + (rest > 0 ? 1 : 0);
+    e.ttft = static_cast<double>(full) * e.prefill.total() + (rest > 0 ? step_time(s, prompts(rest)) : duration{});
     batch_step decode;
     decode.decode_requests = batch;
     decode.context_tokens = batch * (input_tokens + output_tokens / 2);
+    decode.decode_positions = 1 + s.draft_tokens;
     e.decode = step_time_breakdown(s, decode);
-    e.tpot = e.decode.total();
+    e.tpot = e.decode.total() / s.tokens_per_step;  // a speculative step yields tokens_per_step tokens
     e.e2e = e.ttft + static_cast<double>(output_tokens - 1) * e.tpot;
-    // Steady state with `batch` requests in flight: each needs its own prefill step and shares
-    // output_tokens decode steps with the others.
-    const duration cycle = static_cast<double>(batch) * e.ttft + static_cast<double>(output_tokens) * e.tpot;
+    // The batch's prompts, then output_tokens decode steps shared by all of it.
+    const duration cycle = e.ttft + static_cast<double>(output_tokens) * e.tpot;
     e.output_tokens_per_s = static_cast<double>(batch * output_tokens) / cycle.si();
     return e;
 }

@@ -163,6 +163,14 @@ std::string to_json(const estimate_result& r, int indent) {
         num("preemptions", i.preemptions);
         num("simulated_requests", i.simulated_requests);
         if (!i.method.empty()) inf["method"] = i.method;
+        num("prefill_steps", i.prefill_steps);
+        if (i.speculative_tokens_per_step) {
+            json sp = {{"tokens_per_step", *i.speculative_tokens_per_step}, {"speedup", *i.speculative_speedup}};
+            if (i.speculative_breakeven_batch) sp["breakeven_batch"] = *i.speculative_breakeven_batch;
+            inf["speculative"] = sp;
+        }
+        if (i.prefix_cached_tokens)
+            inf["prefix_cache"] = {{"cached_tokens", *i.prefix_cached_tokens}, {"computed_tokens", *i.prefix_computed_tokens}};
         j["inference"] = inf;
     }
 

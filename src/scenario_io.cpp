@@ -15,8 +15,8 @@ using detail::object_reader;
 
 namespace {
 
-model_spec read_model(const json& v, const catalog& cat, const std::filesystem::path& base_dir) {
-    const std::string field = "/model";
+model_spec read_model(const json& v, const catalog& cat, const std::filesystem::path& base_dir,
+                      const std::string& field = "/model") {
     if (v.is_string()) {
         const std::string s = v.get<std::string>();
         if (s.empty())
@@ -325,7 +325,50 @@ workload_input read_workload(object_reader& r, const std::filesystem::path& base
     return w;
 }
 
-inference_spec read_inference(object_reader& r, const std::filesystem::path& base_dir) {
+// inference.speculative: the method, its drafter and the acceptance that sets tokens per step.
+speculative_spec read_speculative(object_reader& r, const model_spec& target, const catalog& cat,
+                                  const std::filesystem::path& base_dir) {
+    speculative_spec sp;
+    sp.method = r.required_choice("method", speculative_methods);
+    // At most 64 drafted tokens: published drafters propose 1-10 (EAGLE-3 trees up to 60 nodes).
+    sp.tokens = r.required_integer("tokens", 1, 64);
+    const auto a = r.number("acceptance", 0.0);
+    if (!a) r.missing("acceptance", "the chance a drafted token is accepted, a number in [0, 1]");
+    if (*a > 1.0) throw config_error(r.path("acceptance"), format_number(*a), "not a probability", "a number in [0, 1]");
+    sp.acceptance = *a;
+    const json* draft = r.get("draft_model");
+    if (sp.method == "draft") {
+        if (!draft || draft->is_null()) r.missing("draft_model", "the draft model: a catalog name, a config.json path or config fields");
+        sp.draft_model = read_model(*draft, cat, base_dir, r.path("draft_model"));
+        if (sp.draft_model->vocab != target.vocab)
+            throw config_error(r.path("draft_model"), "'" + sp.draft_model->name + "'",
+                               "has a vocabulary of " + std::to_string(sp.draft_model->vocab) + " tokens, the target " +
+                                   target.name + " " + std::to_string(target.vocab),
+                               "a draft model of the target's tokenizer (the same family)");
+    } else {
+        if (draft && !draft->is_null())
+            throw config_error(r.path("draft_model"), detail::short_value(*draft), "only method \"draft\" takes a draft model",
+                               "method \"draft\", or no draft_model");
+        if (sp.method != "ngram") sp.draft_model = drafter_head(target, sp.method);
+    }
+    r.finish();
+    return sp;
+}
+
+// inference.prefix_cache: the share of prompt tokens found cached and a prefix every request shares.
+prefix_cache_spec read_prefix_cache(object_reader& r, std::int64_t input_tokens) {
+    prefix_cache_spec pc;
+    const auto h = r.number("hit_rate", 0.0);
+    if (h && *h > 1.0) throw config_error(r.path("hit_rate"), format_number(*h), "not a share", "a number in [0, 1]");
+    pc.hit_rate = h.value_or(0.0);
+    pc.shared_prefix_tokens = r.integer("shared_prefix_tokens", 0, input_tokens).value_or(0);
+    if (!h && !r.present("shared_prefix_tokens")) r.missing("hit_rate", "hit_rate and/or shared_prefix_tokens");
+    r.finish();
+    return pc;
+}
+
+inference_spec read_inference(object_reader& r, const model_spec& target, const catalog& cat,
+                              const std::filesystem::path& base_dir) {
     inference_spec i;
     i.input_tokens = r.required_integer("input_tokens", 1);
     i.output_tokens = r.required_integer("output_tokens", 1);
@@ -363,6 +406,14 @@ inference_spec read_inference(object_reader& r, const std::filesystem::path& bas
         if (i.workload->arrival == "closed_loop" && !i.concurrency)
             throw config_error(r.path("concurrency"), "", "a closed-loop workload needs the number of users",
                                "inference.concurrency, or an open-loop workload.arrival (poisson, constant_rate, trace)");
+    }
+    if (const json* sp = r.get("speculative"); sp && !sp->is_null()) {
+        object_reader sr(*sp, r.path("speculative"), true);
+        i.speculative = read_speculative(sr, target, cat, base_dir);
+    }
+    if (const json* pc = r.get("prefix_cache"); pc && !pc->is_null()) {
+        object_reader pr(*pc, r.path("prefix_cache"), true);
+        i.prefix_cache = read_prefix_cache(pr, i.input_tokens);
     }
     if ((i.batch || i.batch_max) && i.concurrency)
         throw config_error(r.path("concurrency"), std::to_string(*i.concurrency), "give batch or concurrency, not both",
@@ -425,7 +476,7 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
     }
     if (const json* i = root.get("inference"); i && !i->is_null()) {
         object_reader r(*i, "/inference", true);
-        sc.inference = read_inference(r, base_dir);
+        sc.inference = read_inference(r, sc.model, cat, base_dir);
     }
     if (const json* c = root.get("calibration"); c && !c->is_null()) {
         if (c->is_string()) {

@@ -76,7 +76,7 @@ _ZH_LABELS = {
     "total per device": "每卡合计", "device memory": "显存容量", "fits": "放得下", "requests at once": "同时请求数",
     "max requests": "最多请求数", "max context": "最长上下文", "smallest tp": "最小 TP",
     "time to first token": "首 token 时间", "time per output token": "每输出 token 时间", "inter-token latency": "token 间延迟",
-    "end-to-end latency": "端到端延迟", "efficiency table": "效率表", "throughput": "吞吐", "bottleneck": "瓶颈", "training step": "训练一步",
+    "end-to-end latency": "端到端延迟", "speculative decoding": "投机解码", "prefix cache": "前缀缓存", "efficiency table": "效率表", "throughput": "吞吐", "bottleneck": "瓶颈", "training step": "训练一步",
     "time to train": "训练总时间", "checkpoint": "检查点", "cold start": "冷启动", "prefill FLOPs": "预填充 FLOPs",
     "FLOPs per output token": "每输出 token FLOPs", "model FLOPs / step": "模型 FLOPs / 步",
     "hardware FLOPs / step": "硬件 FLOPs / 步", "feasible": "可行", "warning": "警告",
@@ -148,7 +148,8 @@ class Result(Section):
         if "ttft_s" in inf:
             sim = inf.get("method") == "simulation"
             rows.append(("time to first token", t(inf["ttft_s"]),
-                         f"p50; mean {t(inf['ttft_mean_s'])}, p99 {t(inf['ttft_p99_s'])}" if sim else "one prompt, no queueing"))
+                         f"p50; mean {t(inf['ttft_mean_s'])}, p99 {t(inf['ttft_p99_s'])}" if sim
+                         else f"the batch's prefill in {inf.get('prefill_steps', 1)} step(s), no queueing"))
             rows.append(("time per output token", t(inf["tpot_s"]),
                          f"p50; mean {t(inf['tpot_mean_s'])}, p99 {t(inf['tpot_p99_s'])}" if sim
                          else f"at {inf.get('batch', 1)} requests"))
@@ -158,6 +159,16 @@ class Result(Section):
             rows.append(("end-to-end latency", t(inf["e2e_latency_s"]), "p50" if sim else ""))
             rows.append(("throughput", f"{inf['throughput_tokens_per_s']:.0f} tokens/s",
                          "output tokens, whole system" + (" (simulated)" if sim else "")))
+        sp = inf.get("speculative")
+        if sp:
+            rows.append(("speculative decoding", f"{sp['tokens_per_step']:.3g} tokens/step",
+                         f"TPOT {sp['speedup']:.2f}x at the batch; " +
+                         (f"slower than plain from batch {sp['breakeven_batch']}" if "breakeven_batch" in sp
+                          else "pays up to the sequence limit")))
+        pc = inf.get("prefix_cache")
+        if pc:
+            rows.append(("prefix cache", f"{pc['cached_tokens']} tokens cached",
+                         f"per prompt; {pc['computed_tokens']} computed"))
         if d.get("efficiency_table", "catalog") != "catalog":
             rows.append(("efficiency table", d["efficiency_table"], "calibration: efficiency by kernel size"))
         if "bottleneck" in d:

@@ -11,22 +11,10 @@ import pathlib
 import pytest
 
 import capplan
+from published_support import ms as _ms, poisson_70b as _poisson_70b, run_published as _run
 
 
 _PUBLISHED = json.loads((pathlib.Path(__file__).parents[1] / "data" / "published_inference.json").read_text())
-
-
-def _run(model, accel, tp, weights, inp, out, kv=None, **inference):
-    precision = {"weights": weights, "compute": "bf16" if weights in ("int8", "int4") else weights}
-    if kv:
-        precision["kv_cache"] = kv
-    load = {"input_tokens": inp, "output_tokens": out, **(inference or {"batch": 1})}
-    return capplan.estimate({"model": model, "system": {"accelerator": accel, "count": tp}, "parallelism": {"tp": tp},
-                             "precision": precision, "inference": load})
-
-
-def _ms(q):
-    return float(q) * 1e3
 
 
 # What a published row's "checked" list may name: the simulation's value, and the row's field (whose
@@ -197,16 +185,6 @@ def test_latency_under_concurrency_within_25_percent(users, tpot, tokens_per_s):
 # mean e2e +8% / +10% / -9%. At 8 requests/s the benchmark is at its knee (not checked, see the row's notes);
 # at 16 both are saturated and the output tokens/s is checked (+18%).
 _POISSON = _checked(arrival="poisson", model="Llama-3.1-70B")
-
-
-def _poisson_70b(rate):
-    return capplan.estimate({
-        "model": "Llama-3.1-70B", "system": {"preset": "HGX-H200", "count": 4}, "parallelism": {"tp": 4},
-        "precision": {"weights": "bf16", "compute": "bf16"},
-        "inference": {"input_tokens": 1024, "output_tokens": 1024, "prefill_dispatch": "eager",
-                      "workload": {"arrival": "poisson", "rate_per_s": rate, "requests": 300 * rate,
-                                   "input": {"kind": "uniform", "min": 1, "max": 1024},
-                                   "output": {"kind": "uniform", "min": 1, "max": 1024}}}}).inference
 
 
 @pytest.mark.parametrize("row", _POISSON, ids=lambda m: f"{m['rate_per_s']}-per-s")

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "capplan/analysis/inference_memory.hpp"
+#include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/serving_sim.hpp"
 
 namespace capplan {
@@ -31,6 +32,15 @@ inline scheduler_spec engine_scheduler(const inference_setup& mem, std::int64_t 
     sch.kv_capacity_tokens = static_cast<std::int64_t>(free.si() / bytes_per_token) * ranks;
     sch.replicas = replicas;
     return sch;
+}
+
+// How the engine prefills a static batch of `input_tokens` prompts: steps of its token budget (each
+// attention-data-parallel rank its own), each prompt from its prefix-cache hits on.
+inline prefill_plan static_prefill_plan(const inference_setup& mem, const inference_spec& inf, std::int64_t input_tokens) {
+    prefill_plan plan;
+    plan.step_tokens = mem.step_tokens * mem.parallelism.attention_ranks();
+    if (inf.prefix_cache) plan.cached_tokens = inf.prefix_cache->cached_tokens(input_tokens);
+    return plan;
 }
 
 }  // namespace capplan

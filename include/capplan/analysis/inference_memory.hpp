@@ -45,6 +45,12 @@ struct inference_setup {
     bool reserve_output = false;          // KV admission reserves prompt + whole output (TensorRT-LLM)
     data_size reserve;                    // runtime reservation total
     weight_sharding weights;
+    // Prefix caching: the shared prefix's whole blocks, stored once per device instead of per request.
+    std::int64_t shared_prefix_tokens = 0;
+    // Speculative decoding: the drafter's weights on each device of the last stage, and the model
+    // whose KV cache it keeps per request (none for n-gram lookup).
+    data_size drafter_weights;
+    const model_spec* drafter = nullptr;
 
     static inference_setup from(const scenario& s);
 };
@@ -122,9 +128,17 @@ inline inference_memory inference_budget(const inference_setup& s, std::int64_t 
     for (std::size_t i = 0; i < s.weights.stages.size(); ++i) {
         const pipeline_stage& st = s.weights.stages[i];
         const layer_range r = detail::stage_range(st);
-        const data_size w = device_weight_bytes(st.params, s.precision.weights);
-        const data_size kv = static_cast<double>(here) *
-                             kv_bytes_per_request(m, kv_tp, s.precision.kv_cache, r, context, s.block_tokens);
+        auto request_kv = [&](std::int64_t tokens) {
+            return kv_bytes_per_request(m, kv_tp, s.precision.kv_cache, r, tokens, s.block_tokens);
+        };
+        const std::int64_t shared = here > 0 ? std::min(s.shared_prefix_tokens, context) : 0;
+        data_size kv = static_cast<double>(here) * (request_kv(context) - request_kv(shared)) + request_kv(shared);
+        data_size w = device_weight_bytes(st.params, s.precision.weights);
+        if (st.has_lm_head && s.drafter) {
+            w += s.drafter_weights;
+            kv += static_cast<double>(here) * kv_bytes_per_request(*s.drafter, kv_tp, s.precision.kv_cache,
+                                                                   all_layers(*s.drafter), context, s.block_tokens);
+        }
         const data_size lg = st.has_lm_head ? logits : data_size{};
         const data_size total = w + kv + out.activations + lg + out.overhead;
         if (first || total > out.per_device) {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,8 @@ struct step_breakdown {
     duration total() const { return compute + communication + overhead; }
 };
 
+struct drafter_setup;
+
 // Everything the step model needs, precomputed once per scenario.
 struct perf_setup {
     const model_spec* model = nullptr;
@@ -127,6 +130,11 @@ struct perf_setup {
     bool dropout = false;         // training with attention and hidden dropout (training_perf_setup)
     duration pipeline_send_latency;
     byte_rate pipeline_send_bandwidth;
+    // Speculative decoding (inference.speculative): the drafter's own step model (none for n-gram
+    // lookup), the tokens it drafts per step and the tokens a request gains per step on average.
+    std::shared_ptr<const drafter_setup> drafter;
+    std::int64_t draft_tokens = 0;
+    double tokens_per_step = 1.0;
 
     static perf_setup from(const scenario& s);
     duration allreduce(data_size bytes) const { return interpolate(allreduce_grid, bytes); }
@@ -134,19 +142,35 @@ struct perf_setup {
     duration interpolate(const collective_grid& grid, data_size bytes) const;
 };
 
+// A draft model, EAGLE head or MTP module costed as its own model on the target's devices. It owns
+// the scenario its step model points into.
+struct drafter_setup {
+    scenario drafter;
+    perf_setup setup;
+};
+
 step_breakdown step_time_breakdown(const perf_setup& s, const batch_step& step);
 inline duration step_time(const perf_setup& s, const batch_step& step) { return step_time_breakdown(s, step).total(); }
 
 struct latency_estimate {
-    duration ttft;       // prefill of one prompt (no queueing) -> first token
-    duration tpot;       // one decode step at `batch` requests of mid-answer context
+    duration ttft;       // the static batch's prefill (no queueing) -> first tokens
+    duration tpot;       // one decode step at `batch` requests of mid-answer context / tokens per step
     duration e2e;        // ttft + (output - 1) x tpot
-    double output_tokens_per_s = 0.0;  // batch x output / (batch x ttft + output x tpot), one replica
-    step_breakdown prefill, decode;
+    double output_tokens_per_s = 0.0;  // batch x output / (ttft + output x tpot), one replica
+    std::int64_t prefill_steps = 0;    // forward steps the batch's prompts take
+    step_breakdown prefill, decode;    // one prompt's prefill (the first step's share); one decode step
 };
 
-// Batch-B steady state: each request's TTFT is a whole-prompt prefill; decodes run at batch B.
+// How a static batch's prompts reach the engine.
+struct prefill_plan {
+    std::int64_t step_tokens = 0;    // prompt tokens one forward step may run (0: the whole batch at once)
+    std::int64_t cached_tokens = 0;  // of each prompt, found in the prefix cache (not computed)
+};
+
+// A static batch of `batch` requests: the prompts prefill together, as many whole prompts per step as
+// the step's token budget holds (at least one), and the first tokens come when the last step ends;
+// then the batch decodes together (Yu et al. 2022, Orca, OSDI '22 §2.2: static batching).
 latency_estimate estimate_latency(const perf_setup& s, std::int64_t input_tokens, std::int64_t output_tokens,
-                                  std::int64_t batch);
+                                  std::int64_t batch, const prefill_plan& plan = {});
 
 }  // namespace capplan

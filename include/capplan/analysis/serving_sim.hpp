@@ -46,6 +46,7 @@
 #include "capplan/detail/percentile.hpp"
 #include "capplan/analysis/step_model.hpp"
 #include "capplan/error.hpp"
+#include "capplan/spec/serving_features.hpp"
 #include "capplan/units.hpp"
 
 namespace capplan {
@@ -124,6 +125,7 @@ struct workload_spec {
     std::int64_t requests = 1000;         // measured requests, simulated after the warm-up ones
     std::int64_t warmup_requests = 0;     // the first requests issued: simulated, left out of the latency statistics
     std::uint64_t seed = 0;
+    prefix_cache_spec prefix_cache;       // prompt tokens each request finds cached; a prefix all share
 };
 
 // A closed loop's default turnaround: an answer's end reaches the client, which sends the next
@@ -143,6 +145,10 @@ struct scheduler_spec {
     std::int64_t kv_capacity_tokens = std::int64_t{1} << 20;  // per replica; rounded down to whole blocks
     std::int64_t kv_block_tokens = 16;
     int replicas = 1;
+    // Speculative decoding: each decode verifies draft_tokens + 1 positions and keeps 1 + the run of
+    // drafted tokens accepted, each with probability `acceptance` (drawn per request and step).
+    std::int64_t draft_tokens = 0;
+    double acceptance = 0.0;
 };
 
 // ---- results ------------------------------------------------------------------------------
@@ -352,7 +358,9 @@ private:
         std::int64_t input = 0, output = 0;
         std::int64_t generated = 0;  // output tokens produced so far
         std::int64_t computed = 0;   // tokens whose KV is computed (prompt, then generated ones)
+        std::int64_t cached = 0;     // prompt tokens found in the prefix cache (never computed)
         std::int64_t blocks = 0;     // KV blocks held
+        std::int64_t shared_blocks = 0;  // blocks of the shared prefix it reads (held once per replica)
         std::int64_t user = -1;      // closed loop: who sent it
         int replica = -1, preemptions = 0;
         bool prefilling = false, done = false;
@@ -426,6 +434,22 @@ private:
         if (blocks_ < 1)
             throw config_error("/scheduler/kv_capacity_tokens", std::to_string(s_.kv_capacity_tokens),
                                "holds no whole block", ">= kv_block_tokens (" + std::to_string(s_.kv_block_tokens) + ")");
+        const prefix_cache_spec& pc = w_.prefix_cache;
+        if (!(pc.hit_rate >= 0.0 && pc.hit_rate <= 1.0))
+            throw config_error("/inference/prefix_cache/hit_rate", num(pc.hit_rate), "not a share", "a number in [0, 1]");
+        if (pc.shared_prefix_tokens < 0)
+            throw config_error("/inference/prefix_cache/shared_prefix_tokens", std::to_string(pc.shared_prefix_tokens),
+                               "must be >= 0");
+        shared_blocks_ = pc.shared_prefix_tokens / s_.kv_block_tokens;
+        if (shared_blocks_ >= blocks_)
+            throw config_error("/inference/prefix_cache/shared_prefix_tokens", std::to_string(pc.shared_prefix_tokens),
+                               "the shared prefix fills the whole KV cache (" + std::to_string(s_.kv_capacity_tokens) +
+                                   " tokens)", "a shorter shared prefix, or more KV-cache memory");
+        if (s_.draft_tokens < 0)
+            throw config_error("/inference/speculative/tokens", std::to_string(s_.draft_tokens), "must be >= 0");
+        if (!(s_.acceptance >= 0.0 && s_.acceptance <= 1.0))
+            throw config_error("/inference/speculative/acceptance", num(s_.acceptance), "not a probability",
+                               "a number in [0, 1]");
     }
 
     void generate() {
@@ -436,18 +460,20 @@ private:
             request& q = reqs_[static_cast<std::size_t>(i)];
             q.input = draw_length(w_.input, lengths, w_.trace, i, true);
             q.output = draw_length(w_.output, lengths, w_.trace, i, false);
+            q.cached = w_.prefix_cache.cached_tokens(q.input);
+            q.shared_blocks = std::min(shared_blocks_, q.cached / s_.kv_block_tokens);
             const std::string where = "request " + std::to_string(i) + " (" + std::to_string(q.input) + " in, " +
                                       std::to_string(q.output) + " out)";
             if (q.input < 1 || q.output < 1)  // only a trace row can do this; the distributions draw >= 1
                 throw config_error("/workload/trace/" + std::to_string(i % static_cast<std::int64_t>(w_.trace.size())),
                                    where, "token counts must be >= 1");
-            if (ceil_div(q.input + q.output, s_.kv_block_tokens) > blocks_)
+            if (ceil_div(q.input + q.output, s_.kv_block_tokens) - q.shared_blocks > blocks_ - shared_blocks_)
                 throw config_error("/scheduler/kv_capacity_tokens", std::to_string(s_.kv_capacity_tokens),
                                    where + " needs " +
                                        std::to_string(ceil_div(q.input + q.output, s_.kv_block_tokens) * s_.kv_block_tokens) +
                                        " KV tokens, more than a replica holds",
                                    ">= the largest input + output, block-rounded");
-            if (!s_.chunked_prefill && q.input > s_.max_batched_tokens)
+            if (!s_.chunked_prefill && q.input - q.cached > s_.max_batched_tokens)
                 throw config_error("/scheduler/max_batched_tokens", std::to_string(s_.max_batched_tokens),
                                    where + ": without chunked prefill a prompt must fit one step",
                                    ">= the longest input, or chunked_prefill = true");
@@ -477,7 +503,7 @@ private:
 
     void loop() {
         reps_.resize(static_cast<std::size_t>(s_.replicas));
-        for (auto& r : reps_) r.free_blocks = blocks_;
+        for (auto& r : reps_) r.free_blocks = blocks_ - shared_blocks_;  // the shared prefix stays resident
         if (w_.arrival == workload_spec::arrival_kind::closed_loop) {
             for (std::int64_t u = 0; u < w_.users && u < total_; ++u) push(think(), 1, u);
         } else {
@@ -535,15 +561,18 @@ private:
         b = batch_step{};
         const std::int64_t B = s_.kv_block_tokens;
         std::int64_t budget = s_.max_batched_tokens;
+        const std::int64_t positions = 1 + s_.draft_tokens;
+        b.decode_positions = positions;
         bool preempted = false;
         // 1. Decodes, oldest first; a decode crossing a block boundary takes a block or preempts.
         for (std::size_t i = 0; i < R.running.size(); ++i) {
             const std::int32_t id = R.running[i];
             request& q = reqs_[static_cast<std::size_t>(id)];
             if (q.prefilling) continue;
-            const std::int64_t ctx = q.computed + 1;
+            // Slots for every position it verifies (a speculative step writes k + 1), within its answer.
+            const std::int64_t ctx = std::min(q.computed + positions, q.input + q.output);
             bool self = false;
-            while (ctx > q.blocks * B) {
+            while (ctx > (q.blocks + q.shared_blocks) * B) {
                 if (R.free_blocks > 0) {
                     --R.free_blocks, ++q.blocks;
                     continue;
@@ -555,10 +584,10 @@ private:
                 if (victim == id) { self = true; break; }
             }
             if (self) break;  // it was the newest: nothing after it
-            R.step.push_back({id, 1});
-            --budget;
+            R.step.push_back({id, tokens_gained(q)});
+            budget -= positions;
             ++b.decode_requests;
-            b.context_tokens += ctx;  // its cached tokens and the one it writes
+            b.context_tokens += q.computed + 1;  // its cached tokens and the one it writes
         }
         // 2. Unfinished prefills (chunked prefill only), oldest first.
         for (std::size_t i = 0; R.prefilling > 0 && i < R.running.size() && budget > 0; ++i) {
@@ -578,25 +607,36 @@ private:
             const std::int32_t id = R.waiting.front();
             request& q = reqs_[static_cast<std::size_t>(id)];
             const std::int64_t tokens = q.input + q.generated;  // a preempted request recomputes its output too
-            const std::int64_t need = s_.reserve_output ? ceil_div(q.input + q.output, B) : ceil_div(tokens + 1, B);
+            const std::int64_t need =
+                (s_.reserve_output ? ceil_div(q.input + q.output, B) : ceil_div(tokens + 1, B)) - q.shared_blocks;
             if (need > R.free_blocks) break;
-            std::int64_t chunk = std::min(tokens, budget);
-            if (!s_.chunked_prefill && chunk < tokens) {
+            const std::int64_t todo = tokens - q.cached;  // prefix-cache hits are not computed
+            std::int64_t chunk = std::min(todo, budget);
+            if (!s_.chunked_prefill && chunk < todo) {
                 // Whole prompts only. A recompute longer than the whole budget runs alone (oversized step).
-                if (tokens > s_.max_batched_tokens && b.prefill_requests == 0) chunk = tokens;
+                if (todo > s_.max_batched_tokens && b.prefill_requests == 0) chunk = todo;
                 else break;
             }
             R.waiting.pop_front();
             R.running.push_back(id);
             R.free_blocks -= need;
-            q.blocks = need, q.prefilling = true;
+            q.blocks = need, q.prefilling = true, q.computed = q.cached;
             ++R.prefilling;
             R.step.push_back({id, chunk});
             budget -= chunk;
             ++b.prefill_requests;
-            b.prefill_tokens += chunk;  // first chunk: nothing cached before it
+            b.prefill_tokens += chunk;
+            b.prefill_context_tokens += q.cached;  // first chunk: only the prefix-cache hits before it
         }
         return !R.step.empty();
+    }
+
+    // Output tokens a decode step gives a request: 1, or with speculative decoding 1 + the run of
+    // drafted tokens accepted (each with probability `acceptance`), within what its answer has left.
+    std::int64_t tokens_gained(const request& q) {
+        std::int64_t accepted = 0;
+        while (accepted < s_.draft_tokens && accept_rng_.uniform01() < s_.acceptance) ++accepted;
+        return std::min(1 + accepted, q.output - q.generated);
     }
 
     void start_step(std::size_t r) {
@@ -635,9 +675,12 @@ private:
             request& q = reqs_[static_cast<std::size_t>(x.id)];
             if (q.done) throw internal_error("serving simulation: request " + std::to_string(x.id) + " ran after finishing");
             q.computed += x.tokens;
-            if (q.computed != q.input + q.generated) continue;  // a prefill chunk short of the end
+            const std::int64_t before = q.input + q.generated;  // tokens the next output token follows
+            if (q.computed < before) continue;                  // a prefill chunk short of the end
             if (q.prefilling) q.prefilling = false, --R.prefilling;
-            if (++q.generated == 1) {
+            const bool first = q.generated == 0;
+            q.generated += q.computed - before + 1;  // a decode's accepted run, or a prefill's first token
+            if (first) {
                 q.first = now_;
             } else if (x.id >= w_.warmup_requests) {
                 const double gap = now_ - q.last;
@@ -645,7 +688,7 @@ private:
                 else itl_.push_back({gap, 1});
             }
             q.last = now_;
-            if (q.generated == q.output) {
+            if (q.generated >= q.output) {
                 complete(R, q);
                 any_done = true;
             }
@@ -714,7 +757,7 @@ private:
     const workload_spec& w_;
     const scheduler_spec& s_;
     const step_time_fn& f_;
-    std::int64_t total_ = 0, blocks_ = 0;
+    std::int64_t total_ = 0, blocks_ = 0, shared_blocks_ = 0;
     std::vector<request> reqs_;
     std::vector<double> arrivals_;
     std::vector<replica> reps_;
@@ -722,6 +765,7 @@ private:
     value_counts itl_;  // (token gap, how many), measured requests only
     std::priority_queue<event, std::vector<event>, std::greater<event>> events_;
     rng think_rng_{w_.seed, 2};
+    rng accept_rng_{w_.seed, 3};
     double now_ = 0.0, occupancy_max_ = 0.0;
     std::int64_t seq_ = 0, next_id_ = 0, in_flight_ = 0, max_in_flight_ = 0, completed_ = 0, preemptions_ = 0,
                  steps_ = 0;

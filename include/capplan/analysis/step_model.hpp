@@ -17,7 +17,10 @@ struct batch_step {
     std::int64_t decode_requests = 0;  // requests generating one token this step
     std::int64_t context_tokens = 0;   // KV tokens the decoding requests attend to (sum of their contexts)
     std::int64_t prefill_context_tokens = 0;  // KV tokens the prefilling requests had cached before this
-                                              // step's chunk (0 when whole prompts are prefilled at once)
+                                              // step's chunk (earlier chunks, prefix-cache hits)
+    // Positions each decoding request runs: 1, or k + 1 when the step verifies k drafted tokens
+    // (speculative decoding); they share the request's KV-cache read.
+    std::int64_t decode_positions = 1;
     // Who routes tokens to the experts. Serving engines: the ranks of an expert-parallel group share
     // the step's tokens (attention tensor-parallel over them), so each device's experts see 1/ep of
     // the routed slots. Megatron training: every rank routes its own 1/tp sequence shard (sequence

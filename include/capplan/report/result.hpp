@@ -59,6 +59,13 @@ struct inference_result {
     std::optional<double> busy_fraction, kv_occupancy_mean;
     std::optional<std::int64_t> preemptions, simulated_requests;
     std::string method;                              // "roofline" (static batch) or "simulation"
+    std::optional<std::int64_t> prefill_steps;       // roofline: forward steps the static batch's prompts take
+    // Speculative decoding: tokens a request gains per target step, decode speed-up at the batch over
+    // the same engine without it, and the smallest batch where it no longer pays (none: pays up to max_num_seqs).
+    std::optional<double> speculative_tokens_per_step, speculative_speedup;
+    std::optional<std::int64_t> speculative_breakeven_batch;
+    // Prefix caching: prompt tokens per request served from the cache, and computed.
+    std::optional<std::int64_t> prefix_cached_tokens, prefix_computed_tokens;
 };
 
 struct training_result {

@@ -13,6 +13,7 @@
 #include "capplan/spec/efficiency_table.hpp"
 #include "capplan/spec/hardware_spec.hpp"
 #include "capplan/spec/model_spec.hpp"
+#include "capplan/spec/serving_features.hpp"
 
 namespace capplan {
 
@@ -129,6 +130,8 @@ struct inference_spec {
     // "eager" (PyTorch engines' prefill: Python dispatches each kernel, serial with them).
     std::string prefill_dispatch = "graph";
     engine_overhead_spec engine_overhead;     // overrides of the engine's per-step host work
+    std::optional<speculative_spec> speculative;
+    std::optional<prefix_cache_spec> prefix_cache;
 };
 
 // How weights reach the GPUs at start-up (cold_start.hpp has the model).

@@ -1,0 +1,368 @@
+"""Fitted against held-out: capplan's inference predictions against the published rows of
+tests/data/published_inference.json, grouped by each row's "role" (issue #18).
+
+    python scripts/validation_report.py           # rewrite docs/validation.md
+    python scripts/validation_report.py --check   # exit 1 when docs/validation.md is stale
+
+Runs the installed capplan. Every scenario below is the one tests/python/test_inference_speed.py builds
+for that row (the static-batch rows, which no other test runs, excepted), so the errors here are the
+ones the tests see. Importable: collect() gives one entry per compared quantity of a row, summarise()
+the groups' statistics (tests/python/test_validation.py checks them).
+"""
+import argparse
+import functools
+import importlib.util
+import json
+import pathlib
+import statistics
+import subprocess
+import sys
+
+import capplan
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The tests' own way of running a row (tests/python/published_support.py).
+_published = _load("published_support", pathlib.Path(__file__).resolve().parents[1] / "tests" / "python" / "published_support.py")
+_ms = _published.ms
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "published_inference.json"
+SERVING = ROOT / "tests" / "data" / "published_serving.json"  # issue #18's features: static batches, speculative decoding
+DOC = ROOT / "docs" / "validation.md"
+
+ROLES = ("fitted", "held_out")
+QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_loop", "throughput_static",
+              "speculative_speedup")
+# Issue #18's targets on held-out rows: median |error| per quantity, and no row beyond ROW_LIMIT
+# without a documented cause.
+TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput_static": 0.15}
+ROW_LIMIT = 0.35
+
+
+# A row's "checked" name -> (quantity, modelled value, published field). ITL counts as TPOT (issue #18: "tpot/itl").
+# Throughput under a burst or past capacity is the saturated throughput.
+_METRICS = {
+    "ttft_median": ("ttft", lambda i: _ms(i.ttft_s), "ttft_ms"),
+    "ttft_mean": ("ttft", lambda i: _ms(i.ttft_mean_s), "ttft_ms"),
+    "tpot_mean": ("tpot", lambda i: _ms(i.tpot_mean_s), "tpot_ms"),
+    "itl_median": ("tpot", lambda i: _ms(i.itl_s), "itl_ms"),
+    "e2e_mean": ("e2e", lambda i: _ms(i.e2e_mean_s), "e2e_ms"),
+    "throughput": ("throughput_saturated", lambda i: float(i.throughput_tokens_per_s), "throughput_tokens_per_s"),
+}
+
+
+def _run(*args, **kwargs):
+    return _published.run_published(*args, **kwargs).inference
+
+
+def _weights(row):
+    return next(w for w in ("fp8", "int8", "int4", "bf16", "fp16") if row["precision"].startswith(w))
+
+
+def _model(row):
+    # Published names whose architecture is a catalog model's (the file's _meta.model_mapping).
+    name = row["model"].split(" (")[0]
+    return {"Llama-3-70B": "Llama-3.1-70B", "DeepSeek-R1": "DeepSeek-V3"}.get(name, name)
+
+
+def _modelled(row):
+    """[(quantity, metric, modelled, published)] for a compared row, as its test runs it."""
+    engine, model = row["engine"], _model(row)
+    if engine.startswith(("TensorRT-LLM v0.5", "TensorRT-LLM v0.9.0")):
+        # Batch-1 TTFT (gptSessionBenchmark); FP8 engines with an FP8 KV cache; 2 output tokens as the test.
+        w = _weights(row)
+        i = _run(model, row["gpu"], row["tp"], w, row["input_tokens"], 2, kv="fp8" if w == "fp8" else None)
+        return [("ttft", "ttft batch 1", _ms(i.ttft_s), row["ttft_ms"]["value"])]
+    if engine.startswith("gpt-fast"):  # batch-1 decode after a 5-token prompt
+        i = _run(model, row["gpu"], row["tp"], _weights(row), 5, 200)
+        return [("tpot", "tpot batch 1", _ms(i.tpot_s), row["tpot_ms"]["value"])]
+    if engine.startswith("NVIDIA NIM") and row["concurrency"] == 1:  # NIM's ITL is vLLM's TPOT
+        i = _run(model, row["gpu"], row["tp"], "fp8", row["input_tokens"], row["output_tokens"])
+        return [("ttft", "ttft batch 1", _ms(i.ttft_s), row["ttft_ms"]["value"]),
+                ("tpot", "tpot batch 1", _ms(i.tpot_s), row["itl_ms"]["value"])]
+    if engine.startswith("NVIDIA NIM"):  # closed loop, means (AIPerf)
+        i = _run(model, row["gpu"], row["tp"], "fp8", row["input_tokens"], row["output_tokens"], kv="fp8",
+                 concurrency=row["concurrency"])
+        return [("tpot", "tpot_mean", _ms(i.tpot_mean_s), row["itl_ms"]["value"]),
+                ("throughput_closed_loop", "throughput", float(i.throughput_tokens_per_s),
+                 row["throughput_tokens_per_s"]["value"])]
+    if engine.startswith("TensorRT-LLM v0.21"):  # DeepSeek-R1 on 8 H200, batch 1, eager prefill
+        ep = int(str(row["ep"]).split()[0]) if row.get("ep") else 1  # ep 4 is 4 x expert-TP 2; none: tp 8 alone
+        parallelism = {"tp": 8} if ep == 1 else {"tp": 8, "ep": ep, "etp": 8 // ep} if ep < 8 else {"tp": 8, "ep": 8}
+        i = capplan.estimate({"model": model, "system": {"preset": "HGX-H200", "count": 8}, "parallelism": parallelism,
+                              "precision": {"weights": "fp8", "compute": "fp8"},
+                              "inference": {"input_tokens": row["input_tokens"], "output_tokens": 600, "batch": 1,
+                                            "prefill_dispatch": "eager"}}).inference
+        return [("ttft", "ttft batch 1", _ms(i.ttft_s), row["ttft_ms"]["value"])]
+    if model == "Qwen3-30B-A3B":  # vLLM, 10 users, first wave counted, eager prefill
+        i = capplan.estimate({"model": model, "system": {"accelerator": row["gpu"], "count": 1},
+                              "precision": {"weights": "bf16", "compute": "bf16"},
+                              "inference": {"input_tokens": 2048, "output_tokens": 1024, "concurrency": 10,
+                                            "prefill_dispatch": "eager",
+                                            "workload": {"requests": 100, "warmup_requests": 0}}}).inference
+        return [("ttft", "ttft_median", _ms(i.ttft_s), row["ttft_ms"]["value"]),
+                ("tpot", "tpot_median", _ms(i.tpot_s), row["tpot_ms"]["value"])]
+    if engine.startswith("vLLM (CI build"):
+        # Static batch: vLLM benchmark_latency runs the whole batch together; output tokens/s = batch x output / e2e.
+        i = _run(model, row["gpu"], row["tp"], "bf16", row["input_tokens"], row["output_tokens"], batch=row["batch"])
+        return [("throughput_static", "throughput", float(i.throughput_tokens_per_s), row["throughput_tokens_per_s"]["value"])]
+    return [(_METRICS[m][0], m, _METRICS[m][1](_serving(row)), row[_METRICS[m][2]]["value"]) for m in row["checked"]]
+
+
+@functools.lru_cache(maxsize=None)
+def _serving_cached(key):
+    row = json.loads(key)
+    if row.get("arrival") == "poisson":  # SGLang, Llama-3.3-70B on 4 H200, uniform 1..1024 lengths, eager prefill
+        return _published.poisson_70b(row["rate_per_s"])
+    if row.get("arrival") == "burst":  # GPUStack, vLLM, every request at once on one A100
+        return capplan.estimate({"model": row["model"], "system": {"accelerator": row["gpu"], "count": 1},
+                                 "precision": {"weights": "bf16", "compute": "bf16"},
+                                 "inference": {"input_tokens": row["input_tokens"], "output_tokens": row["output_tokens"],
+                                               "prefill_dispatch": row["engine_settings"]["prefill_dispatch"],
+                                               "workload": {"arrival": "constant_rate", "rate_per_s": 1e6,
+                                                            "requests": row["requests"]}}}).inference
+    if row.get("benchmark") == "InferenceX":  # DeepSeek-R1 FP8, 8 H200, tp 8 x ep 8, closed loop, random lengths
+        inp, out, s = row["input_tokens"], row["output_tokens"], row["engine_settings"]
+        return capplan.estimate({
+            "model": row["model"], "system": {"preset": "HGX-H200", "count": 8}, "parallelism": {"tp": 8, "ep": 8},
+            "precision": {"weights": "fp8", "compute": "fp8", "kv_cache": "fp8"},
+            "inference": {"input_tokens": inp, "output_tokens": out, "concurrency": row["concurrency"],
+                          "prefill_chunk_tokens": s["max_num_tokens"], "kv_admission": s["kv_admission"],
+                          "prefill_dispatch": s["prefill_dispatch"],
+                          "workload": {"requests": row["requests"], "warmup_requests": 0,
+                                       "input": {"kind": "uniform", "min": int(0.8 * inp), "max": inp},
+                                       "output": {"kind": "uniform", "min": int(0.8 * out), "max": out}}}}).inference
+    raise ValueError(f"no scenario for a compared row: {row['engine']}")
+
+
+def _serving(row):
+    return _serving_cached(json.dumps(row, sort_keys=True))
+
+
+def _saturated(table, shape):
+    # trtllm-bench at an infinite rate, exact lengths, FP8 with an FP8 KV cache, reserved KV admission.
+    inp, out = (int(x) for x in shape.split("/"))
+    tp, adp = table["tp"], bool(table.get("parallelism", {}).get("attention_dp"))
+    parallelism = {"tp": tp, "ep": tp, "attention_dp": True} if adp else {"tp": tp}
+    r = capplan.estimate({"model": table["model"], "system": {"accelerator": table["accelerator"], "count": tp},
+                          "parallelism": parallelism, "precision": {"weights": "fp8", "compute": "fp8", "kv_cache": "fp8"},
+                          "inference": {"input_tokens": inp, "output_tokens": out, "kv_admission": "reserve",
+                                        "workload": {"arrival": "poisson", "rate_per_s": 1e5, "requests": 3000, "seed": 1}}})
+    return float(r.inference.throughput_tokens_per_s)
+
+
+def _static_batch(row):
+    # gptSessionBenchmark: the batch's prompts in one context phase (the engine's token budget is batch x input),
+    # FP8 engines with an FP8 KV cache. Per GPU unless the table gives the tp group's total.
+    fmt = row["precision"]
+    i = _run(row["model"], row["gpu"], row["tp"], fmt, row["input_tokens"], row["output_tokens"],
+             kv="fp8" if fmt == "fp8" else None, batch=row["batch"],
+             prefill_chunk_tokens=row["batch"] * row["input_tokens"])
+    per_gpu = row["throughput_tokens_per_s"]["kind"].endswith("per GPU")
+    return float(i.throughput_tokens_per_s) / (row["tp"] if per_gpu else 1)
+
+
+# Speculative decoding rows (EAGLE-3 paper Table 3): MT-Bench's prompts and answers are short; their lengths
+# are not given with the table, so 128 in and 256 out are assumed.
+_SPEC_SHAPE = (128, 256)
+
+
+def _speculative_speedup(row, acceptance):
+    def throughput(spec):
+        inference = {"batch": row["batch"]}
+        if spec:
+            inference["speculative"] = {"method": "eagle", "tokens": row["draft_tokens"], "acceptance": acceptance}
+        return float(_run(row["model"], row["gpu"], row["tp"], row["precision"], *_SPEC_SHAPE, **inference)
+                     .throughput_tokens_per_s)
+    return throughput(True) / throughput(False)
+
+
+@functools.lru_cache(maxsize=None)
+def _fitted_acceptance(key):
+    """The acceptance at which the fitted row's speed-up is capplan's (bisection): the constant that row fixes."""
+    row = json.loads(key)
+    lo, hi = 0.0, 1.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _speculative_speedup(row, mid) < row["speedup"]["value"] else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _serving_rows(serving):
+    out = []
+    for n, row in enumerate(serving["static_batch"]):
+        modelled = _static_batch(row)
+        published = row["throughput_tokens_per_s"]["value"]
+        out.append({"id": f"published_serving static_batch[{n}]",
+                    "label": f"{row['model']} {row['precision']} {row['gpu']} tp{row['tp']} "
+                             f"{row['input_tokens']}/{row['output_tokens']} batch {row['batch']}",
+                    "quantity": "throughput_static", "metric": "output tokens/s" + (" per GPU" if "per GPU" in
+                    row["throughput_tokens_per_s"]["kind"] else ", tp group"), "published": published,
+                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
+                    "fitted_for": row.get("fitted_for"), "source": row["engine"].split(" (")[0]})
+    fits = {r["drafter"]: r for r in serving["speculative"] if r["role"] == "fitted"}
+    for n, row in enumerate(serving["speculative"]):
+        a = _fitted_acceptance(json.dumps(fits[row["drafter"]], sort_keys=True))
+        modelled, published = _speculative_speedup(row, a), row["speedup"]["value"]
+        out.append({"id": f"published_serving speculative[{n}]",
+                    "label": f"{row['model']} {row['gpu']} {row['drafter']} k={row['draft_tokens']} a={a:.3f} batch {row['batch']}",
+                    "quantity": "speculative_speedup", "metric": "throughput ratio", "published": published,
+                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
+                    "fitted_for": row.get("fitted_for"), "source": row["engine"]})
+    return out
+
+
+def _label(row):
+    c = row.get("concurrency")
+    load = (f"{row['rate_per_s']}/s" if row.get("rate_per_s") else "burst" if row.get("arrival") == "burst"
+            else f"batch {row['batch']}" if row["engine"].startswith("vLLM (CI build") else f"c={c}")
+    tp = f" tp{row['tp']}" if row.get("tp", 1) != 1 else ""
+    shape = f"{row['input_tokens']}/{row['output_tokens'] or '-'}"
+    return f"{_model(row)} {row['precision'].split()[0]} {row['gpu']}{tp} {shape} {load}"
+
+
+def _source(row):
+    return row.get("benchmark") or row["engine"].split(" (")[0].split(",")[0]
+
+
+def collect(data=None, serving=None):
+    """One entry per compared quantity of every fitted or held-out row: id, label, quantity, metric,
+    published, modelled, error (model / published - 1), role, fitted_for, source."""
+    data = data or json.loads(DATA.read_text())
+    out = _serving_rows(serving or json.loads(SERVING.read_text()))
+    for n, row in enumerate(data["latency_measurements"]):
+        if row["role"] not in ROLES:
+            continue
+        for quantity, metric, modelled, published in _modelled(row):
+            out.append({"id": f"latency_measurements[{n}]", "label": _label(row), "quantity": quantity, "metric": metric,
+                        "published": published, "modelled": modelled, "error": modelled / published - 1,
+                        "role": row["role"], "fitted_for": row.get("fitted_for"), "source": _source(row)})
+    for n, table in enumerate(data["saturated_throughput"]["tables"]):
+        if table["role"] not in ROLES:
+            continue
+        adp = " attention-dp" if table.get("parallelism", {}).get("attention_dp") else ""
+        for shape, published in table["output_tokens_per_s"].items():
+            modelled = _saturated(table, shape)
+            out.append({"id": f"saturated_throughput.tables[{n}] {shape}",
+                        "label": f"{table['model']} fp8 {table['accelerator']} tp{table['tp']}{adp} {shape}",
+                        "quantity": "throughput_saturated", "metric": "output tokens/s", "published": published,
+                        "modelled": modelled, "error": modelled / published - 1, "role": table["role"],
+                        "fitted_for": table.get("fitted_for"), "source": "TensorRT-LLM perf-overview (trtllm-bench)"})
+    return out
+
+
+def summarise(rows):
+    """{(quantity, role): {count, median_abs, median, worst, worst_id}} over collect()'s entries."""
+    stats = {}
+    for q in QUANTITIES:
+        for role in ROLES:
+            group = [r for r in rows if r["quantity"] == q and r["role"] == role]
+            if group:
+                worst = max(group, key=lambda r: abs(r["error"]))
+                stats[q, role] = {"count": len(group), "median_abs": statistics.median(abs(r["error"]) for r in group),
+                                  "median": statistics.median(r["error"] for r in group),
+                                  "worst": worst["error"], "worst_id": f"{worst['id']} ({worst['label']})"}
+    return stats
+
+
+def _provenance():
+    # The commit of the tree this was run from; the installed capplan should have been built from it.
+    def git(*args):
+        try:
+            return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return f"the installed capplan {capplan.__version__} (build it from this tree first), source tree at commit {commit}{dirty}"
+
+
+_GENERATED = "Generated from "  # the line --check ignores: it names the commit, which every commit changes
+
+
+def render(rows, provenance, data):
+    pct = lambda x: f"{100 * x:+.1f}%"
+    stats = summarise(rows)
+    unused = (sum(r["role"] == "unused" for r in data["latency_measurements"]),
+              sum(t["role"] == "unused" for t in data["saturated_throughput"]["tables"]))
+    lines = [
+        "# Validation: fitted and held-out published rows",
+        "",
+        "Written by `python scripts/validation_report.py` (do not edit; `--check` exits 1 when this file is stale).",
+        f"{_GENERATED}{provenance}.",
+        "",
+        "Every figure is capplan's prediction against a published, cited measurement in",
+        "`tests/data/published_inference.json`, run as `tests/python/test_inference_speed.py` runs it, or in",
+        "`tests/data/published_serving.json` (static batches and speculative decoding, issue #18).",
+        "Error = modelled / published - 1. **Fitted** rows were used to choose a constant of the model (each row's",
+        "`fitted_for` says which); they cannot prove the model right. **Held-out** rows were never used to choose",
+        f"one. Rows marked `unused` ({unused[0]} latency rows, {unused[1]} saturated-throughput tables) are compared by",
+        "no test and left out. TPOT includes ITL rows; saturated throughput includes the",
+        "bursts and the overloaded Poisson run.",
+        "",
+        f"Targets on held-out rows (issue #18): TTFT and TPOT median |error| <= {100 * TARGETS['ttft']:.0f}%, saturated and",
+        f"static-batch throughput median <= {100 * TARGETS['throughput_saturated']:.0f}%, no row beyond "
+        f"{100 * ROW_LIMIT:.0f}% without a documented cause",
+        "(the causes: `tests/python/test_validation.py`).",
+        "",
+        "## Summary",
+        "",
+        "| quantity | group | rows | median \\|error\\| | median error | worst error | worst row | target |",
+        "|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for (q, role), s in stats.items():
+        target = ""
+        if role == "held_out" and q in TARGETS:
+            target = f"<= {100 * TARGETS[q]:.0f}%: " + ("met" if s["median_abs"] <= TARGETS[q] else "**missed**")
+        lines.append(f"| {q} | {role} | {s['count']} | {100 * s['median_abs']:.1f}% | {pct(s['median'])} | "
+                     f"{pct(s['worst'])} | {s['worst_id']} | {target} |")
+    beyond = [r for r in rows if r["role"] == "held_out" and abs(r["error"]) > ROW_LIMIT]
+    lines += ["", f"Held-out entries beyond {100 * ROW_LIMIT:.0f}%: {len(beyond)}"
+              + "".join(f"\n- {r['id']} {r['label']} ({r['quantity']}): {pct(r['error'])}" for r in beyond), ""]
+    fitted = {}
+    for r in rows:
+        if r["role"] == "fitted":
+            fitted.setdefault(r["fitted_for"], []).append(r["id"])
+    lines += ["## What the fitted rows fixed", ""]
+    lines += [f"- {constant}: {', '.join(ids)}" for constant, ids in fitted.items()]
+    # Held-out rows near which the model was changed (a constant fitted elsewhere, a form chosen): said, not hidden.
+    lines += ["", "## Held-out rows with a note", ""]
+    lines += [f"- latency_measurements[{n}]: {row['role_note']}" for n, row in enumerate(data["latency_measurements"])
+              if row["role"] == "held_out" and row.get("role_note")]
+    lines += ["", "## Every row", "",
+              "| row | label | quantity | metric | published | modelled | error | role | source |",
+              "|---|---|---|---|---:|---:|---:|---|---|"]
+    for r in sorted(rows, key=lambda r: (QUANTITIES.index(r["quantity"]), r["role"])):  # stable: file order within
+        lines.append(f"| {r['id']} | {r['label']} | {r['quantity']} | {r['metric']} | {r['published']:.4g} | "
+                     f"{r['modelled']:.4g} | {pct(r['error'])} | {r['role']} | {r['source']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _comparable(text):
+    return [line for line in text.splitlines() if not line.startswith(_GENERATED)]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if docs/validation.md differs from what would be written")
+    args = ap.parse_args(argv)
+    data = json.loads(DATA.read_text())
+    text = render(collect(data), _provenance(), data)
+    if args.check:
+        stale = not DOC.exists() or _comparable(DOC.read_text()) != _comparable(text)
+        print(f"{DOC} is {'stale: run python scripts/validation_report.py' if stale else 'up to date'}")
+        return 1 if stale else 0
+    DOC.write_text(text)
+    print(f"wrote {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

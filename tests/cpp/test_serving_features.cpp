@@ -1,0 +1,285 @@
+// Serving features (spec/serving_features.hpp): static batches that prefill together, speculative
+// decoding and prefix caching, in the roofline estimate, the memory model and the simulation; each
+// expected value counted by hand.
+#include <doctest/doctest.h>
+
+#include "test_support.hpp"
+
+#include <string>
+#include <vector>
+
+#include "capplan/analysis/inference_memory.hpp"
+#include "capplan/analysis/inference_perf.hpp"
+#include "capplan/analysis/serving_sim.hpp"
+#include "capplan/estimate.hpp"
+#include "capplan/spec/scenario_io.hpp"
+
+using namespace capplan;
+using namespace capplan::units;
+using test::error_of;
+using test::shipped_catalog;
+
+namespace {
+
+scenario llama8b(const std::string& inference) {
+    return read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 1},
+                             "inference": )" + inference + "}",
+                         shipped_catalog());
+}
+
+workload_spec burst(std::int64_t n, std::int64_t in, std::int64_t out) {
+    workload_spec w;
+    w.arrival = workload_spec::arrival_kind::constant_rate;
+    w.rate_per_s = 1e6;
+    w.requests = n;
+    w.input = length_dist::fixed(in);
+    w.output = length_dist::fixed(out);
+    return w;
+}
+
+}  // namespace
+
+TEST_CASE("speculative tokens per step: 1 + a + ... + a^k (Leviathan et al. 2023)") {
+    speculative_spec sp;
+    sp.tokens = 3, sp.acceptance = 0.8;
+    CHECK(sp.tokens_per_step() == doctest::Approx(1 + 0.8 + 0.64 + 0.512));  // 2.952
+    CHECK(sp.tokens_per_step() == doctest::Approx((1 - 0.8 * 0.8 * 0.8 * 0.8) / (1 - 0.8)));
+    sp.acceptance = 1.0;
+    CHECK(sp.tokens_per_step() == 4.0);  // every draft accepted: k + 1
+    sp.acceptance = 0.0;
+    CHECK(sp.tokens_per_step() == 1.0);  // none: the target's own token
+}
+
+TEST_CASE("prefix cache: the larger of the hit share and the shared prefix, never the last token") {
+    prefix_cache_spec pc;
+    pc.hit_rate = 0.5;
+    CHECK(pc.cached_tokens(1000) == 500);
+    pc.shared_prefix_tokens = 800;
+    CHECK(pc.cached_tokens(1000) == 800);
+    CHECK(pc.cached_tokens(600) == 599);  // a prompt inside the shared prefix: all but its last token
+    pc.hit_rate = 1.0, pc.shared_prefix_tokens = 0;
+    CHECK(pc.cached_tokens(1000) == 999);
+    CHECK(pc.cached_tokens(1) == 0);
+}
+
+TEST_CASE("a static batch prefills its prompts together, as many whole prompts per step as the budget holds") {
+    const scenario sc = llama8b(R"({"input_tokens": 1000, "output_tokens": 100, "batch": 5})");
+    const perf_setup su = perf_setup::from(sc);
+    auto prompts = [](std::int64_t n) {
+        batch_step st;
+        st.prefill_tokens = 1000 * n, st.prefill_requests = n;
+        return st;
+    };
+    // Budget 2,500 tokens: 2 prompts a step -> steps of 2, 2 and 1.
+    prefill_plan plan;
+    plan.step_tokens = 2500;
+    const latency_estimate e = estimate_latency(su, 1000, 100, 5, plan);
+    CHECK(e.prefill_steps == 3);
+    CHECK(e.ttft.in(s) == doctest::Approx((2.0 * step_time(su, prompts(2)) + step_time(su, prompts(1))).in(s)));
+    // No budget: the whole batch in one step, far less than five single prompts one after another.
+    const latency_estimate one = estimate_latency(su, 1000, 100, 5);
+    CHECK(one.prefill_steps == 1);
+    CHECK(one.ttft.in(s) == doctest::Approx(step_time(su, prompts(5)).in(s)));
+    CHECK(one.ttft < 5.0 * step_time(su, prompts(1)));
+    // Throughput: the batch's outputs over its prefill and its output decode steps.
+    CHECK(one.output_tokens_per_s == doctest::Approx(5.0 * 100 / (one.ttft + 100.0 * one.tpot).in(s)));
+    // A prompt longer than the budget still runs whole, one per step.
+    plan.step_tokens = 600;
+    CHECK(estimate_latency(su, 1000, 100, 5, plan).prefill_steps == 5);
+}
+
+TEST_CASE("prefix-cache hits are attended to, not computed: TTFT falls, attention still reads them") {
+    const scenario sc = llama8b(R"({"input_tokens": 4000, "output_tokens": 100, "batch": 1})");
+    const perf_setup su = perf_setup::from(sc);
+    prefill_plan plan;
+    plan.cached_tokens = 3000;
+    const latency_estimate hit = estimate_latency(su, 4000, 100, 1, plan);
+    batch_step st;
+    st.prefill_tokens = 1000, st.prefill_requests = 1, st.prefill_context_tokens = 3000;
+    CHECK(hit.ttft.in(s) == doctest::Approx(step_time(su, st).in(s)));
+    const latency_estimate miss = estimate_latency(su, 4000, 100, 1);
+    CHECK(hit.ttft < miss.ttft);
+    // Projections scale with the computed tokens (1,000 of 4,000); the attention core does not
+    // shrink as much: each new token attends to the 3,000 cached ones too.
+    auto flops = [](const step_breakdown& b, const std::string& op) {
+        for (const auto& o : b.ops)
+            if (o.op == op) return o.flops.si();
+        return 0.0;
+    };
+    CHECK(flops(hit.prefill, "attention projections") == doctest::Approx(flops(miss.prefill, "attention projections") / 4));
+    // Keys attended: miss 4000 x 4001 / 2; hit 1000 x 3000 + 1000 x 1001 / 2.
+    CHECK(flops(hit.prefill, "attention core") / flops(miss.prefill, "attention core") ==
+          doctest::Approx((1000.0 * 3000 + 1000.0 * 1001 / 2) / (4000.0 * 4001 / 2)));
+    CHECK(hit.tpot.in(s) == doctest::Approx(miss.tpot.in(s)));  // decoding is unchanged
+}
+
+TEST_CASE("a speculative decode step verifies k + 1 positions per request and reads each context once") {
+    const scenario sc = llama8b(R"({"input_tokens": 1000, "output_tokens": 100, "batch": 8})");
+    const perf_setup su = perf_setup::from(sc);
+    batch_step one, four, wide;
+    one.decode_requests = 8, one.context_tokens = 8 * 1050;
+    four = one, four.decode_positions = 4;
+    wide.decode_requests = 32, wide.context_tokens = 32 * 1050;  // 32 requests: 4x the weights' work and 4x the KV
+    const step_breakdown a = step_time_breakdown(su, four), b = step_time_breakdown(su, wide), c = step_time_breakdown(su, one);
+    for (std::size_t i = 0; i < a.ops.size(); ++i) {
+        CAPTURE(a.ops[i].op);
+        CHECK(a.ops[i].flops.si() == doctest::Approx(b.ops[i].flops.si()));  // the same FLOPs as 32 decodes
+    }
+    // The attention core reads 8 contexts, not 32: its bytes are the 8-request step's (plus 4x the queries).
+    CHECK(a.ops[1].bytes.si() < 0.3 * b.ops[1].bytes.si());
+    CHECK(a.ops[1].bytes.si() > c.ops[1].bytes.si());
+    // Weights are read once either way: memory-bound at batch 8, 4 positions cost little more than 1.
+    CHECK(a.total() < 1.3 * c.total());
+}
+
+TEST_CASE("speculative decoding in the estimate: TPOT = (verify step + drafter) / tokens per step; pays at batch 1") {
+    const std::string base = R"({"input_tokens": 1000, "output_tokens": 200, "batch": 1)";
+    const scenario plain = llama8b(base + "}");
+    const scenario ngram = llama8b(base + R"(, "speculative": {"method": "ngram", "tokens": 3, "acceptance": 0.6}})");
+    const scenario eagle = llama8b(base + R"(, "speculative": {"method": "eagle", "tokens": 3, "acceptance": 0.6}})");
+    const perf_setup p = perf_setup::from(plain), n = perf_setup::from(ngram), e = perf_setup::from(eagle);
+    CHECK_FALSE(n.drafter);
+    REQUIRE(e.drafter);
+    CHECK(e.drafter->drafter.model.layers == 1);
+    const double tps = 1 + 0.6 + 0.36 + 0.216;
+    batch_step verify;
+    verify.decode_requests = 1, verify.context_tokens = 1100, verify.decode_positions = 4;
+    const latency_estimate ln = estimate_latency(n, 1000, 200, 1), le = estimate_latency(e, 1000, 200, 1),
+                           lp = estimate_latency(p, 1000, 200, 1);
+    CHECK(ln.tpot.in(s) == doctest::Approx(step_time(p, verify).in(s) / tps));
+    // EAGLE adds its head: one decoder layer and the LM head, drafted 3 times.
+    CHECK(le.tpot > ln.tpot);
+    CHECK(le.decode.ops.back().op == "speculative drafter");
+    CHECK(le.tpot.in(s) == doctest::Approx((step_time(p, verify) + le.decode.ops.back().time).in(s) / tps));
+    CHECK(lp.tpot.in(s) / le.tpot.in(s) > 1.5);  // memory-bound at batch 1: nearly tokens_per_step faster
+    const estimate_result r = estimate(eagle, shipped_catalog());
+    REQUIRE(r.inference->speculative_speedup);
+    CHECK(*r.inference->speculative_speedup == doctest::Approx(lp.tpot / le.tpot));
+    // It stops paying once the verify step is compute-bound: an 8B model on an H100 gets there well
+    // inside vLLM's 1,024-sequence limit.
+    REQUIRE(r.inference->speculative_breakeven_batch);
+    CHECK(*r.inference->speculative_breakeven_batch > 16);
+    CHECK(*r.inference->speculative_breakeven_batch < 1024);
+}
+
+TEST_CASE("drafters take memory: a draft model's weights and KV cache, a head's one layer") {
+    const std::string base = R"({"input_tokens": 1000, "output_tokens": 24, "batch": 10)";
+    const scenario plain = llama8b(base + "}");
+    const scenario draft = llama8b(
+        base + R"(, "speculative": {"method": "draft", "draft_model": "Llama-3.2-1B", "tokens": 4, "acceptance": 0.7}})");
+    const scenario eagle = llama8b(base + R"(, "speculative": {"method": "eagle", "tokens": 4, "acceptance": 0.7}})");
+    const inference_memory p = inference_budget(inference_setup::from(plain), 10, 1024);
+    const inference_memory d = inference_budget(inference_setup::from(draft), 10, 1024);
+    const inference_memory e = inference_budget(inference_setup::from(eagle), 10, 1024);
+    // Llama-3.2-1B: 1,235,814,400 parameters in bf16; its cache 16 layers x 8 KV heads x 64 x 2 x 2 B
+    // = 32 KiB a token, 1,024 tokens x 10 requests.
+    CHECK((d.weights - p.weights).in(B) == doctest::Approx(2.0 * 1235814400));
+    CHECK((d.kv_cache - p.kv_cache).in(B) == doctest::Approx(10.0 * 1024 * 32768));
+    // An EAGLE head on Llama-3.1-8B: one layer (4096 x 6144 QKV, 4096^2 output, 3 x 4096 x 14336 MLP,
+    // two norms) and the 2 x 4096 x 4096 joining projection, in bf16; its one layer's cache, 128 KiB / 32.
+    const double layer = 4096.0 * 6144 + 4096.0 * 4096 + 3 * 4096.0 * 14336 + 2 * 4096;
+    CHECK((e.weights - p.weights).in(B) == doctest::Approx(2.0 * (layer + 2 * 4096.0 * 4096)));
+    CHECK((e.kv_cache - p.kv_cache).in(B) == doctest::Approx(10.0 * 1024 * 4096));
+}
+
+TEST_CASE("a shared prefix is stored once: its whole blocks leave each request's cache") {
+    const scenario sc = llama8b(
+        R"({"input_tokens": 1500, "output_tokens": 500, "batch": 10, "prefix_cache": {"shared_prefix_tokens": 1030}})");
+    const inference_setup su = inference_setup::from(sc);
+    CHECK(su.shared_prefix_tokens == 1024);  // 64 whole 16-token blocks; the last 6 tokens are each request's own
+    // Llama-3.1-8B: 32 layers x 8 KV heads x 128 x 2 x 2 B = 128 KiB per token. 10 requests of 2,000
+    // tokens hold 976 of their own each, plus one copy of 1,024.
+    const inference_memory m = inference_budget(su, 10, 2000);
+    CHECK(m.kv_cache.in(B) == doctest::Approx((10.0 * 976 + 1024) * 131072));
+}
+
+TEST_CASE("simulation: a speculative decode gains 1 + the accepted run; acceptance 1 and 0 by hand") {
+    scheduler_spec sc;
+    sc.kv_capacity_tokens = 16000;
+    sc.draft_tokens = 3, sc.acceptance = 1.0;
+    std::vector<batch_step> steps;
+    auto record = [&](const batch_step& b) {
+        steps.push_back(b);
+        return 0.125 * units::s;
+    };
+    // Output 10: the prefill gives token 1, then steps of 4, 4 and the last 1 -> 4 steps.
+    const sim_result all = simulate(burst(1, 100, 10), sc, record);
+    CHECK(all.steps == 4);
+    CHECK(all.e2e.p50.in(units::s) == 0.5);
+    REQUIRE(steps.size() == 4);
+    CHECK(steps[1].decode_positions == 4);
+    CHECK(steps[1].context_tokens == 101);
+    CHECK(steps[2].context_tokens == 105);  // 4 tokens' KV written by the step before
+    sc.acceptance = 0.0;
+    const sim_result none = simulate(burst(1, 100, 10), sc, [](const batch_step&) { return 0.125 * units::s; });
+    CHECK(none.steps == 10);  // one token a step, as without speculation
+}
+
+TEST_CASE("simulation: mean tokens per decode step approaches (1 - a^(k+1)) / (1 - a)") {
+    scheduler_spec sc;
+    sc.kv_capacity_tokens = 1 << 22;
+    sc.draft_tokens = 4, sc.acceptance = 0.7;
+    std::int64_t decode_steps = 0;
+    const sim_result r = simulate(burst(200, 50, 2001), sc, [&](const batch_step& b) {
+        decode_steps += b.decode_requests;  // request-steps
+        return 0.01 * units::s;
+    });
+    const double expected = (1 - std::pow(0.7, 5)) / (1 - 0.7);  // 2.7731
+    // 2,000 decoded tokens per request (the first comes from the prefill); the last step of each
+    // request is cut short, so the mean is a little below.
+    CHECK(200.0 * 2000 / static_cast<double>(decode_steps) == doctest::Approx(expected).epsilon(0.01));
+    CHECK(r.output_tokens == 200 * 2001);
+}
+
+TEST_CASE("simulation: cached prompt tokens are not computed; the shared prefix's blocks are held once") {
+    workload_spec w = burst(1, 1000, 4);
+    w.prefix_cache.hit_rate = 0.8;
+    scheduler_spec sc;
+    sc.kv_capacity_tokens = 16000;
+    std::vector<batch_step> steps;
+    simulate(w, sc, [&](const batch_step& b) {
+        steps.push_back(b);
+        return 0.125 * units::s;
+    });
+    REQUIRE(steps.size() == 4);
+    CHECK(steps[0].prefill_tokens == 200);
+    CHECK(steps[0].prefill_context_tokens == 800);
+    CHECK(steps[1].context_tokens == 1001);
+
+    // 100 blocks of 16. A 960-token shared prefix (60 blocks) stays resident; requests of 1,000 in and
+    // 24 out store at most 1,023 tokens (the last is sampled, never stored), ceil(1023 / 16) = 64
+    // blocks, 60 of them shared: 4 each, so all 8 run at once (without the prefix cache one at a time).
+    workload_spec many = burst(8, 1000, 24);
+    many.prefix_cache.shared_prefix_tokens = 960;
+    sc.kv_capacity_tokens = 1600;
+    const sim_result shared = simulate(many, sc, [](const batch_step&) { return 0.01 * units::s; });
+    CHECK(shared.preemptions == 0);
+    CHECK(shared.max_in_flight == 8);
+    CHECK(shared.kv_occupancy_max == doctest::Approx((60.0 + 8 * 4) / 100.0));
+    // The first request starts a step alone; the other 7 arrive during it and prefill together next.
+    CHECK(shared.ttft.max.in(units::s) == doctest::Approx(0.02).epsilon(0.001));
+    many.prefix_cache.shared_prefix_tokens = 0;
+    const sim_result alone = simulate(many, sc, [](const batch_step&) { return 0.01 * units::s; });
+    CHECK(alone.ttft.max > 7 * shared.ttft.max);
+}
+
+TEST_CASE("bad serving-feature input names the user's field") {
+    auto err = [](const std::string& inference) { return error_of([&] { llama8b(inference); }); };
+    const std::string base = R"({"input_tokens": 100, "output_tokens": 10, )";
+    CHECK(err(base + R"("speculative": {"method": "medusa", "tokens": 3, "acceptance": 0.5}})").field() ==
+          "/inference/speculative/method");
+    CHECK(err(base + R"("speculative": {"method": "eagle", "tokens": 0, "acceptance": 0.5}})").field() ==
+          "/inference/speculative/tokens");
+    CHECK(err(base + R"("speculative": {"method": "eagle", "tokens": 3, "acceptance": 1.5}})").field() ==
+          "/inference/speculative/acceptance");
+    CHECK(err(base + R"("speculative": {"method": "eagle", "tokens": 3}})").field() == "/inference/speculative/acceptance");
+    CHECK(err(base + R"("speculative": {"method": "draft", "tokens": 3, "acceptance": 0.5}})").field() ==
+          "/inference/speculative/draft_model");
+    // A draft model of another tokenizer cannot draft for the target.
+    CHECK(err(base + R"("speculative": {"method": "draft", "draft_model": "Mistral-7B", "tokens": 3, "acceptance": 0.5}})")
+              .field() == "/inference/speculative/draft_model");
+    CHECK(err(base + R"("prefix_cache": {"hit_rate": 1.2}})").field() == "/inference/prefix_cache/hit_rate");
+    CHECK(err(base + R"("prefix_cache": {"shared_prefix_tokens": 101}})").field() ==
+          "/inference/prefix_cache/shared_prefix_tokens");
+    CHECK(err(base + R"("prefix_cache": {}})").field() == "/inference/prefix_cache/hit_rate");
+}

@@ -1,0 +1,30 @@
+"""How the published-row tests run a row: shared by tests/python/test_inference_speed.py and
+scripts/validation_report.py, so the errors docs/validation.md reports are the ones the tests see."""
+import capplan
+
+
+def run_published(model, accel, tp, weights, inp, out, kv=None, **inference):
+    """One row's estimate: tp devices of `accel`; integer weight formats are weight-only (GEMMs in bf16);
+    a batch of one unless the row gives its load."""
+    precision = {"weights": weights, "compute": "bf16" if weights in ("int8", "int4") else weights}
+    if kv:
+        precision["kv_cache"] = kv
+    load = {"input_tokens": inp, "output_tokens": out, **(inference or {"batch": 1})}
+    return capplan.estimate({"model": model, "system": {"accelerator": accel, "count": tp}, "parallelism": {"tp": tp},
+                             "precision": precision, "inference": load})
+
+
+def ms(seconds):
+    return float(seconds) * 1e3
+
+
+def poisson_70b(rate):
+    """SGLang's Poisson rows: Llama-3.3-70B (Llama-3.1-70B's shapes) bf16 on 4 H200s, uniform 1..1024 lengths,
+    eager prefill, 300 s of arrivals."""
+    return capplan.estimate({
+        "model": "Llama-3.1-70B", "system": {"preset": "HGX-H200", "count": 4}, "parallelism": {"tp": 4},
+        "precision": {"weights": "bf16", "compute": "bf16"},
+        "inference": {"input_tokens": 1024, "output_tokens": 1024, "prefill_dispatch": "eager",
+                      "workload": {"arrival": "poisson", "rate_per_s": rate, "requests": 300 * rate,
+                                   "input": {"kind": "uniform", "min": 1, "max": 1024},
+                                   "output": {"kind": "uniform", "min": 1, "max": 1024}}}}).inference

@@ -1,0 +1,128 @@
+"""Fitted and held-out published rows kept apart (issue #18): every row the speed tests compare carries a
+role in tests/data/published_inference.json, and the held-out rows meet the issue's targets.
+
+The statistics come from scripts/validation_report.py (the script that writes docs/validation.md), so
+the test and the document cannot disagree. Whether docs/validation.md is up to date is not tested here
+(the model changes more often than the document is regenerated): `python scripts/validation_report.py
+--check` says.
+"""
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _load(name, path):
+    # By path: the tests run from outside the tree against the installed wheel.
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+report = _load("validation_report", ROOT / "scripts" / "validation_report.py")
+_DATA = json.loads(report.DATA.read_text())
+_ROWS = _DATA["latency_measurements"]
+
+# Held-out entries ("<id> <quantity>") beyond report.ROW_LIMIT (35%), each with its documented cause
+# (the row's notes or the table's not_checked, and docs/formulas.md). The figures are the model's today.
+_MOE_H100 = ("Qwen3-235B-A22B on 8 H100s with attention data parallelism, decode-heavy shapes: on 80 GB the cache "
+             "left after each rank's whole attention weights holds a third of the H200's requests, and how "
+             "TensorRT-LLM caps the batch there is not published with the table (docs/formulas.md section 12)")
+DOCUMENTED_CAUSES = {
+    "latency_measurements[75] ttft": "Mixtral-8x7B fp16 A100 TP2 128 tokens, +52%: 23.8 ms would read all eight "
+        "experts' weights at 96% of peak bandwidth, so the benchmark's synthetic tokens likely reach fewer experts "
+        "than uniform routing (docs/formulas.md section 14)",
+    "latency_measurements[37] throughput_static": "vLLM benchmark_latency, Llama-3.1-8B bf16 on an H200, batch 8, "
+        "+41%: 833 ms for 128 tokens is 6.5 ms a step where the weights take 4.0 ms to read; that vLLM (its version "
+        "not recorded) spent about 2 ms a step on the host (scheduling, sampling, detokenising), which capplan's "
+        "default engine, with no per-step host work, leaves out (engine profiles, issue #18 item 5)",
+    "saturated_throughput.tables[7] 128/2048 throughput_saturated": _MOE_H100 + ", +48%",
+    "saturated_throughput.tables[7] 128/4096 throughput_saturated": _MOE_H100 + ", +63%",
+    "saturated_throughput.tables[7] 500/2000 throughput_saturated": _MOE_H100 + ", +43%",
+    "saturated_throughput.tables[7] 2048/2048 throughput_saturated": _MOE_H100 + ", +41%",
+}
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return report.collect(_DATA)
+
+
+@pytest.fixture(scope="module")
+def stats(rows):
+    return report.summarise(rows)
+
+
+def test_every_row_and_table_is_labelled_and_fitted_rows_say_what_they_fixed():
+    for n, row in enumerate(_ROWS):
+        assert row.get("role") in ("fitted", "held_out", "unused"), n
+        assert bool(row.get("fitted_for")) == (row["role"] == "fitted"), n
+    for table in _DATA["saturated_throughput"]["tables"]:
+        assert table.get("role") == "held_out", table["doc_column"]  # none was fitted, none is left out
+    assert {"role", "fitted_for"} <= set(_DATA["_meta"]["roles"])
+
+
+def _one(**match):
+    found = [r for r in _ROWS if all(match[k](r) if callable(match[k]) else r.get(k) == match[k] for k in match)]
+    assert len(found) == 1, match
+    return found[0]
+
+
+def _value(field, v):
+    return lambda r: (r.get(field) or {}).get("value") == v
+
+
+def test_every_row_the_speed_tests_compare_has_a_role_and_their_fit_marks_agree(rows):
+    speed = _load("speed_tests_for_roles", ROOT / "tests" / "python" / "test_inference_speed.py")
+    compared = []
+    for label, model, accel, tp, _, _, _, tpot in speed.TPOT_BATCH1:
+        compared.append(_one(gpu=accel, tp=tp, concurrency=1, model=lambda r, m=model: report._model(r) == m,
+                             tpot_ms=lambda r, v=tpot: _value("tpot_ms", v)(r) or _value("itl_ms", v)(r)))
+    for label, model, accel, tp, _, inp, _, ttft in speed.TTFT_BATCH1:
+        row = _one(gpu=accel, tp=tp, input_tokens=inp, concurrency=1, model=model, ttft_ms=_value("ttft_ms", ttft))
+        # The speed tests mark the rows a default was derived from '(fit)': the same rows as here.
+        assert ("(fit" in label) == (row["role"] == "fitted"), label
+        compared.append(row)
+    compared += [_one(ttft_ms=_value("ttft_ms", ttft)) for _, _, ttft in speed.DSR1_H200]
+    # Hard-coded in their tests: NIM at 25 and 50 users (mean ITL), vLLM's Qwen3-30B-A3B at 10 users.
+    compared += [_one(itl_ms=_value("itl_ms", v)) for v in (38.75, 59.73)] + [_one(ttft_ms=_value("ttft_ms", 300.05))]
+    compared += [r for r in _ROWS if r.get("checked")]  # the Poisson, burst and InferenceX tests
+    assert all(r["role"] in report.ROLES for r in compared)
+    tables = {(t["model"], t["accelerator"], t["tp"]): t for t in _DATA["saturated_throughput"]["tables"]}
+    assert all(tables[m, a, tp]["role"] in report.ROLES for m, a, tp, *_ in speed.SATURATED)
+    # And the report runs every one of them.
+    reported = {r["id"] for r in rows if not r["id"].startswith("published_serving")}
+    assert all(f"latency_measurements[{n}]" in reported for n, r in enumerate(_ROWS) if any(r is c for c in compared))
+    assert len(reported) == sum(r["role"] in report.ROLES for r in _ROWS) + sum(
+        len(t["output_tokens_per_s"]) for t in tables.values() if t["role"] in report.ROLES)
+
+
+def test_fitted_rows_fit(rows, stats):
+    # A fitted row proves nothing, but one its constant no longer fits within the batch-1 tests' 20%
+    # means that constant should be re-derived.
+    assert stats["ttft", "fitted"]["count"] == sum(r["role"] == "fitted" for r in _ROWS)
+    assert all(abs(r["error"]) <= 0.20 for r in rows if r["role"] == "fitted"), stats["ttft", "fitted"]
+
+
+@pytest.mark.parametrize("quantity", sorted(report.TARGETS))
+def test_held_out_median_error_within_the_issue_18_target(stats, quantity):
+    s = stats[quantity, "held_out"]
+    assert s["median_abs"] <= report.TARGETS[quantity], s
+
+
+def _known_gaps():
+    # Rows of tests/data/published_serving.json carry their documented cause as "known_gap".
+    serving = json.loads(report.SERVING.read_text())
+    return {f"published_serving {kind}[{n}]" for kind in ("static_batch", "speculative")
+            for n, row in enumerate(serving[kind]) if row.get("known_gap")}
+
+
+def test_held_out_rows_beyond_35_percent_have_a_documented_cause(rows):
+    beyond = {f"{r['id']} {r['quantity']}": r["error"] for r in rows
+              if r["role"] == "held_out" and abs(r["error"]) > report.ROW_LIMIT}
+    gaps = _known_gaps()
+    assert not {k for k in beyond if k not in DOCUMENTED_CAUSES and k.rsplit(" ", 1)[0] not in gaps}, beyond
