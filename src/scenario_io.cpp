@@ -334,7 +334,7 @@ speculative_spec read_speculative(object_reader& r, const model_spec& target, co
     sp.tokens = r.required_integer("tokens", 1, 64);
     const auto a = r.number("acceptance", 0.0);
     if (!a) r.missing("acceptance", "the chance a drafted token is accepted, a number in [0, 1]");
-    if (*a > 1.0) throw config_error(r.path("acceptance"), format_number(*a), "not a probability", "a number in [0, 1]");
+    if (!(*a <= 1.0)) throw config_error(r.path("acceptance"), format_number(*a), "not a probability", "a number in [0, 1]");
     sp.acceptance = *a;
     const json* draft = r.get("draft_model");
     if (sp.method == "draft") {
@@ -359,7 +359,7 @@ speculative_spec read_speculative(object_reader& r, const model_spec& target, co
 prefix_cache_spec read_prefix_cache(object_reader& r, std::int64_t input_tokens) {
     prefix_cache_spec pc;
     const auto h = r.number("hit_rate", 0.0);
-    if (h && *h > 1.0) throw config_error(r.path("hit_rate"), format_number(*h), "not a share", "a number in [0, 1]");
+    if (h && !(*h <= 1.0)) throw config_error(r.path("hit_rate"), format_number(*h), "not a share", "a number in [0, 1]");
     pc.hit_rate = h.value_or(0.0);
     pc.shared_prefix_tokens = r.integer("shared_prefix_tokens", 0, input_tokens).value_or(0);
     if (!h && !r.present("shared_prefix_tokens")) r.missing("hit_rate", "hit_rate and/or shared_prefix_tokens");
@@ -423,6 +423,19 @@ inference_spec read_inference(object_reader& r, const model_spec& target, const 
 }
 
 }  // namespace
+
+speculative_spec read_speculative(std::string_view json_text, const model_spec& target, const catalog& cat,
+                                  const std::string& field) {
+    const json j = detail::parse_json_text(json_text, field);
+    object_reader r(j, field, true);
+    return read_speculative(r, target, cat, {});
+}
+
+prefix_cache_spec read_prefix_cache(std::string_view json_text, std::int64_t input_tokens, const std::string& field) {
+    const json j = detail::parse_json_text(json_text, field);
+    object_reader r(j, field, true);
+    return read_prefix_cache(r, input_tokens);
+}
 
 scenario read_scenario(std::string_view json_text, const catalog& cat, const std::filesystem::path& base_dir) {
     const json j = detail::parse_json_text(json_text, "scenario");

@@ -295,7 +295,8 @@ def _cmd_size(args) -> str:
                        tpot_p99=args.tpot_p99, accelerators=accels, prices=prices,
                        weights=[w.strip() for w in (args.weights or "").split(",") if w.strip()],
                        calibrations=args.calibration or [], prefill_dispatch=args.prefill_dispatch,
-                       kv_admission=args.kv_admission)
+                       kv_admission=args.kv_admission, speculative=_speculative_flag(args.speculative, args.draft_model),
+                       prefix_cache=_prefix_cache_flags(args.prefix_hit_rate, args.shared_prefix))
     if args.format == "json":
         return json.dumps(r, indent=2)
     header = ["accelerator", "count", "tp", "pp", "ep", "replicas", "weights", "kv", "p99 ttft", "p99 tpot", "tokens/s", "$/h"]
@@ -308,9 +309,35 @@ def _cmd_size(args) -> str:
     for o in r["options"]:
         if o.get("efficiency_table", "catalog") != "catalog":
             text += f"\n{o['accelerator']}: efficiency table {o['efficiency_table']} (calibration)"
+        if args.speculative:
+            text += (f"\n{o['accelerator']}: " + ("with speculative decoding (fewer devices, or a lower p99 TPOT at "
+                     "the same count)" if o.get("speculative") else "without speculative decoding (it did not pay here)"))
     for rej in r["rejected"]:
         text += f"\nrejected {rej['accelerator']}: {rej['reason']}"
     return text
+
+
+def _speculative_flag(text, draft_model):
+    # --speculative METHOD,TOKENS,ACCEPTANCE (e.g. eagle,3,0.7); --draft-model for method draft.
+    if text is None:
+        if draft_model:
+            raise _UsageError("capplan size: --draft-model needs --speculative draft,TOKENS,ACCEPTANCE")
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        method, tokens, acceptance = parts
+        spec = {"method": method, "tokens": int(tokens), "acceptance": float(acceptance)}
+    except ValueError:
+        raise _UsageError(f"capplan size: --speculative expects METHOD,TOKENS,ACCEPTANCE (e.g. eagle,3,0.7), got '{text}'") from None
+    if draft_model:
+        spec["draft_model"] = draft_model
+    return spec
+
+
+def _prefix_cache_flags(hit_rate, shared):
+    if hit_rate is None and shared is None:
+        return None
+    return {k: v for k, v in (("hit_rate", hit_rate), ("shared_prefix_tokens", shared)) if v is not None}
 
 
 def _cmd_batch(args) -> str:
@@ -431,6 +458,13 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--kv-admission", choices=["on_demand", "reserve"], default="on_demand",
                    help="inference: on_demand (vLLM, SGLang: KV blocks as tokens arrive) or reserve (TensorRT-LLM: "
                         "prompt and whole answer reserved at admission)")
+    z.add_argument("--speculative", default=None, metavar="METHOD,TOKENS,ACCEPTANCE",
+                   help="inference: also try speculative decoding, e.g. eagle,3,0.7 (methods draft, eagle, mtp, ngram)")
+    z.add_argument("--draft-model", default=None, help="inference: the draft model for --speculative draft,...")
+    z.add_argument("--prefix-hit-rate", type=float, default=None,
+                   help="inference: share of each prompt's tokens found in the prefix cache, 0..1")
+    z.add_argument("--shared-prefix", type=_integer(0, _MAX_INT), default=None, metavar="TOKENS",
+                   help="inference: a prefix every request shares (a system prompt), stored once")
     z.add_argument("--format", choices=["table", "json"], default="table")
     z.set_defaults(run=_cmd_size)
 

@@ -130,7 +130,9 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
                    ttft_p99="2 s", tpot_p99="50 ms", accelerators: Optional[Iterable[str]] = None,
                    prices: Optional[Dict[str, float]] = None, weights: Optional[Iterable[str]] = None,
                    calibrations: Optional[Iterable[Union[str, Dict[str, Any]]]] = None,
-                   prefill_dispatch: str = "graph", kv_admission: str = "on_demand") -> Dict[str, Any]:
+                   prefill_dispatch: str = "graph", kv_admission: str = "on_demand",
+                   speculative: Optional[Dict[str, Any]] = None,
+                   prefix_cache: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """For each accelerator (default: every one with a system preset), the smallest count and layout
     (tp, replicas, weight and KV formats) whose simulated p99 TTFT and TPOT meet the targets for
     ``concurrency`` users sending ``input_tokens``-token prompts for ``output_tokens``-token answers.
@@ -141,7 +143,10 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     dicts), each used for the accelerator it measured in the formats it has; every option names its
     ``efficiency_table``. ``prefill_dispatch`` ("graph" or "eager": PyTorch engines' prefill, each
     kernel dispatched from Python) and ``kv_admission`` ("on_demand" as vLLM/SGLang, or "reserve" as
-    TensorRT-LLM) describe the serving engine, as in a scenario's ``inference``."""
+    TensorRT-LLM) describe the serving engine, as in a scenario's ``inference``. ``prefix_cache``
+    ({"hit_rate", "shared_prefix_tokens"}) applies to every layout; ``speculative`` ({"method", "tokens",
+    "acceptance", "draft_model"}) is tried with and without, and each option's ``speculative`` says
+    whether it won (fewer devices, or the same count with a lower p99 TPOT)."""
     from pathlib import Path
     texts = [json.dumps(c) if isinstance(c, dict) else Path(c).read_text() for c in (calibrations or [])]
     if isinstance(model, Model):
@@ -153,7 +158,17 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     return SizingResult(json.loads(_core.size_inference_json(ref, is_config, int(concurrency), int(input_tokens), int(output_tokens),
                                                 ttft, tpot, list(accelerators or []), dict(prices or {}),
                                                               list(weights or []), texts, str(prefill_dispatch),
-                                                              str(kv_admission))))
+                                                              str(kv_admission), _json_object(speculative, "/speculative"),
+                                                              _json_object(prefix_cache, "/prefix_cache"))))
+
+
+def _json_object(value, field):
+    # A dict for the C++ reader, which checks its keys and names `field` in its errors; None: not given.
+    if value is None:
+        return ""
+    if not isinstance(value, dict):
+        raise _core.ConfigError(f"{field}: expected an object, got {type(value).__name__}")
+    return json.dumps(value)
 
 
 def search_training(scenario, top_k: int = 10, threads: int = 0) -> Dict[str, Any]:

@@ -4,6 +4,7 @@
 #include "capplan/analysis/sizing.hpp"
 #include "capplan/catalog.hpp"
 #include "capplan/spec/hf_config.hpp"
+#include "capplan/spec/scenario_io.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -16,7 +17,7 @@ void register_sizing(py::module_& m) {
              double ttft_p99_s, double tpot_p99_s, const std::vector<std::string>& accelerators,
              const std::map<std::string, double>& prices, const std::vector<std::string>& weights,
              const std::vector<std::string>& calibrations, const std::string& prefill_dispatch,
-             const std::string& kv_admission) {
+             const std::string& kv_admission, const std::string& speculative, const std::string& prefix_cache) {
               std::string text;
               {
                   py::gil_scoped_release release;
@@ -32,6 +33,8 @@ void register_sizing(py::module_& m) {
                   q.weights = weights;
                   q.prefill_dispatch = prefill_dispatch;
                   q.kv_admission = kv_admission;
+                  if (!speculative.empty()) q.speculative = read_speculative(speculative, q.model, cat, "/speculative");
+                  if (!prefix_cache.empty()) q.prefix_cache = read_prefix_cache(prefix_cache, input, "/prefix_cache");
                   for (std::size_t i = 0; i < calibrations.size(); ++i)
                       q.calibrations.push_back(read_efficiency_table(calibrations[i], "/calibrations/" + std::to_string(i)));
                   for (const auto& [k, v] : prices) q.price_per_hour[cat.accelerator(k, "/prices").name] = v;
@@ -44,7 +47,7 @@ void register_sizing(py::module_& m) {
                           {"replicas", o.replicas}, {"weights", o.weights}, {"kv_cache", o.kv_cache},
                           {"ttft_p99_s", o.ttft_p99.si()}, {"tpot_p99_s", o.tpot_p99.si()},
                           {"output_tokens_per_s", o.output_tokens_per_s}, {"efficiency_table", o.efficiency_table},
-                          {"ep", o.ep}, {"attention_dp", o.attention_dp}};
+                          {"ep", o.ep}, {"attention_dp", o.attention_dp}, {"speculative", o.speculative}};
                       if (o.cost_per_hour) row["cost_per_hour"] = *o.cost_per_hour;
                       j["options"].push_back(row);
                   }
@@ -58,7 +61,8 @@ void register_sizing(py::module_& m) {
           py::arg("output_tokens"), py::arg("ttft_p99_s"), py::arg("tpot_p99_s"),
           py::arg("accelerators") = std::vector<std::string>{}, py::arg("prices") = std::map<std::string, double>{},
           py::arg("weights") = std::vector<std::string>{}, py::arg("calibrations") = std::vector<std::string>{},
-          py::arg("prefill_dispatch") = std::string("graph"), py::arg("kv_admission") = std::string("on_demand"));
+          py::arg("prefill_dispatch") = std::string("graph"), py::arg("kv_admission") = std::string("on_demand"),
+          py::arg("speculative") = std::string(), py::arg("prefix_cache") = std::string());
 }
 
 }  // namespace capplan::python

@@ -131,3 +131,44 @@ def test_moe_experts_spread_over_the_group_rather_than_sliced_at_equal_counts():
     # the model costs both alike, so sizing keeps the expert-parallel layout.
     o = capplan.size_inference("DeepSeek-V3", 32, 2000, 500, accelerators=["H200"])["options"][0]
     assert (o["count"], o["tp"], o["ep"], o["attention_dp"]) == (8, 8, 8, False)
+
+
+def test_speculative_decoding_is_tried_and_wins_where_it_saves_devices():
+    # Llama-3.1-8B in bf16 reads 16 GB of weights a decode step: on one H100 (3.35 TB/s x 0.866 of it)
+    # that is 5.5 ms, over a 5 ms p99 TPOT target, so the plain engine needs tp 2. An EAGLE head drafting
+    # 3 tokens at acceptance 0.8 gains 1 + 0.8 + 0.64 + 0.512 = 2.95 tokens a step for little more than
+    # one step's reads: about 2 ms a token on one H100.
+    kwargs = dict(concurrency=2, input_tokens=200, output_tokens=200, ttft_p99="1 s", tpot_p99="5 ms",
+                  accelerators=["H100"], weights=["bf16"])
+    plain = capplan.size_inference("Llama-3.1-8B", **kwargs)["options"][0]
+    assert plain["count"] == 2 and not plain["speculative"]
+    spec = capplan.size_inference("Llama-3.1-8B", speculative={"method": "eagle", "tokens": 3, "acceptance": 0.8},
+                                  **kwargs)["options"][0]
+    assert spec["count"] == 1 and spec["speculative"] and spec["tpot_p99_s"] < 0.0035  # p99: runs of few accepts
+    # Acceptance 0: every draft wasted; the plain engine keeps the answer.
+    none = capplan.size_inference("Llama-3.1-8B", speculative={"method": "eagle", "tokens": 3, "acceptance": 0.0},
+                                  **kwargs)["options"][0]
+    assert none["count"] == 2 and not none["speculative"]
+
+
+def test_prefix_cache_in_sizing_and_bad_feature_input_names_the_field(run_cli):
+    # 16 users re-sending 8,000-token contexts: with 90% of each prompt cached, prefill computes 800 tokens,
+    # so a 150 ms p99 TTFT needs half the devices or fewer.
+    kwargs = dict(concurrency=16, input_tokens=8000, output_tokens=100, ttft_p99="150 ms", tpot_p99="100 ms",
+                  accelerators=["H100"], weights=["bf16"])
+    cold = capplan.size_inference("Llama-3.1-8B", **kwargs)["options"][0]
+    warm = capplan.size_inference("Llama-3.1-8B", prefix_cache={"hit_rate": 0.9}, **kwargs)["options"][0]
+    assert warm["count"] <= cold["count"] / 2 and warm["ttft_p99_s"] <= 0.150
+    with pytest.raises(capplan.ConfigError, match="/speculative/acceptance"):
+        capplan.size_inference("Llama-3.1-8B", speculative={"method": "eagle", "tokens": 3, "acceptance": 2}, **kwargs)
+    with pytest.raises(capplan.ConfigError, match="/prefix_cache/shared_prefix_tokens"):
+        capplan.size_inference("Llama-3.1-8B", prefix_cache={"shared_prefix_tokens": 9000}, **kwargs)
+    with pytest.raises(capplan.ConfigError, match="/speculative: expected an object"):
+        capplan.size_inference("Llama-3.1-8B", speculative="eagle", **kwargs)
+    rc, out, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "2", "--input", "200",
+                           "--output", "200", "--tpot-p99", "5ms", "--accelerators", "H100", "--weights", "bf16",
+                           "--speculative", "eagle,3,0.8")
+    assert rc == 0 and "with speculative decoding" in out, err
+    rc, out, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "2", "--input", "200",
+                           "--output", "200", "--speculative", "eagle,three,0.8")
+    assert rc == 2 and "--speculative expects METHOD,TOKENS,ACCEPTANCE" in err and "Traceback" not in err

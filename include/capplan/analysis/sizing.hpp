@@ -12,6 +12,7 @@
 #include "capplan/catalog.hpp"
 #include "capplan/spec/efficiency_table.hpp"
 #include "capplan/spec/model_spec.hpp"
+#include "capplan/spec/serving_features.hpp"
 #include "capplan/units.hpp"
 
 namespace capplan {
@@ -34,6 +35,10 @@ struct sizing_request {
     // or "eager") and how requests are admitted to the KV cache ("on_demand" or "reserve").
     std::string prefill_dispatch = "graph";
     std::string kv_admission = "on_demand";
+    // Serving features (inference.speculative, inference.prefix_cache): the prefix cache applies to every
+    // layout; speculative decoding is tried with and without, and the option says which won.
+    std::optional<speculative_spec> speculative;
+    std::optional<prefix_cache_spec> prefix_cache;
 };
 
 struct sizing_option {
@@ -46,6 +51,7 @@ struct sizing_option {
     std::string efficiency_table = "catalog";  // or the calibration's name
     int ep = 1;                                // MoE: the routed experts spread over ep = tp ranks
     bool attention_dp = false;                 // MoE: attention data parallel, experts over ep = tp
+    bool speculative = false;                  // with the request's speculative decoding (it needed fewer devices or met the targets sooner)
 };
 
 struct sizing_result {

@@ -19,6 +19,13 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
 // {preset, accelerator, count, per_node, scale_out, storage}. Errors name `field`.
 system_spec read_system(std::string_view json_text, const catalog& cat, const std::string& field = "/system");
 
+// inference.speculative and inference.prefix_cache alone, as JSON objects (sizing takes them without a
+// scenario): the same rules and errors, under `field`.
+speculative_spec read_speculative(std::string_view json_text, const model_spec& target, const catalog& cat,
+                                  const std::string& field = "/inference/speculative");
+prefix_cache_spec read_prefix_cache(std::string_view json_text, std::int64_t input_tokens,
+                                    const std::string& field = "/inference/prefix_cache");
+
 // The built-in default: an internal AI assistant for ~50 colleagues on one 8-GPU server.
 std::string default_scenario_json();
 
