@@ -148,6 +148,49 @@ NOTEBOOKS = {
                       "print(r.to_dict()['efficiency_table'])\n"
                       "print(f\"TTFT {float(r.inference.ttft_s) * 1e3:.1f} ms, TPOT {float(r.inference.tpot_s) * 1e3:.2f} ms on this CPU\")"),
     ],
+    "serving_features": [
+        new_markdown_cell("# Which serving features pay for themselves?\n\nAn assistant for 64 colleagues who are always "
+                          "waiting on an answer: 4,000-token prompts (a 1,500-token system prompt and the conversation so far), "
+                          "400-token answers, a p99 time to first token of 2 s and a p99 time per output token of 40 ms, "
+                          "Llama-3.1-70B on H200s at an illustrative $3.50 per GPU-hour (your price goes in `prices`). "
+                          "For each way of serving, `size_inference` finds the fewest GPUs whose simulated p99 latencies meet the "
+                          "targets, and the cost per million output tokens follows from their throughput at that load."),
+        new_code_cell("import capplan\n" + SVG.replace(", stacked_bar", ", bar_chart") +
+                      "slo = dict(concurrency=64, input_tokens=4000, output_tokens=400, ttft_p99='2 s', tpot_p99='40 ms',\n"
+                      "           accelerators=['H200'], prices={'H200': 3.5})\n"
+                      "# Prefix cache: the system prompt is shared by all; 70% of each prompt was sent before (earlier turns).\n"
+                      "# EAGLE head: 3 drafted tokens at acceptance 0.66, the value that reproduces the EAGLE-3 paper's batch-2\n"
+                      "# speed-up on an H100 (docs/validation.md); measure yours with your engine's spec-decode metrics.\n"
+                      "prefix = {'hit_rate': 0.7, 'shared_prefix_tokens': 1500}\n"
+                      "eagle = {'method': 'eagle', 'tokens': 3, 'acceptance': 0.66}\n"
+                      "ways = {'aggregated': {}, 'prefix cache': {'prefix_cache': prefix},\n"
+                      "        'speculative (EAGLE)': {'speculative': eagle},\n"
+                      "        'prefix cache + EAGLE': {'prefix_cache': prefix, 'speculative': eagle}}\n"
+                      "rows = []\n"
+                      "for name, features in ways.items():\n"
+                      "    o = capplan.size_inference('Llama-3.1-70B', **slo, **features)['options'][0]\n"
+                      "    per_million = o['cost_per_hour'] / (o['output_tokens_per_s'] * 3600) * 1e6\n"
+                      "    rows.append((name, per_million, f\"${per_million:.2f} on {o['count']} GPUs\"))\n"
+                      "    print(f\"{name:22} {o['count']} x H200 (tp {o['tp']} x {o['replicas']}, {o['weights']} weights, \"\n"
+                      "          f\"{o['kv_cache']} KV{', speculative' if o['speculative'] else ''}): p99 TTFT {o['ttft_p99_s']:.2f} s, \"\n"
+                      "          f\"p99 TPOT {o['tpot_p99_s'] * 1e3:.0f} ms, {o['output_tokens_per_s']:.0f} tokens/s, ${per_million:.2f} per M tokens\")\n"
+                      "display(SVG(bar_chart('cost per million output tokens at the SLO', rows,\n"
+                      "                      highlight=min(rows, key=lambda r: r[1])[0])))"),
+        new_markdown_cell("Why: the prefix cache computes 1,200 of each 4,000-token prompt and stores the system prompt "
+                          "once, so prompts stop crowding the decode steps and more users fit; the EAGLE head gains about "
+                          "2.4 tokens per decode step for little more than one step's weight reads at this batch. "
+                          "Speculation stops paying once the verify step turns compute-bound: the result's "
+                          "`inference.speculative.breakeven_batch` says where, for one replica:"),
+        new_code_cell("r = capplan.estimate({'model': 'Llama-3.1-70B', 'system': {'preset': 'HGX-H200', 'count': 2},\n"
+                      "                      'parallelism': {'tp': 2}, 'precision': {'weights': 'fp8', 'kv_cache': 'fp8'},\n"
+                      "                      'inference': {'input_tokens': 4000, 'output_tokens': 400, 'batch': 32, 'speculative': eagle}})\n"
+                      "s = r.inference.speculative\n"
+                      "print(f'{s.tokens_per_step} tokens per step; TPOT {s.speedup:.2f}x faster at batch 32; '\n"
+                      "      f\"slower than plain decoding from batch {s.to_dict().get('breakeven_batch', 'beyond the limit')}\")"),
+        new_markdown_cell("Not modelled yet (issue #18): disaggregated prefill and decode pools, and KV-cache offload to "
+                          "host memory or NVMe; the EAGLE rows of docs/validation.md show capplan's speed-up falling with "
+                          "batch more slowly than SGLang's measured one, so treat large-batch speed-ups as an upper bound."),
+    ],
 }
 
 
