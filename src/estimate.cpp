@@ -121,9 +121,15 @@ void note_speculative(const scenario& s, const perf_setup& setup, const inferenc
     const speculative_spec& sp = *s.inference->speculative;
     const std::int64_t context = s.inference->input_tokens + s.inference->output_tokens / 2;
     out.speculative_tokens_per_step = setup.tokens_per_step;
+    if (s.inference->output_tokens <= 1) {  // the first token comes from the prefill: nothing to draft
+        out.speculative_speedup = 1.0;
+        r.notes.push_back("speculative decoding: one-token answers have no decode steps, so it changes nothing here");
+        return;
+    }
     out.speculative_speedup = speculative_speedup(setup, batch, context);
-    // The smallest batch (up to the engine's sequence limit) at which a token costs more with it than
-    // without: the verify step turns compute-bound while the drafter's work keeps growing.
+    // The smallest batch (up to the engine's sequence limit: max_num_seqs, on each attention-DP rank) at
+    // which a token costs more with it than without: the verify step turns compute-bound while the
+    // drafter's work keeps growing.
     const std::int64_t limit = engine.max_num_seqs * s.parallelism.attention_ranks();
     std::int64_t lo = 0, hi = 1;
     while (hi <= limit && speculative_speedup(setup, hi, context) >= 1.0) lo = hi, hi *= 2;
@@ -506,7 +512,9 @@ void estimate_flops(const scenario& s, estimate_result& r) {
     flops_result f;
     if (s.inference) {
         const auto& inf = *s.inference;
-        f.prefill = chunk_forward_flops(s.model, 0, inf.input_tokens, logits_for::last_position).total();
+        // Prefix-cache hits are attended to, not computed.
+        const std::int64_t cached = inf.prefix_cache ? inf.prefix_cache->cached_tokens(inf.input_tokens) : 0;
+        f.prefill = chunk_forward_flops(s.model, cached, inf.input_tokens - cached, logits_for::last_position).total();
         // A generated token in the middle of the answer: context = input + half the output.
         f.decode_token = token_forward_flops(s.model, inf.input_tokens + inf.output_tokens / 2).total();
     }
@@ -547,6 +555,21 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
     r.notes.push_back("weights: block matrices in " + s.precision.weights.name + " (" +
                       format_number(s.precision.weights.bytes_per_element()) +
                       " B/parameter incl. block scales); embeddings, LM head, norms and routers in 16-bit when quantized");
+    if (s.inference && s.inference->speculative && s.inference->speculative->method == "draft") {
+        // The draft model is split as the target is (one pipeline stage): it must divide the same way.
+        const model_spec& d = *s.inference->speculative->draft_model;
+        parallelism_spec p = s.parallelism;
+        p.pp = 1;
+        for (const auto& problem : shard_weights(d, p).problems) {
+            r.feasible = false;
+            r.reasons.push_back("draft model: " + problem);
+        }
+        const std::int64_t context = s.inference->input_tokens + s.inference->output_tokens;
+        if (d.max_position > 0 && context > d.max_position)
+            r.warnings.push_back("context " + tokens_text(context) + " exceeds the draft model " + d.name +
+                                 "'s max_position_embeddings of " + std::to_string(d.max_position) +
+                                 "; its drafts beyond it will rarely be accepted");
+    }
     for (const auto& problem : shards.problems) {
         r.feasible = false;
         r.reasons.push_back(problem);

@@ -109,7 +109,14 @@ inference_grid sweep_inference_grid(const std::vector<scenario>& layouts, const 
             // As estimate(): replicas share the batch; each holds its share at full length.
             const std::int64_t dp = p.sc->parallelism.dp;
             const std::int64_t per_replica = std::max<std::int64_t>(1, (batch + dp - 1) / dp);
-            const inference_memory m = inference_budget(p.memory, per_replica, input + output);
+            // A shared prefix is stored once up to the prompt's last block: the grid's prompt length sets it.
+            const bool shared = inf && inf->prefix_cache && inf->prefix_cache->shared_prefix_tokens > 0;
+            inference_setup reshared;
+            if (shared) {
+                reshared = p.memory;
+                reshared.shared_prefix_tokens = inf->prefix_cache->shared_tokens(input, p.memory.block_tokens);
+            }
+            const inference_memory m = inference_budget(shared ? reshared : p.memory, per_replica, input + output);
             const latency_estimate e = estimate_latency(p.speed, input, output, per_replica,
                                                         inf ? static_prefill_plan(p.memory, *inf, input) : prefill_plan{});
             g.fits[i] = m.fits ? 1 : 0;

@@ -42,11 +42,7 @@ inference_setup inference_setup::from(const scenario& s) {
     out.reserve_output = inf.kv_admission == "reserve";
     out.reserve = inf.runtime_reserve.value_or(default_runtime_reserve(s.parallelism.tp * s.parallelism.pp).total());
     out.weights = shard_weights(s.model, s.parallelism);
-    if (inf.prefix_cache) {
-        // Only whole blocks are shared (vLLM hashes full blocks; a partial block is the request's own).
-        const std::int64_t b = std::max<std::int64_t>(1, out.block_tokens);
-        out.shared_prefix_tokens = inf.prefix_cache->shared_prefix_tokens / b * b;
-    }
+    if (inf.prefix_cache) out.shared_prefix_tokens = inf.prefix_cache->shared_tokens(inf.input_tokens, out.block_tokens);
     if (inf.speculative && inf.speculative->draft_model) {
         const speculative_spec& sp = *inf.speculative;
         const model_spec& d = *sp.draft_model;

@@ -71,6 +71,11 @@ perf_setup perf_setup::from(const scenario& s) {
             d->drafter.parallelism.pp = 1;
             d->drafter.parallelism.vpp = 1;
             d->setup = perf_setup::from(d->drafter);
+            // Copies of this setup share the drafter (threads of a sweep among them), so its collective
+            // grids are filled now rather than on first use: nothing in it changes afterwards.
+            for (const auto* g : {&d->setup.allreduce_grid, &d->setup.alltoall_grid})
+                if (!g->empty())
+                    for (int k = 0; k < static_cast<int>(g->seconds.size()); ++k) g->at(d->setup.system, k);
             out.drafter = std::move(d);
         }
     }

@@ -490,6 +490,12 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
     if (const json* i = root.get("inference"); i && !i->is_null()) {
         object_reader r(*i, "/inference", true);
         sc.inference = read_inference(r, sc.model, cat, base_dir);
+        const auto& sp = sc.inference->speculative;
+        if (sp && sp->method == "draft" && sc.parallelism.attention_dp)
+            throw config_error("/inference/speculative/draft_model", "'" + sp->draft_model->name + "'",
+                               "a separate draft model beside attention data parallelism is not modelled (each rank "
+                               "would hold it whole and run every request's drafts)",
+                               "method eagle or mtp, or parallelism.attention_dp false");
     }
     if (const json* c = root.get("calibration"); c && !c->is_null()) {
         if (c->is_string()) {

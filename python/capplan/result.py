@@ -155,7 +155,8 @@ class Result(Section):
                          else f"at {inf.get('batch', 1)} requests"))
             if "itl_s" in inf:
                 rows.append(("inter-token latency", t(inf["itl_s"]),
-                             f"p50 of every token gap; mean {t(inf['itl_mean_s'])}, p99 {t(inf['itl_p99_s'])}"))
+                             ("p50 of every gap between streamed tokens" + (" (runs of tokens with speculation)" if "speculative" in inf else "")
+                              + f"; mean {t(inf['itl_mean_s'])}, p99 {t(inf['itl_p99_s'])}")))
             rows.append(("end-to-end latency", t(inf["e2e_latency_s"]), "p50" if sim else ""))
             rows.append(("throughput", f"{inf['throughput_tokens_per_s']:.0f} tokens/s",
                          "output tokens, whole system" + (" (simulated)" if sim else "")))

@@ -27,6 +27,10 @@ scenario llama8b(const std::string& inference) {
                          shipped_catalog());
 }
 
+step_time_fn constant_step(double seconds) {
+    return [seconds](const batch_step&) { return seconds * units::s; };
+}
+
 workload_spec burst(std::int64_t n, std::int64_t in, std::int64_t out) {
     workload_spec w;
     w.arrival = workload_spec::arrival_kind::constant_rate;
@@ -282,4 +286,121 @@ TEST_CASE("bad serving-feature input names the user's field") {
     CHECK(err(base + R"("prefix_cache": {"shared_prefix_tokens": 101}})").field() ==
           "/inference/prefix_cache/shared_prefix_tokens");
     CHECK(err(base + R"("prefix_cache": {}})").field() == "/inference/prefix_cache/hit_rate");
+}
+
+TEST_CASE("a shared prefix and sliding windows: a window holds its own recent tokens, shared ones only inside it") {
+    // Gemma-2-9B: 42 layers alternating 4,096-token windows and full attention, 8 KV heads of 256 in
+    // bf16: 8,192 B per token per layer. 16 requests of 8,500 tokens (8,000 in) sharing a 6,000-token prefix.
+    const scenario sc = read_scenario(R"({"model": "Gemma-2-9B", "system": {"accelerator": "H100-SXM", "count": 1},
+        "inference": {"input_tokens": 8000, "output_tokens": 500, "batch": 16,
+                      "prefix_cache": {"shared_prefix_tokens": 6000}}})", shipped_catalog());
+    const inference_setup su = inference_setup::from(sc);
+    REQUIRE(su.shared_prefix_tokens == 6000);  // 375 whole blocks
+    // Own, per request: 21 full layers hold 8,512 - 6,000 = 2,512 tokens; 21 windowed layers hold the last
+    // 4,096 (from token 4,404), of which 6,000 - 4,404 = 1,596 are shared, 1,584 in whole blocks: 2,512.
+    // Stored once: 21 x 6,000 + 21 x 4,096 tokens.
+    const double own = 42.0 * 2512, once = 21.0 * 6000 + 21.0 * 4096;
+    CHECK(inference_budget(su, 16, 8500).kv_cache.in(B) == doctest::Approx((16 * own + once) * 8192));
+}
+
+TEST_CASE("the shared prefix stops at the prompt's last block") {
+    prefix_cache_spec pc;
+    pc.shared_prefix_tokens = 1024;
+    CHECK(pc.shared_tokens(1024, 16) == 1008);  // token 1,024 is recomputed: its block is the request's own
+    CHECK(pc.shared_tokens(1025, 16) == 1024);
+    CHECK(pc.shared_tokens(500, 16) == 496);    // a shorter prompt shares its own whole blocks
+    CHECK(pc.shared_tokens(1, 16) == 0);
+}
+
+TEST_CASE("simulation: preemption with speculative decoding and a prefix cache conserves every token") {
+    // 30 requests of 400 in, 200 out on 80 blocks of 16 (1,280 tokens): at most 3 fit at full length,
+    // so decodes preempt; a 160-token shared prefix and half of each prompt cached; 4 drafted tokens.
+    workload_spec w = burst(30, 400, 200);
+    w.prefix_cache.hit_rate = 0.5;
+    w.prefix_cache.shared_prefix_tokens = 160;
+    scheduler_spec sc;
+    sc.kv_capacity_tokens = 1280;
+    sc.draft_tokens = 4, sc.acceptance = 0.6;
+    std::int64_t prefilled = 0;
+    const sim_result r = simulate(w, sc, [&](const batch_step& b) {
+        prefilled += b.prefill_tokens;
+        CHECK(b.prefill_context_tokens >= 0);
+        return 0.01 * units::s;
+    });
+    CHECK(r.preemptions > 0);
+    CHECK(r.completed == 30);
+    CHECK(r.output_tokens == 30 * 200);
+    for (const auto& q : r.requests) CHECK(q.finished);
+    // Each prompt computes 200 of its 400 tokens once; a preempted request recomputes from its hits on.
+    CHECK(prefilled >= 30 * 200);
+    CHECK(r.kv_occupancy_max <= 1.0);
+}
+
+TEST_CASE("disaggregated simulation: prefill pool, KV transfer, decode pool, by hand") {
+    // One prefill and one decode replica, 0.125 s steps, 0.05 s to move a cache. One request of 100 in,
+    // 3 out: prefill 0 -> 0.125 s (first token), transfer to 0.175 s, decodes end at 0.3 and 0.425 s.
+    disaggregated_scheduler d;
+    d.prefill.kv_capacity_tokens = d.decode.kv_capacity_tokens = 16000;
+    d.kv_transfer = [](std::int64_t tokens) {
+        CHECK(tokens == 100);
+        return 0.05 * units::s;
+    };
+    std::vector<batch_step> prefill_steps, decode_steps;
+    const sim_result r = simulate_disaggregated(
+        burst(1, 100, 3), d,
+        [&](const batch_step& b) {
+            prefill_steps.push_back(b);
+            return 0.125 * units::s;
+        },
+        [&](const batch_step& b) {
+            decode_steps.push_back(b);
+            return 0.125 * units::s;
+        });
+    CHECK(r.ttft.p50.in(units::s) == 0.125);
+    CHECK(r.e2e.p50.in(units::s) == doctest::Approx(0.425));
+    REQUIRE(prefill_steps.size() == 1);
+    CHECK(prefill_steps[0].prefill_tokens == 100);
+    CHECK(prefill_steps[0].decode_requests == 0);
+    REQUIRE(decode_steps.size() == 2);
+    CHECK(decode_steps[0].prefill_tokens == 0);
+    CHECK(decode_steps[0].decode_requests == 1);
+    CHECK(decode_steps[0].context_tokens == 101);  // the cache of 100 prompt tokens arrived; it writes token 1's
+    // The gap between the first and second token holds the transfer: 0.3 - 0.125 s.
+    CHECK(r.itl.max.in(units::s) == doctest::Approx(0.175));
+    // Busy: the prefill replica 0.125 of 0.425 s, the decode replica 0.25.
+    CHECK(r.prefill_busy_fraction == doctest::Approx(0.125 / 0.425));
+    CHECK(r.decode_busy_fraction == doctest::Approx(0.25 / 0.425));
+    // A one-token answer ends at the prefill pool and never crosses.
+    const sim_result one = simulate_disaggregated(burst(1, 100, 1), d, constant_step(0.125), constant_step(0.125));
+    CHECK(one.e2e.p50.in(units::s) == 0.125);
+}
+
+TEST_CASE("disaggregated simulation: decode steps carry no prompts, prefill steps no decodes, every token counted") {
+    disaggregated_scheduler d;
+    d.prefill.replicas = 2, d.decode.replicas = 3;
+    d.prefill.kv_capacity_tokens = 20000, d.decode.kv_capacity_tokens = 60000;
+    d.kv_transfer = [](std::int64_t tokens) { return tokens * 1e-5 * units::s; };
+    workload_spec w = burst(300, 500, 100);
+    w.input = length_dist::uniform(100, 1000);
+    w.output = length_dist::uniform(1, 200);
+    const sim_result r = simulate_disaggregated(
+        w, d,
+        [](const batch_step& b) {
+            CHECK(b.decode_requests == 0);
+            return (2e-3 + 2e-5 * b.prefill_tokens) * units::s;
+        },
+        [](const batch_step& b) {
+            CHECK(b.prefill_tokens == 0);  // no preemption here: the decode pool never recomputes
+            return (5e-3 + 1e-5 * b.decode_requests) * units::s;
+        });
+    CHECK(r.completed == 300);
+    CHECK(r.preemptions == 0);
+    std::int64_t out = 0;
+    for (const auto& q : r.requests) {
+        out += q.output_tokens;
+        CHECK(q.finished);
+    }
+    CHECK(r.output_tokens == out);
+    CHECK(r.prefill_busy_fraction > 0.0);
+    CHECK(r.decode_busy_fraction > 0.0);
 }

@@ -114,6 +114,12 @@ def test_held_out_median_error_within_the_issue_18_target(stats, quantity):
     assert s["median_abs"] <= report.TARGETS[quantity], s
 
 
+def test_speculative_speedups_of_held_out_batches_stay_near_the_published(stats):
+    # Not an issue #18 target (it sets none for speed-ups): capplan's own bound, so the comparison can fail.
+    # Today +20% median, always above the published speed-up (docs/validation.md).
+    assert stats["speculative_speedup", "held_out"]["median_abs"] <= 0.25
+
+
 def _known_gaps():
     # Rows of tests/data/published_serving.json carry their documented cause as "known_gap".
     serving = json.loads(report.SERVING.read_text())

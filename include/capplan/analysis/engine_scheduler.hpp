@@ -30,6 +30,9 @@ inline scheduler_spec engine_scheduler(const inference_setup& mem, std::int64_t 
     // With attention data parallelism every rank of the group caches its own requests: the group's
     // cache is attention_ranks() times one device's (placement inside it is not modelled).
     sch.kv_capacity_tokens = static_cast<std::int64_t>(free.si() / bytes_per_token) * ranks;
+    // Every rank holds its own copy of a shared prefix, the simulated group one: the others' copies
+    // are capacity it does not have.
+    sch.kv_capacity_tokens -= static_cast<std::int64_t>(ranks - 1) * mem.shared_prefix_tokens;
     sch.replicas = replicas;
     return sch;
 }

@@ -45,7 +45,8 @@ struct inference_setup {
     bool reserve_output = false;          // KV admission reserves prompt + whole output (TensorRT-LLM)
     data_size reserve;                    // runtime reservation total
     weight_sharding weights;
-    // Prefix caching: the shared prefix's whole blocks, stored once per device instead of per request.
+    // Prefix caching: the shared prefix's whole blocks, stored once per device instead of per request
+    // (prefix_cache_spec::shared_tokens of the scenario's prompt).
     std::int64_t shared_prefix_tokens = 0;
     // Speculative decoding: the drafter's weights on each device of the last stage, and the model
     // whose KV cache it keeps per request (none for n-gram lookup).
@@ -132,7 +133,8 @@ inline inference_memory inference_budget(const inference_setup& s, std::int64_t 
             return kv_bytes_per_request(m, kv_tp, s.precision.kv_cache, r, tokens, s.block_tokens);
         };
         const std::int64_t shared = here > 0 ? std::min(s.shared_prefix_tokens, context) : 0;
-        data_size kv = static_cast<double>(here) * (request_kv(context) - request_kv(shared)) + request_kv(shared);
+        data_size kv = static_cast<double>(here) * kv_bytes_own(m, kv_tp, s.precision.kv_cache, r, context, shared, s.block_tokens) +
+                       request_kv(shared);
         data_size w = device_weight_bytes(st.params, s.precision.weights);
         if (st.has_lm_head && s.drafter) {
             w += s.drafter_weights;

@@ -158,7 +158,7 @@ struct latency_estimate {
     duration e2e;        // ttft + (output - 1) x tpot
     double output_tokens_per_s = 0.0;  // batch x output / (ttft + output x tpot), one replica
     std::int64_t prefill_steps = 0;    // forward steps the batch's prompts take
-    step_breakdown prefill, decode;    // one prompt's prefill (the first step's share); one decode step
+    step_breakdown prefill, decode;    // the batch's first prefill step (its whole prompts); one decode step
 };
 
 // How a static batch's prompts reach the engine.

@@ -60,6 +60,24 @@ inline data_size kv_bytes_per_request(const model_spec& m, int tp, const number_
            per_layer_token;
 }
 
+// The part of a request's cache that is its own when its first `shared` tokens (whole blocks) are a
+// prefix stored once: full layers hold the rest of the context; a windowed layer holds its last
+// min(context, window) tokens, of which only those still inside the shared prefix are not its own.
+inline data_size kv_bytes_own(const model_spec& m, int tp, const number_format& kv, layer_range r,
+                              std::int64_t context, std::int64_t shared, std::int64_t block_tokens) {
+    if (shared <= 0) return kv_bytes_per_request(m, tp, kv, r, context, block_tokens);
+    std::int64_t full_layers = 0, windowed_layers = 0;
+    for (std::int64_t i = r.first; i < r.first + r.count; ++i) (m.is_sliding_layer(i) ? windowed_layers : full_layers) += 1;
+    const std::int64_t full_tokens = round_up(context, block_tokens) - shared;
+    const std::int64_t window_start = std::max<std::int64_t>(0, context - m.sliding_window);
+    const std::int64_t shared_in_window = std::max<std::int64_t>(0, shared - window_start) / std::max<std::int64_t>(1, block_tokens) *
+                                          std::max<std::int64_t>(1, block_tokens);
+    const std::int64_t window_tokens = round_up(std::min(context, m.sliding_window), block_tokens) - shared_in_window;
+    return (static_cast<double>(full_layers * full_tokens) +
+            static_cast<double>(windowed_layers * std::max<std::int64_t>(0, window_tokens))) *
+           kv_bytes_per_token_per_layer(m, tp, kv);
+}
+
 // A batch of requests with their own context lengths.
 inline data_size kv_bytes_for_batch(const model_spec& m, int tp, const number_format& kv, layer_range r,
                                     const std::vector<std::int64_t>& contexts, std::int64_t block_tokens) {

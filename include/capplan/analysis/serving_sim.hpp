@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <queue>
@@ -181,6 +182,7 @@ struct sim_result {
     std::int64_t preemptions = 0;
     std::int64_t steps = 0;            // engine steps, all replicas
     std::int64_t max_in_flight = 0;    // most requests arrived and unfinished at once
+    double prefill_busy_fraction = 0.0, decode_busy_fraction = 0.0;  // disaggregated: each pool's busy share
     std::vector<request_record> requests;  // by request id = issue order
 };
 
@@ -218,12 +220,24 @@ inline void check_simulation_budget(const workload_spec& w, std::int64_t mean_ou
                        "fewer users or simulated requests, or a static batch (inference.batch) for the roofline estimate");
 }
 
+// Disaggregated serving (DistServe, Zhong et al. OSDI '24, arXiv:2401.09670; Splitwise, arXiv:2311.18677):
+// `prefill` replicas run the prompts and give each request its first token; its KV cache then takes
+// kv_transfer(prompt tokens) to reach the least-loaded `decode` replica, which admits it (blocks for
+// its context) and decodes it to the end. A decode replica that must preempt recomputes there.
+struct disaggregated_scheduler {
+    scheduler_spec prefill, decode;
+    std::function<duration(std::int64_t tokens)> kv_transfer;
+};
+
 // Runs warmup_requests + requests requests to completion. Throws config_error for a bad spec, and
 // for a request that could never run: one needing more KV blocks than a replica has
 // (ceil((input + output) / block) > capacity blocks), or, without chunked prefill, a prompt longer
 // than max_batched_tokens. Same inputs and seed, same result, bit for bit.
 inline sim_result simulate(const workload_spec& workload, const scheduler_spec& scheduler,
                            const step_time_fn& step_time);
+// The same over two pools; sim_result's prefill_busy_fraction and decode_busy_fraction are each pool's.
+inline sim_result simulate_disaggregated(const workload_spec& workload, const disaggregated_scheduler& scheduler,
+                                         const step_time_fn& prefill_step, const step_time_fn& decode_step);
 
 // ============================================================================================
 // Implementation
@@ -343,6 +357,10 @@ inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1
 class simulator {
 public:
     simulator(const workload_spec& w, const scheduler_spec& s, const step_time_fn& f) : w_(w), s_(s), f_(f) {}
+    // Disaggregated: `s` and `f` are the decode pool's; the prefill pool's come here.
+    simulator(const workload_spec& w, const disaggregated_scheduler& d, const step_time_fn& prefill,
+              const step_time_fn& decode)
+        : w_(w), s_(d.decode), f_(decode), prefill_(&d.prefill), prefill_f_(&prefill), transfer_(d.kv_transfer) {}
 
     sim_result run() {
         validate();
@@ -364,9 +382,14 @@ private:
         std::int64_t user = -1;      // closed loop: who sent it
         int replica = -1, preemptions = 0;
         bool prefilling = false, done = false;
+        bool kv_ready = false;       // disaggregated: its cache arrived from a prefill replica, ready to decode
     };
     struct work { std::int32_t id; std::int64_t tokens; };
     struct replica {
+        const scheduler_spec* spec = nullptr;  // its pool's engine
+        const step_time_fn* step_time = nullptr;
+        bool prefill_only = false;             // disaggregated prefill pool: requests leave at their first token
+        std::int64_t blocks = 0;               // KV blocks it holds in all
         std::deque<std::int32_t> waiting;  // front is next
         std::vector<std::int32_t> running;  // admission order; the back is the most recent
         std::vector<work> step;             // the step in flight
@@ -379,9 +402,9 @@ private:
     };
     struct event {
         double t;
-        int kind;  // 0 step end (completions first), 1 arrival
+        int kind;  // 0 step end (completions first), 1 arrival, 2 a KV cache arriving at the decode pool
         std::int64_t seq;
-        std::int64_t who;  // replica, or closed-loop user
+        std::int64_t who;  // replica, closed-loop user, or request (kind 2)
         bool operator>(const event& o) const {
             if (t != o.t) return t > o.t;
             if (kind != o.kind) return kind > o.kind;
@@ -421,19 +444,14 @@ private:
         }
         check_length_dist(w_.input, "/workload/input", w_.trace);
         check_length_dist(w_.output, "/workload/output", w_.trace);
-        if (s_.replicas < 1) throw config_error("/scheduler/replicas", std::to_string(s_.replicas), "must be >= 1");
-        if (s_.max_num_seqs < 1)
-            throw config_error("/scheduler/max_num_seqs", std::to_string(s_.max_num_seqs), "must be >= 1");
-        if (s_.max_batched_tokens < s_.max_num_seqs)
-            throw config_error("/scheduler/max_batched_tokens", std::to_string(s_.max_batched_tokens),
-                               "must leave every running request its decode token",
-                               ">= max_num_seqs (" + std::to_string(s_.max_num_seqs) + ")");
-        if (s_.kv_block_tokens < 1)
-            throw config_error("/scheduler/kv_block_tokens", std::to_string(s_.kv_block_tokens), "must be >= 1");
-        blocks_ = s_.kv_capacity_tokens / s_.kv_block_tokens;
-        if (blocks_ < 1)
-            throw config_error("/scheduler/kv_capacity_tokens", std::to_string(s_.kv_capacity_tokens),
-                               "holds no whole block", ">= kv_block_tokens (" + std::to_string(s_.kv_block_tokens) + ")");
+        decode_blocks_ = check_pool(s_);
+        if (prefill_) {
+            prefill_blocks_ = check_pool(*prefill_);
+            if (prefill_->kv_block_tokens != s_.kv_block_tokens)
+                throw config_error("/scheduler/kv_block_tokens", std::to_string(prefill_->kv_block_tokens),
+                                   "the prefill and decode pools page the cache in different blocks",
+                                   "the same block size (" + std::to_string(s_.kv_block_tokens) + ")");
+        }
         const prefix_cache_spec& pc = w_.prefix_cache;
         if (!(pc.hit_rate >= 0.0 && pc.hit_rate <= 1.0))
             throw config_error("/inference/prefix_cache/hit_rate", num(pc.hit_rate), "not a share", "a number in [0, 1]");
@@ -441,7 +459,7 @@ private:
             throw config_error("/inference/prefix_cache/shared_prefix_tokens", std::to_string(pc.shared_prefix_tokens),
                                "must be >= 0");
         shared_blocks_ = pc.shared_prefix_tokens / s_.kv_block_tokens;
-        if (shared_blocks_ >= blocks_)
+        if (shared_blocks_ >= std::min(decode_blocks_, prefill_ ? prefill_blocks_ : decode_blocks_))
             throw config_error("/inference/prefix_cache/shared_prefix_tokens", std::to_string(pc.shared_prefix_tokens),
                                "the shared prefix fills the whole KV cache (" + std::to_string(s_.kv_capacity_tokens) +
                                    " tokens)", "a shorter shared prefix, or more KV-cache memory");
@@ -450,6 +468,23 @@ private:
         if (!(s_.acceptance >= 0.0 && s_.acceptance <= 1.0))
             throw config_error("/inference/speculative/acceptance", num(s_.acceptance), "not a probability",
                                "a number in [0, 1]");
+    }
+
+    // One pool's engine limits; its KV blocks per replica.
+    static std::int64_t check_pool(const scheduler_spec& p) {
+        if (p.replicas < 1) throw config_error("/scheduler/replicas", std::to_string(p.replicas), "must be >= 1");
+        if (p.max_num_seqs < 1) throw config_error("/scheduler/max_num_seqs", std::to_string(p.max_num_seqs), "must be >= 1");
+        if (p.max_batched_tokens < p.max_num_seqs)
+            throw config_error("/scheduler/max_batched_tokens", std::to_string(p.max_batched_tokens),
+                               "must leave every running request its decode token",
+                               ">= max_num_seqs (" + std::to_string(p.max_num_seqs) + ")");
+        if (p.kv_block_tokens < 1)
+            throw config_error("/scheduler/kv_block_tokens", std::to_string(p.kv_block_tokens), "must be >= 1");
+        const std::int64_t blocks = p.kv_capacity_tokens / p.kv_block_tokens;
+        if (blocks < 1)
+            throw config_error("/scheduler/kv_capacity_tokens", std::to_string(p.kv_capacity_tokens),
+                               "holds no whole block", ">= kv_block_tokens (" + std::to_string(p.kv_block_tokens) + ")");
+        return blocks;
     }
 
     void generate() {
@@ -467,14 +502,20 @@ private:
             if (q.input < 1 || q.output < 1)  // only a trace row can do this; the distributions draw >= 1
                 throw config_error("/workload/trace/" + std::to_string(i % static_cast<std::int64_t>(w_.trace.size())),
                                    where, "token counts must be >= 1");
-            if (ceil_div(q.input + q.output, s_.kv_block_tokens) - q.shared_blocks > blocks_ - shared_blocks_)
+            const std::int64_t prompt_blocks = ceil_div(q.input + 1, s_.kv_block_tokens) - q.shared_blocks;
+            if (prefill_ && prompt_blocks > prefill_blocks_ - shared_blocks_)
+                throw config_error("/scheduler/kv_capacity_tokens", std::to_string(prefill_->kv_capacity_tokens),
+                                   where + ": its prompt needs more KV blocks than a prefill replica holds",
+                                   ">= the longest input, block-rounded");
+            if (ceil_div(q.input + q.output, s_.kv_block_tokens) - q.shared_blocks > decode_blocks_ - shared_blocks_)
                 throw config_error("/scheduler/kv_capacity_tokens", std::to_string(s_.kv_capacity_tokens),
                                    where + " needs " +
                                        std::to_string(ceil_div(q.input + q.output, s_.kv_block_tokens) * s_.kv_block_tokens) +
                                        " KV tokens, more than a replica holds",
                                    ">= the largest input + output, block-rounded");
-            if (!s_.chunked_prefill && q.input - q.cached > s_.max_batched_tokens)
-                throw config_error("/scheduler/max_batched_tokens", std::to_string(s_.max_batched_tokens),
+            const scheduler_spec& first = prefill_ ? *prefill_ : s_;
+            if (!first.chunked_prefill && q.input - q.cached > first.max_batched_tokens)
+                throw config_error("/scheduler/max_batched_tokens", std::to_string(first.max_batched_tokens),
                                    where + ": without chunked prefill a prompt must fit one step",
                                    ">= the longest input, or chunked_prefill = true");
         }
@@ -502,8 +543,16 @@ private:
     }
 
     void loop() {
-        reps_.resize(static_cast<std::size_t>(s_.replicas));
-        for (auto& r : reps_) r.free_blocks = blocks_ - shared_blocks_;  // the shared prefix stays resident
+        prefill_replicas_ = prefill_ ? prefill_->replicas : 0;
+        reps_.resize(static_cast<std::size_t>(prefill_replicas_ + s_.replicas));
+        for (std::size_t i = 0; i < reps_.size(); ++i) {
+            replica& r = reps_[i];
+            r.prefill_only = static_cast<int>(i) < prefill_replicas_;
+            r.spec = r.prefill_only ? prefill_ : &s_;
+            r.step_time = r.prefill_only ? prefill_f_ : &f_;
+            r.blocks = r.prefill_only ? prefill_blocks_ : decode_blocks_;
+            r.free_blocks = r.blocks - shared_blocks_;  // the shared prefix stays resident
+        }
         if (w_.arrival == workload_spec::arrival_kind::closed_loop) {
             for (std::int64_t u = 0; u < w_.users && u < total_; ++u) push(think(), 1, u);
         } else {
@@ -514,6 +563,7 @@ private:
             events_.pop();
             now_ = e.t;
             if (e.kind == 0) end_step(static_cast<std::size_t>(e.who));
+            else if (e.kind == 2) hand_over(static_cast<std::int32_t>(e.who));
             else arrive(e.who);
             if (events_.empty() || events_.top().t > now_) {
                 for (std::size_t r : dirty_) start_step(r);
@@ -535,9 +585,8 @@ private:
         request& q = reqs_[static_cast<std::size_t>(id)];
         q.arrival = now_;
         q.user = user;
-        std::size_t best = 0;
-        for (std::size_t r = 1; r < reps_.size(); ++r)
-            if (reps_[r].outstanding < reps_[best].outstanding) best = r;
+        // New requests go to the prefill pool when there is one (replicas [0, prefill_replicas_)).
+        const std::size_t best = least_loaded(0, prefill_ ? static_cast<std::size_t>(prefill_replicas_) : reps_.size());
         q.replica = static_cast<int>(best);
         reps_[best].waiting.push_back(id);
         ++reps_[best].outstanding;
@@ -546,11 +595,39 @@ private:
         if (user < 0 && next_id_ < total_) push(arrivals_[static_cast<std::size_t>(next_id_)], 1, -1);
     }
 
+    std::size_t least_loaded(std::size_t first, std::size_t end) const {
+        std::size_t best = first;
+        for (std::size_t r = first + 1; r < end; ++r)
+            if (reps_[r].outstanding < reps_[best].outstanding) best = r;
+        return best;
+    }
+
+    // Disaggregated: a request's cache has crossed to the decode pool; it queues at the least-loaded
+    // decode replica, whose next steps admit and decode it.
+    void hand_over(std::int32_t id) {
+        request& q = reqs_[static_cast<std::size_t>(id)];
+        const std::size_t d = least_loaded(static_cast<std::size_t>(prefill_replicas_), reps_.size());
+        q.replica = static_cast<int>(d);
+        q.kv_ready = true;
+        reps_[d].waiting.push_back(id);
+        ++reps_[d].outstanding;
+        mark(d);
+    }
+
+    // Disaggregated: a request's first token came from a prefill replica: it frees its blocks there and
+    // its cache starts across to the decode pool.
+    void send_to_decode(replica& R, request& q, std::int32_t id) {
+        R.free_blocks += q.blocks;
+        q.blocks = 0;
+        --R.outstanding;
+        push(now_ + transfer_(q.input).in(units::s), 2, id);
+    }
+
     void preempt(replica& R, std::int32_t id) {
         request& q = reqs_[static_cast<std::size_t>(id)];
         R.free_blocks += q.blocks;
         if (q.prefilling) --R.prefilling;
-        q.blocks = 0, q.computed = 0, q.prefilling = false;
+        q.blocks = 0, q.computed = 0, q.prefilling = false, q.kv_ready = false;
         ++q.preemptions, ++preemptions_;
         R.waiting.push_front(id);
     }
@@ -559,9 +636,22 @@ private:
     bool schedule(replica& R, batch_step& b) {
         R.step.clear();
         b = batch_step{};
-        const std::int64_t B = s_.kv_block_tokens;
-        std::int64_t budget = s_.max_batched_tokens;
-        const std::int64_t positions = 1 + s_.draft_tokens;
+        const scheduler_spec& S = *R.spec;
+        const std::int64_t B = S.kv_block_tokens;
+        std::int64_t budget = S.max_batched_tokens;
+        const std::int64_t positions = 1 + S.draft_tokens;
+        // 0. Disaggregated decode pool: requests whose cache arrived join the running batch (no prefill
+        // step; their first decode is this step), FCFS while blocks for their context are free.
+        while (!R.waiting.empty() && reqs_[static_cast<std::size_t>(R.waiting.front())].kv_ready &&
+               static_cast<std::int64_t>(R.running.size()) < S.max_num_seqs) {
+            request& q = reqs_[static_cast<std::size_t>(R.waiting.front())];
+            const std::int64_t need = ceil_div(q.computed + 1, B) - q.shared_blocks;
+            if (need > R.free_blocks) break;
+            R.running.push_back(R.waiting.front());
+            R.waiting.pop_front();
+            R.free_blocks -= need;
+            q.blocks = need, q.kv_ready = false;
+        }
         b.decode_positions = positions;
         bool preempted = false;
         // 1. Decodes, oldest first; a decode crossing a block boundary takes a block or preempts.
@@ -603,18 +693,19 @@ private:
         }
         // 3. Admissions, FCFS, while blocks for prompt + 1 are free; none after a preemption.
         while (!preempted && !R.waiting.empty() && budget > 0 &&
-               static_cast<std::int64_t>(R.running.size()) < s_.max_num_seqs) {
+               static_cast<std::int64_t>(R.running.size()) < S.max_num_seqs) {
             const std::int32_t id = R.waiting.front();
             request& q = reqs_[static_cast<std::size_t>(id)];
             const std::int64_t tokens = q.input + q.generated;  // a preempted request recomputes its output too
             const std::int64_t need =
-                (s_.reserve_output ? ceil_div(q.input + q.output, B) : ceil_div(tokens + 1, B)) - q.shared_blocks;
+                (S.reserve_output && !R.prefill_only ? ceil_div(q.input + q.output, B) : ceil_div(tokens + 1, B)) -
+                q.shared_blocks;
             if (need > R.free_blocks) break;
             const std::int64_t todo = tokens - q.cached;  // prefix-cache hits are not computed
             std::int64_t chunk = std::min(todo, budget);
-            if (!s_.chunked_prefill && chunk < todo) {
+            if (!S.chunked_prefill && chunk < todo) {
                 // Whole prompts only. A recompute longer than the whole budget runs alone (oversized step).
-                if (todo > s_.max_batched_tokens && b.prefill_requests == 0) chunk = todo;
+                if (todo > S.max_batched_tokens && b.prefill_requests == 0) chunk = todo;
                 else break;
             }
             R.waiting.pop_front();
@@ -649,11 +740,11 @@ private:
                 throw internal_error("serving simulation: replica " + std::to_string(r) + " stalled with work");
             return;
         }
-        const double dt = f_(b).in(units::s);
+        const double dt = (*R.step_time)(b).in(units::s);
         if (!(dt > 0.0) || !std::isfinite(dt))
             throw config_error("step_time", num(dt) + " s", "must be positive and finite for every step",
                                "a step_time_fn returning > 0 s");
-        const double occupancy = static_cast<double>(blocks_ - R.free_blocks) / static_cast<double>(blocks_);
+        const double occupancy = static_cast<double>(R.blocks - R.free_blocks) / static_cast<double>(R.blocks);
         R.busy = true;
         R.step_start = now_;
         R.busy_time += dt;
@@ -691,11 +782,17 @@ private:
             if (q.generated >= q.output) {
                 complete(R, q);
                 any_done = true;
+            } else if (R.prefill_only) {
+                send_to_decode(R, q, x.id);
+                any_done = true;  // it leaves this replica's running list
             }
         }
         if (step_gaps > 0) itl_.push_back({step_gap, step_gaps});
         if (any_done)
-            std::erase_if(R.running, [&](std::int32_t id) { return reqs_[static_cast<std::size_t>(id)].done; });
+            std::erase_if(R.running, [&](std::int32_t id) {
+                const request& q = reqs_[static_cast<std::size_t>(id)];
+                return q.done || (R.prefill_only && q.generated > 0);  // finished, or handed to the decode pool
+            });
         mark(r);
     }
 
@@ -748,6 +845,12 @@ private:
             for (const auto& r : reps_) busy += r.busy_time, occ += r.occupancy_time;
             const double capacity_time = makespan * static_cast<double>(reps_.size());
             res.busy_fraction = busy / capacity_time;
+            if (prefill_) {
+                double pre = 0.0;
+                for (int i = 0; i < prefill_replicas_; ++i) pre += reps_[static_cast<std::size_t>(i)].busy_time;
+                res.prefill_busy_fraction = pre / (makespan * prefill_replicas_);
+                res.decode_busy_fraction = (busy - pre) / (makespan * s_.replicas);
+            }
             res.kv_occupancy_mean = occ / capacity_time;
         }
         res.kv_occupancy_max = occupancy_max_;
@@ -757,7 +860,11 @@ private:
     const workload_spec& w_;
     const scheduler_spec& s_;
     const step_time_fn& f_;
-    std::int64_t total_ = 0, blocks_ = 0, shared_blocks_ = 0;
+    const scheduler_spec* prefill_ = nullptr;      // disaggregated: the prefill pool's engine
+    const step_time_fn* prefill_f_ = nullptr;
+    std::function<duration(std::int64_t)> transfer_;
+    int prefill_replicas_ = 0;                      // replicas [0, prefill_replicas_) are the prefill pool
+    std::int64_t total_ = 0, decode_blocks_ = 0, prefill_blocks_ = 0, shared_blocks_ = 0;
     std::vector<request> reqs_;
     std::vector<double> arrivals_;
     std::vector<replica> reps_;
@@ -866,6 +973,12 @@ inline std::vector<trace_row> read_trace_csv_file(const std::string& path) {
 inline sim_result simulate(const workload_spec& workload, const scheduler_spec& scheduler,
                            const step_time_fn& step_time) {
     return detail::sim::simulator(workload, scheduler, step_time).run();
+}
+
+inline sim_result simulate_disaggregated(const workload_spec& workload, const disaggregated_scheduler& scheduler,
+                                         const step_time_fn& prefill_step, const step_time_fn& decode_step) {
+    if (!scheduler.kv_transfer) throw internal_error("simulate_disaggregated: no kv_transfer function");
+    return detail::sim::simulator(workload, scheduler, prefill_step, decode_step).run();
 }
 
 }  // namespace capplan

@@ -49,6 +49,12 @@ struct prefix_cache_spec {
         const std::int64_t hits = std::max(static_cast<std::int64_t>(by_rate), std::min(shared_prefix_tokens, input));
         return std::clamp<std::int64_t>(hits, 0, std::max<std::int64_t>(0, input - 1));
     }
+    // Tokens of the shared prefix stored once for an `input`-token prompt: whole blocks only (vLLM hashes
+    // full blocks), and never the block of the prompt's last token (recomputed, so the request's own).
+    std::int64_t shared_tokens(std::int64_t input, std::int64_t block_tokens) const {
+        const std::int64_t b = std::max<std::int64_t>(1, block_tokens);
+        return std::clamp<std::int64_t>(std::min(shared_prefix_tokens, input - 1), 0, input) / b * b;
+    }
 };
 
 // The drafter an EAGLE head or an MTP module is: one decoder layer of the target's own shape (the
