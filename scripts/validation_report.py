@@ -39,7 +39,7 @@ DOC = ROOT / "docs" / "validation.md"
 
 ROLES = ("fitted", "held_out")
 QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_loop", "throughput_static",
-              "speculative_speedup")
+              "speculative_speedup", "throughput_pool")
 # Issue #18's targets on held-out rows: median |error| per quantity, and no row beyond ROW_LIMIT
 # without a documented cause.
 TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput_static": 0.15}
@@ -195,8 +195,33 @@ def _fitted_acceptance(key):
     return (lo + hi) / 2
 
 
+def _pool_throughput(row):
+    # One pool of a disaggregated deployment, measured with the other assumed unlimited: a static batch of
+    # the pool's load (prefill: one step of tokens_per_device_step per device; decode: batch_per_device per
+    # device at the row's KV length), as tokens/s per 8-GPU node.
+    per_device = row["tokens_per_device_step"] // row["input_tokens"] if row["pool"] == "prefill" else row["batch_per_device"]
+    batch = per_device * row["count"]
+    inference = {"input_tokens": row["input_tokens"], "output_tokens": row["output_tokens"], "batch": batch}
+    inference.update({"prefill_chunk_tokens": row["tokens_per_device_step"]} if row["pool"] == "prefill"
+                     else {"max_num_seqs": row["batch_per_device"]})
+    i = capplan.estimate({"model": row["model"], "system": {"preset": "DGX-H100", "count": row["count"]},
+                          "parallelism": {"tp": row["tp"], "ep": row["ep"], "attention_dp": row["attention_dp"]},
+                          "precision": {"weights": row["precision"], "compute": row["precision"], "kv_cache": row["precision"]},
+                          "inference": inference}).inference
+    tokens_per_s = batch * row["input_tokens"] / float(i.ttft_s) if row["pool"] == "prefill" else batch / float(i.tpot_s)
+    return tokens_per_s / (row["count"] / 8)
+
+
 def _serving_rows(serving):
     out = []
+    for n, row in enumerate(serving["disaggregated_pools"]):
+        modelled, published = _pool_throughput(row), row["throughput_per_node"]["value"]
+        out.append({"id": f"published_serving disaggregated_pools[{n}]",
+                    "label": f"{row['model']} {row['precision']} {row['count']} x {row['gpu']} {row['pool']} pool "
+                             f"ep{row['ep']} attention-dp {row['input_tokens']} in",
+                    "quantity": "throughput_pool", "metric": row["throughput_per_node"]["kind"], "published": published,
+                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
+                    "fitted_for": row.get("fitted_for"), "source": "SGLang large-scale EP (LMSYS, May 2025)"})
     for n, row in enumerate(serving["static_batch"]):
         modelled = _static_batch(row)
         published = row["throughput_tokens_per_s"]["value"]
@@ -300,7 +325,8 @@ def render(rows, provenance, data):
         "",
         "Every figure is capplan's prediction against a published, cited measurement in",
         "`tests/data/published_inference.json`, run as `tests/python/test_inference_speed.py` runs it, or in",
-        "`tests/data/published_serving.json` (static batches and speculative decoding, issue #18).",
+        "`tests/data/published_serving.json` (static batches, speculative decoding and the pools of a disaggregated",
+        "deployment, issue #18).",
         "Error = modelled / published - 1. **Fitted** rows were used to choose a constant of the model (each row's",
         "`fitted_for` says which); they cannot prove the model right. **Held-out** rows were never used to choose",
         f"one. Rows marked `unused` ({unused[0]} latency rows, {unused[1]} saturated-throughput tables) are compared by",

@@ -5,6 +5,7 @@
 #include "capplan/analysis/checkpoint.hpp"
 #include "capplan/analysis/cold_start.hpp"
 #include "capplan/analysis/data_pipeline.hpp"
+#include "capplan/analysis/disaggregation.hpp"
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_memory.hpp"
 #include "capplan/analysis/inference_perf.hpp"
@@ -99,6 +100,77 @@ void estimate_inference_memory(const scenario& s, estimate_result& r) {
         for (std::size_t i = 0; i < fixes.size(); ++i) reason += (i ? (i + 1 == fixes.size() ? " or " : ", ") : "") + fixes[i];
     }
     r.reasons.push_back(reason);
+}
+
+// The users or arrivals the serving simulation runs for a scenario's inference workload.
+workload_spec serving_workload(const inference_spec& inf) {
+    const workload_input wi = inf.workload.value_or(workload_input{});
+    workload_spec w;
+    w.arrival = wi.arrival == "poisson"         ? workload_spec::arrival_kind::poisson
+                : wi.arrival == "constant_rate" ? workload_spec::arrival_kind::constant_rate
+                : wi.arrival == "trace"         ? workload_spec::arrival_kind::trace
+                                                : workload_spec::arrival_kind::closed_loop;
+    w.users = inf.concurrency.value_or(1);
+    w.rate_per_s = wi.rate_per_s;
+    w.think_time = wi.think_time;
+    w.turnaround = wi.turnaround.value_or(default_turnaround_s * units::s);
+    auto dist = [](const length_spec& l, std::int64_t tokens) {
+        if (l.kind == "uniform") return length_dist::uniform(l.min, l.max);
+        if (l.kind == "lognormal")
+            return l.max > 0 ? length_dist::lognormal(static_cast<double>(tokens), l.sigma, l.max)
+                             : length_dist::lognormal(static_cast<double>(tokens), l.sigma);
+        if (l.kind == "trace") return length_dist::from_trace();
+        return length_dist::fixed(tokens);
+    };
+    w.input = dist(wi.input, inf.input_tokens);
+    w.output = dist(wi.output, inf.output_tokens);
+    for (const auto& t : wi.trace) w.trace.push_back({t.input_tokens, t.output_tokens, t.arrival});
+    // Closed loop: the first wave (every user at once) is left out unless the workload says otherwise
+    // (benchmark clients such as vLLM's benchmark_serving count it: warmup_requests 0).
+    w.warmup_requests = wi.warmup_requests.value_or(w.arrival == workload_spec::arrival_kind::closed_loop ? w.users : 0);
+    w.requests = wi.requests > 0 ? wi.requests : std::max<std::int64_t>(200, 4 * w.users);
+    w.seed = wi.seed;
+    if (inf.prefix_cache) w.prefix_cache = *inf.prefix_cache;
+    if (wi.requests > 0)
+        check_simulation_budget(w, inf.output_tokens, "/inference/workload/requests", std::to_string(wi.requests));
+    else
+        check_simulation_budget(w, inf.output_tokens, "/inference/concurrency", std::to_string(w.users));
+    return w;
+}
+
+// The simulation's latencies (medians, means, percentiles) and load figures into the result.
+void put_simulation(const sim_result& sim, inference_result& out) {
+    out.method = "simulation";
+    out.prefill_steps.reset();  // the static batch's; the simulation schedules its own
+    out.ttft_s = sim.ttft.p50.si();
+    out.ttft_p90_s = sim.ttft.p90.si();
+    out.ttft_p99_s = sim.ttft.p99.si();
+    out.tpot_s = sim.tpot.p50.si();
+    out.tpot_p90_s = sim.tpot.p90.si();
+    out.tpot_p99_s = sim.tpot.p99.si();
+    out.e2e_latency_s = sim.e2e.p50.si();
+    out.e2e_p99_s = sim.e2e.p99.si();
+    out.ttft_mean_s = sim.ttft.mean.si();
+    out.tpot_mean_s = sim.tpot.mean.si();
+    out.e2e_mean_s = sim.e2e.mean.si();
+    if (sim.itl.count > 0) {
+        out.itl_s = sim.itl.p50.si();
+        out.itl_mean_s = sim.itl.mean.si();
+        out.itl_p90_s = sim.itl.p90.si();
+        out.itl_p99_s = sim.itl.p99.si();
+    }
+    out.throughput_tokens_per_s = sim.output_tokens_per_s;
+    out.busy_fraction = sim.busy_fraction;
+    out.kv_occupancy_mean = sim.kv_occupancy_mean;
+    out.preemptions = sim.preemptions;
+    out.simulated_requests = sim.measured;
+}
+
+// The engine a scenario's replicas run: its scheduler limits, KV capacity and speculative decoding.
+scheduler_spec serving_scheduler(const scenario& s, std::int64_t request_tokens) {
+    scheduler_spec sch = engine_scheduler(inference_setup::from(s), request_tokens, s.parallelism.dp);
+    if (s.inference->speculative) sch.draft_tokens = s.inference->speculative->tokens, sch.acceptance = s.inference->speculative->acceptance;
+    return sch;
 }
 
 // Decode steps per generated token with and without the speculative setup `spec`, at `batch` requests.
@@ -204,65 +276,10 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         // answer ends), or the scenario's open-loop workload, through a continuous-batching engine
         // per replica (serving_sim.hpp). When the cache cannot hold them all, the engine queues and
         // preempts: the plan is reported as not fitting, and the simulation shows what users see.
-        const inference_setup mem = inference_setup::from(s);
-        const workload_input wi = inf.workload.value_or(workload_input{});
-        workload_spec w;
-        w.arrival = wi.arrival == "poisson"         ? workload_spec::arrival_kind::poisson
-                    : wi.arrival == "constant_rate" ? workload_spec::arrival_kind::constant_rate
-                    : wi.arrival == "trace"         ? workload_spec::arrival_kind::trace
-                                                    : workload_spec::arrival_kind::closed_loop;
-        w.users = inf.concurrency.value_or(1);
-        w.rate_per_s = wi.rate_per_s;
-        w.think_time = wi.think_time;
-        w.turnaround = wi.turnaround.value_or(default_turnaround_s * units::s);
-        auto dist = [](const length_spec& l, std::int64_t tokens) {
-            if (l.kind == "uniform") return length_dist::uniform(l.min, l.max);
-            if (l.kind == "lognormal")
-                return l.max > 0 ? length_dist::lognormal(static_cast<double>(tokens), l.sigma, l.max)
-                                 : length_dist::lognormal(static_cast<double>(tokens), l.sigma);
-            if (l.kind == "trace") return length_dist::from_trace();
-            return length_dist::fixed(tokens);
-        };
-        w.input = dist(wi.input, inf.input_tokens);
-        w.output = dist(wi.output, inf.output_tokens);
-        for (const auto& t : wi.trace) w.trace.push_back({t.input_tokens, t.output_tokens, t.arrival});
-        // Closed loop: the first wave (every user at once) is left out unless the workload says otherwise
-        // (benchmark clients such as vLLM's benchmark_serving count it: warmup_requests 0).
-        w.warmup_requests = wi.warmup_requests.value_or(w.arrival == workload_spec::arrival_kind::closed_loop ? w.users : 0);
-        w.requests = wi.requests > 0 ? wi.requests : std::max<std::int64_t>(200, 4 * w.users);
-        w.seed = wi.seed;
-        if (inf.prefix_cache) w.prefix_cache = *inf.prefix_cache;
-        if (wi.requests > 0)
-            check_simulation_budget(w, inf.output_tokens, "/inference/workload/requests", std::to_string(wi.requests));
-        else
-            check_simulation_budget(w, inf.output_tokens, "/inference/concurrency", std::to_string(w.users));
-        scheduler_spec sch = engine_scheduler(mem, inf.input_tokens + inf.output_tokens, static_cast<int>(dp));
-        if (inf.speculative) sch.draft_tokens = inf.speculative->tokens, sch.acceptance = inf.speculative->acceptance;
+        const workload_spec w = serving_workload(inf);
+        const scheduler_spec sch = serving_scheduler(s, inf.input_tokens + inf.output_tokens);
         const sim_result sim = simulate(w, sch, [&](const batch_step& st) { return step_time(setup, st); });
-        out.method = "simulation";
-        out.prefill_steps.reset();  // the static batch's; the simulation schedules its own
-        out.ttft_s = sim.ttft.p50.si();
-        out.ttft_p90_s = sim.ttft.p90.si();
-        out.ttft_p99_s = sim.ttft.p99.si();
-        out.tpot_s = sim.tpot.p50.si();
-        out.tpot_p90_s = sim.tpot.p90.si();
-        out.tpot_p99_s = sim.tpot.p99.si();
-        out.e2e_latency_s = sim.e2e.p50.si();
-        out.e2e_p99_s = sim.e2e.p99.si();
-        out.ttft_mean_s = sim.ttft.mean.si();
-        out.tpot_mean_s = sim.tpot.mean.si();
-        out.e2e_mean_s = sim.e2e.mean.si();
-        if (sim.itl.count > 0) {
-            out.itl_s = sim.itl.p50.si();
-            out.itl_mean_s = sim.itl.mean.si();
-            out.itl_p90_s = sim.itl.p90.si();
-            out.itl_p99_s = sim.itl.p99.si();
-        }
-        out.throughput_tokens_per_s = sim.output_tokens_per_s;
-        out.busy_fraction = sim.busy_fraction;
-        out.kv_occupancy_mean = sim.kv_occupancy_mean;
-        out.preemptions = sim.preemptions;
-        out.simulated_requests = sim.measured;
+        put_simulation(sim, out);
     }
     out.throughput_tokens_per_s_per_device = *out.throughput_tokens_per_s / static_cast<double>(s.system.count);
     out.tokens_per_s_per_user = 1.0 / *out.tpot_s;
@@ -527,10 +544,103 @@ void estimate_flops(const scenario& s, estimate_result& r) {
     r.flops = f;
 }
 
+// A pool of a disaggregated deployment as a static batch of `batch` requests (no simulation): its
+// memory, layout problems and roofline speed. The prefill pool's requests end at their first token.
+estimate_result estimate_pool(const scenario& s, const serving_pool& pool, std::int64_t batch, bool prefill,
+                              const catalog& cat) {
+    scenario p = pool_scenario(s, pool);
+    p.inference->concurrency.reset();
+    p.inference->workload.reset();
+    p.inference->batch_max = false;
+    p.inference->batch = batch;
+    if (prefill) p.inference->output_tokens = 1, p.inference->speculative.reset();
+    return estimate(p, cat);
+}
+
+// Disaggregated serving: the decode pool holds the users' caches (its memory and decode step are the
+// result's); the prefill pool holds the prompts in flight: a static batch's all, or under concurrency
+// one step's worth per replica. The simulation runs both pools.
+estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
+    const inference_spec& inf = *s.inference;
+    const disaggregation_spec& d = *inf.disaggregation;
+    const std::int64_t users = inf.batch.value_or(inf.concurrency.value_or(1));
+    const bool simulated = inf.concurrency || inf.workload;
+    const std::int64_t per_step =
+        std::max<std::int64_t>(1, inference_setup::from(pool_scenario(s, d.prefill)).step_tokens / inf.input_tokens);
+    const std::int64_t prompts = simulated ? std::min(users, per_step * d.prefill.replicas()) : users;
+    estimate_result r = estimate_pool(s, d.decode, users, false, cat);
+    const estimate_result pre = estimate_pool(s, d.prefill, prompts, true, cat);
+    for (const auto& why : pre.reasons) r.reasons.push_back("prefill pool: " + why);
+    if (pre.feasible == false) r.feasible = false;  // unset: nothing against it
+    // The deployment: both pools on the scenario's nodes (the layout shown is the decode pool's).
+    r.system.count = d.prefill.count + d.decode.count;
+    r.system.per_node = s.system.per_node;
+    r.system.nodes = (r.system.count + s.system.per_node - 1) / s.system.per_node;
+    if (!r.inference || !r.inference->ttft_s || !pre.inference || !pre.inference->ttft_s) return r;  // no speed (a note says why)
+    inference_result& out = *r.inference;
+    const duration transfer = kv_transfer_time(s, inf.input_tokens);
+    out.prefill_replicas = d.prefill.replicas();
+    out.decode_replicas = d.decode.replicas();
+    out.kv_transfer_s = transfer.si();
+    if ((inf.concurrency || inf.workload) && out.max_batch.value_or(0) > 0) {
+        const scenario ps = pool_scenario(s, d.prefill), ds = pool_scenario(s, d.decode);
+        const perf_setup prefill = perf_setup::from(ps), decode = perf_setup::from(ds);
+        disaggregated_scheduler sch{serving_scheduler(ps, inf.input_tokens + 1), serving_scheduler(ds, inf.input_tokens + inf.output_tokens),
+                                    [&](std::int64_t tokens) { return kv_transfer_time(s, tokens); }};
+        sch.prefill.draft_tokens = 0;  // the prefill pool decodes nothing
+        const sim_result sim = simulate_disaggregated(
+            serving_workload(inf), sch, [&](const batch_step& st) { return step_time(prefill, st); },
+            [&](const batch_step& st) { return step_time(decode, st); });
+        put_simulation(sim, out);
+        out.prefill_utilization = sim.prefill_busy_fraction;
+        out.decode_utilization = sim.decode_busy_fraction;
+        // The decode pool's speed note described its own static batch: say what was run instead.
+        for (auto& n : r.notes)
+            if (n.rfind("speed: ", 0) == 0)
+                n = n.substr(0, n.find("; a static batch")) + "; latencies are medians (means, p90 and p99 beside them) of a "
+                    "seeded simulation of both pools (" + std::to_string(sim.measured) + " requests): prompts queue for "
+                    "a prefill replica, their caches cross, then a decode replica admits and decodes them; chain = one "
+                    "decode step of the decode pool";
+    } else {
+        // A static batch: its prompts on the prefill pool, their caches across, then the decode pool.
+        // Batch after batch, the pools work at once and the slower one sets the pace.
+        out.ttft_s = *pre.inference->ttft_s;
+        out.e2e_latency_s = *out.ttft_s + transfer.si() + static_cast<double>(inf.output_tokens - 1) * *out.tpot_s;
+        const double decoding = static_cast<double>(inf.output_tokens) * *out.tpot_s;
+        out.throughput_tokens_per_s =
+            static_cast<double>(users * inf.output_tokens) / std::max(*out.ttft_s, decoding);
+        out.prefill_steps = pre.inference->prefill_steps;
+        for (auto& n : r.notes)
+            if (n.rfind("speed: ", 0) == 0)
+                n = n.substr(0, n.find("; a static batch")) + "; a static batch: TTFT is the prefill pool's prefill of its "
+                    "share of the " + std::to_string(users) + " prompts (" + std::to_string(*out.prefill_steps) +
+                    " steps per replica), TPOT one decode step of the decode pool at its share of them; throughput = "
+                    "batch x output / max(TTFT, output x TPOT), the slower pool setting the pace; chain = one decode "
+                    "step of the decode pool";
+    }
+    out.throughput_tokens_per_s_per_device = *out.throughput_tokens_per_s / static_cast<double>(r.system.count);
+    out.tokens_per_s_per_user = 1.0 / *out.tpot_s;
+    const serving_pool* pools[] = {&d.prefill, &d.decode};
+    std::string text = "disaggregated: ";
+    for (const serving_pool* p : pools)
+        text += std::string(p == &d.prefill ? "prefill" : "; decode") + " pool of " + std::to_string(p->count) + " " +
+                (p->accelerator ? p->accelerator->name : s.system.accelerator.name) + " (" +
+                std::to_string(p->replicas()) + " replicas of tp " + std::to_string(p->tp) + ")";
+    text += "; each request's KV cache (" + tokens_text(inf.input_tokens) + ") takes " + format(transfer) + " to cross " +
+            (d.kv_transfer ? "over " + d.kv_transfer->name
+                           : d.prefill.count + d.decode.count <= s.system.per_node ? std::string("the node's scale-up links")
+                                                                                   : std::string("the scale-out network")) +
+            "; memory and the decode chain are the decode pool's";
+    r.notes.push_back(text);
+    r.chain.push_back({"kv transfer (once per request)", transfer, *out.e2e_latency_s > 0 ? transfer.si() / *out.e2e_latency_s : 0.0});
+    return r;
+}
+
 }  // namespace
 
 
 estimate_result estimate(const scenario& s, const catalog& cat) {
+    if (s.inference && s.inference->disaggregation) return estimate_disaggregated(s, cat);
     estimate_result r;
     r.catalog_version = cat.version();
 

@@ -169,6 +169,13 @@ std::string to_json(const estimate_result& r, int indent) {
             if (i.speculative_breakeven_batch) sp["breakeven_batch"] = *i.speculative_breakeven_batch;
             inf["speculative"] = sp;
         }
+        if (i.prefill_replicas) {
+            json d = {{"prefill_replicas", *i.prefill_replicas}, {"decode_replicas", *i.decode_replicas},
+                      {"kv_transfer_s", *i.kv_transfer_s}};
+            if (i.prefill_utilization) d["prefill_utilization"] = *i.prefill_utilization;
+            if (i.decode_utilization) d["decode_utilization"] = *i.decode_utilization;
+            inf["disaggregation"] = d;
+        }
         if (i.prefix_cached_tokens)
             inf["prefix_cache"] = {{"cached_tokens", *i.prefix_cached_tokens}, {"computed_tokens", *i.prefix_computed_tokens}};
         j["inference"] = inf;

@@ -367,6 +367,36 @@ prefix_cache_spec read_prefix_cache(object_reader& r, std::int64_t input_tokens)
     return pc;
 }
 
+// inference.disaggregation: two pools of engines and the link between them.
+serving_pool read_pool(object_reader& r, const catalog& cat) {
+    serving_pool p;
+    p.count = static_cast<int>(r.required_integer("count", 1, max_system_accelerators));
+    p.tp = static_cast<int>(r.integer("tp", 1, max_system_accelerators).value_or(1));
+    p.ep = static_cast<int>(r.integer("ep", 1, max_system_accelerators).value_or(1));
+    if (p.count % p.tp != 0)
+        throw config_error(r.path("count"), std::to_string(p.count), "is not a whole number of tp = " + std::to_string(p.tp) + " replicas",
+                           "a multiple of tp");
+    if (p.ep > 1 && p.ep != p.tp)
+        throw config_error(r.path("ep"), std::to_string(p.ep), "a pool spreads its experts over its tp ranks",
+                           "ep = tp (" + std::to_string(p.tp) + ") or 1");
+    if (const auto a = r.string("accelerator")) p.accelerator = cat.accelerator(*a, r.path("accelerator"));
+    r.finish();
+    return p;
+}
+
+disaggregation_spec read_disaggregation(object_reader& r, const catalog& cat) {
+    disaggregation_spec d;
+    for (const char* key : {"prefill", "decode"}) {
+        const json* v = r.get(key);
+        if (!v || v->is_null()) r.missing(key, "an object {count, tp, ep, accelerator}");
+        object_reader pr(*v, r.path(key), true);
+        (std::string(key) == "prefill" ? d.prefill : d.decode) = read_pool(pr, cat);
+    }
+    if (const auto l = r.string("kv_transfer")) d.kv_transfer = cat.link(*l, r.path("kv_transfer"));
+    r.finish();
+    return d;
+}
+
 inference_spec read_inference(object_reader& r, const model_spec& target, const catalog& cat,
                               const std::filesystem::path& base_dir) {
     inference_spec i;
@@ -410,6 +440,10 @@ inference_spec read_inference(object_reader& r, const model_spec& target, const 
     if (const json* sp = r.get("speculative"); sp && !sp->is_null()) {
         object_reader sr(*sp, r.path("speculative"), true);
         i.speculative = read_speculative(sr, target, cat, base_dir);
+    }
+    if (const json* d = r.get("disaggregation"); d && !d->is_null()) {
+        object_reader dr(*d, r.path("disaggregation"), true);
+        i.disaggregation = read_disaggregation(dr, cat);
     }
     if (const json* pc = r.get("prefix_cache"); pc && !pc->is_null()) {
         object_reader pr(*pc, r.path("prefix_cache"), true);

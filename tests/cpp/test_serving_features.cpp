@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "capplan/analysis/disaggregation.hpp"
 #include "capplan/analysis/inference_memory.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/serving_sim.hpp"
@@ -403,4 +404,77 @@ TEST_CASE("disaggregated simulation: decode steps carry no prompts, prefill step
     CHECK(r.output_tokens == out);
     CHECK(r.prefill_busy_fraction > 0.0);
     CHECK(r.decode_busy_fraction > 0.0);
+}
+
+TEST_CASE("disaggregated estimate: KV transfer by hand, a static batch's TTFT, TPOT and pace from the pools") {
+    // Llama-3.1-8B in bf16: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 131,072 B a token. A 2,000-token
+    // prompt's cache, 262.144 MB, over IB-NDR (400 Gb/s = 50 GB/s, no latency in the catalog) by one rank
+    // pair (min(tp 2, tp 1)): 5.24288 ms.
+    const std::string pools = R"("disaggregation": {"prefill": {"count": 2, "tp": 2}, "decode": {"count": 2, "tp": 1},
+                                                     "kv_transfer": "IB-NDR"})";
+    const scenario sc = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100"},
+        "inference": {"input_tokens": 2000, "output_tokens": 200, "batch": 16, )" + pools + "}}",
+                                      shipped_catalog());
+    CHECK(kv_transfer_time(sc, 2000).in(units::ms) == doctest::Approx(5.24288));
+    const estimate_result r = estimate(sc, shipped_catalog());
+    const inference_result& i = *r.inference;
+    CHECK(*i.kv_transfer_s == doctest::Approx(5.24288e-3));
+    CHECK(*i.prefill_replicas == 1);
+    CHECK(*i.decode_replicas == 2);
+    CHECK(r.system.count == 4);
+    // The pools alone: the prefill pool's static batch of 16 prompts (one token each), the decode pool's step.
+    const scenario pre = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 2},
+        "parallelism": {"tp": 2}, "inference": {"input_tokens": 2000, "output_tokens": 1, "batch": 16}})", shipped_catalog());
+    const scenario dec = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 2},
+        "parallelism": {"tp": 1, "dp": 2}, "inference": {"input_tokens": 2000, "output_tokens": 200, "batch": 16}})",
+                                       shipped_catalog());
+    const double ttft = *estimate(pre, shipped_catalog()).inference->ttft_s;
+    const double tpot = *estimate(dec, shipped_catalog()).inference->tpot_s;
+    CHECK(*i.ttft_s == doctest::Approx(ttft));
+    CHECK(*i.tpot_s == doctest::Approx(tpot));
+    CHECK(*i.e2e_latency_s == doctest::Approx(ttft + 5.24288e-3 + 199 * tpot));
+    CHECK(*i.throughput_tokens_per_s == doctest::Approx(16.0 * 200 / std::max(ttft, 200 * tpot)));
+    CHECK(r.chain.back().stage == "kv transfer (once per request)");
+}
+
+TEST_CASE("disaggregated estimate under concurrency: both pools simulated, each pool's load reported") {
+    const scenario sc = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100"},
+        "inference": {"input_tokens": 2000, "output_tokens": 200, "concurrency": 32,
+                      "disaggregation": {"prefill": {"count": 2, "tp": 1}, "decode": {"count": 2, "tp": 1}}}})",
+                                      shipped_catalog());
+    const estimate_result r = estimate(sc, shipped_catalog());
+    const inference_result& i = *r.inference;
+    CHECK(i.method == "simulation");
+    REQUIRE(i.prefill_utilization);
+    CHECK(*i.prefill_utilization > 0.0);
+    CHECK(*i.decode_utilization > *i.prefill_utilization);  // 200 decode steps a request against one prompt
+    // Inside one 8-GPU node the caches cross NVLink: far under a step.
+    CHECK(*i.kv_transfer_s < 1e-3);
+    CHECK(*i.ttft_s < 0.5);
+}
+
+TEST_CASE("bad disaggregation input names the user's field; a pool that cannot hold its load is a reason") {
+    auto err = [](const std::string& d) {
+        return error_of([&] {
+            read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100"},
+                "inference": {"input_tokens": 100, "output_tokens": 10, "disaggregation": )" + d + "}}",
+                          shipped_catalog());
+        });
+    };
+    CHECK(err(R"({"prefill": {"count": 3, "tp": 2}, "decode": {"count": 1}})").field() == "/inference/disaggregation/prefill/count");
+    CHECK(err(R"({"prefill": {"count": 2}})").field() == "/inference/disaggregation/decode");
+    CHECK(err(R"({"prefill": {"count": 2, "tp": 2, "ep": 4}, "decode": {"count": 1}})").field() ==
+          "/inference/disaggregation/prefill/ep");
+    CHECK(err(R"({"prefill": {"count": 1, "accelerator": "H1000"}, "decode": {"count": 1}})").field() ==
+          "/inference/disaggregation/prefill/accelerator");
+    CHECK(err(R"({"prefill": {"count": 1}, "decode": {"count": 1}, "kv_transfer": "smoke signals"})").field() ==
+          "/inference/disaggregation/kv_transfer");
+    // Llama-3.1-70B in bf16 (141 GB) on a one-GPU prefill pool of H100s cannot run.
+    const estimate_result r = estimate(read_scenario(R"({"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100"},
+        "inference": {"input_tokens": 1000, "output_tokens": 100, "batch": 4,
+                      "disaggregation": {"prefill": {"count": 1}, "decode": {"count": 4, "tp": 4}}}})", shipped_catalog()),
+                                       shipped_catalog());
+    CHECK(r.feasible == false);
+    REQUIRE_FALSE(r.reasons.empty());
+    CHECK(r.reasons.front().rfind("prefill pool: ", 0) == 0);
 }

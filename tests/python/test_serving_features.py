@@ -75,3 +75,15 @@ def test_a_draft_model_must_split_like_the_target_and_not_beside_attention_dp():
                           "inference": {"input_tokens": 1000, "output_tokens": 100, "batch": 8,
                                         "speculative": {"method": "draft", "draft_model": "Qwen3-8B", "tokens": 3,
                                                         "acceptance": 0.6}}})
+
+
+def test_disaggregated_result_keys_and_summary():
+    r = capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100"},
+                          "inference": {"input_tokens": 2000, "output_tokens": 200, "concurrency": 16,
+                                        "disaggregation": {"prefill": {"count": 1}, "decode": {"count": 2, "tp": 2}}}})
+    d = r.to_dict()["inference"]["disaggregation"]
+    assert d["prefill_replicas"] == 1 and d["decode_replicas"] == 1
+    assert 0 < d["prefill_utilization"] <= 1 and 0 < d["decode_utilization"] <= 1
+    assert r.to_dict()["system"]["count"] == 3
+    assert any(n.startswith("disaggregated: prefill pool of 1 H100-SXM") for n in r.notes)
+    assert any("seeded simulation of both pools" in n for n in r.notes)

@@ -66,6 +66,9 @@ struct inference_result {
     std::optional<std::int64_t> speculative_breakeven_batch;
     // Prefix caching: prompt tokens per request served from the cache, and computed.
     std::optional<std::int64_t> prefix_cached_tokens, prefix_computed_tokens;
+    // Disaggregated serving: each pool's replicas, one request's KV transfer, each pool's busy share.
+    std::optional<int> prefill_replicas, decode_replicas;
+    std::optional<double> kv_transfer_s, prefill_utilization, decode_utilization;
 };
 
 struct training_result {

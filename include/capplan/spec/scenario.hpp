@@ -113,6 +113,21 @@ struct engine_overhead_spec {
 inline const std::vector<std::string> kv_admission_policies{"on_demand", "reserve"};
 inline const std::vector<std::string> prefill_dispatches{"graph", "eager"};
 
+// Disaggregated serving: prompts on one pool of engines, decoding on another, the KV cache crossing
+// between them (DistServe arXiv:2401.09670, Splitwise arXiv:2311.18677; NVIDIA Dynamo, SGLang and vLLM
+// PD disaggregation).
+struct serving_pool {
+    int count = 1;   // accelerators in the pool (a multiple of tp): count / tp replicas
+    int tp = 1;
+    int ep = 1;      // MoE: routed experts over ep ranks of each replica
+    std::optional<accelerator_spec> accelerator;  // another accelerator than the system's
+    int replicas() const { return count / tp; }
+};
+struct disaggregation_spec {
+    serving_pool prefill, decode;
+    std::optional<link_spec> kv_transfer;  // the link the caches cross; none: NVLink within a node, the NICs across
+};
+
 struct inference_spec {
     std::int64_t input_tokens = 0;
     std::int64_t output_tokens = 0;
@@ -132,6 +147,7 @@ struct inference_spec {
     engine_overhead_spec engine_overhead;     // overrides of the engine's per-step host work
     std::optional<speculative_spec> speculative;
     std::optional<prefix_cache_spec> prefix_cache;
+    std::optional<disaggregation_spec> disaggregation;
 };
 
 // How weights reach the GPUs at start-up (cold_start.hpp has the model).
