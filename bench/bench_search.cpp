@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "bench_catalog_dir.hpp"
+#include "capplan/analysis/inference_perf.hpp"
 #include "capplan/catalog.hpp"
 #include "capplan/search/inference_grid.hpp"
 #include "capplan/search/layout_search.hpp"
@@ -35,6 +36,20 @@ static void one_layout_step_time(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(estimate_training_performance(gpt3()));
 }
 BENCHMARK(one_layout_step_time)->Unit(benchmark::kMicrosecond);
+
+// One roofline estimate (a static batch's prefill steps and a decode step), Llama-3.1-70B on 8x H200,
+// plain and with an EAGLE head (issue #18 target: under 10 us a call).
+static void roofline_latency(benchmark::State& state) {
+    const bool eagle = state.range(0) != 0;
+    static const std::string base = R"({"model": "Llama-3.1-70B", "system": {"preset": "HGX-H200"}, "parallelism": {"tp": 8},
+        "inference": {"input_tokens": 2000, "output_tokens": 300, "batch": 32)";
+    const scenario s = read_scenario(base + (eagle ? R"(, "speculative": {"method": "eagle", "tokens": 3, "acceptance": 0.7}}})" : "}}"), cat());
+    const perf_setup setup = perf_setup::from(s);
+    prefill_plan plan;
+    plan.step_tokens = 8192;
+    for (auto _ : state) benchmark::DoNotOptimize(estimate_latency(setup, 2000, 300, 32, plan));
+}
+BENCHMARK(roofline_latency)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 // A million static-batch inference points (4 tp layouts x 1000 prompt lengths x 250 batches) for
 // Llama-3.1-70B on 8x H200, on 1 and 2 threads.

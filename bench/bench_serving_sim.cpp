@@ -59,4 +59,29 @@ static void closed_loop_4_replicas_100k(benchmark::State& state) {
 }
 BENCHMARK(closed_loop_4_replicas_100k)->Unit(benchmark::kMillisecond);
 
+// Disaggregated: poisson_100k's load on one prefill and one decode replica, each cache crossing in
+// 1 ms + 20 ns a token (issue #18 target: a 100k-request simulation under 0.5 s). More replicas cost
+// more: every idle decode replica still steps for its few requests.
+static void disaggregated_100k(benchmark::State& state) {
+    const workload_spec w = chat(10);
+    disaggregated_scheduler d;
+    d.prefill.kv_capacity_tokens = 100'000, d.decode.kv_capacity_tokens = 400'000;
+    d.kv_transfer = [](std::int64_t tokens) { return 1 * ms + tokens * 20e-9 * s; };
+    for (auto _ : state) benchmark::DoNotOptimize(simulate_disaggregated(w, d, step, step));
+    state.SetItemsProcessed(state.iterations() * w.requests);
+}
+BENCHMARK(disaggregated_100k)->Unit(benchmark::kMillisecond);
+
+// Speculative decoding (4 drafted tokens, acceptance 0.7) with a prefix cache (half of each prompt).
+static void speculative_prefix_cache_100k(benchmark::State& state) {
+    workload_spec w = chat(10);
+    w.prefix_cache.hit_rate = 0.5;
+    scheduler_spec sc;
+    sc.kv_capacity_tokens = 400'000;
+    sc.draft_tokens = 4, sc.acceptance = 0.7;
+    for (auto _ : state) benchmark::DoNotOptimize(simulate(w, sc, step));
+    state.SetItemsProcessed(state.iterations() * w.requests);
+}
+BENCHMARK(speculative_prefix_cache_100k)->Unit(benchmark::kMillisecond);
+
 BENCHMARK_MAIN();
