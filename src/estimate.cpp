@@ -13,6 +13,7 @@
 #include "capplan/analysis/serving_sim.hpp"
 #include "capplan/analysis/training_memory.hpp"
 #include "capplan/analysis/training_perf.hpp"
+#include "capplan/spec/engine_profile.hpp"
 #include "capplan/analysis/sharding.hpp"
 
 #include "capplan/units_parse.hpp"
@@ -260,6 +261,7 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     const latency_estimate e = estimate_latency(setup, inf.input_tokens, inf.output_tokens, per_replica, plan);
     inference_result& out = r.inference ? *r.inference : r.inference.emplace();
     out.method = "roofline";
+    out.engine = inf.engine;
     out.prefill_steps = e.prefill_steps;
     if (inf.prefix_cache) {
         out.prefix_cached_tokens = plan.cached_tokens;
@@ -267,6 +269,9 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         note_prefix_cache(s, engine, plan.cached_tokens, r);
     }
     if (inf.speculative) note_speculative(s, setup, engine, per_replica, out, r);
+    const engine_profile& profile = find_engine_profile(inf.engine, "/inference/engine");
+    r.notes.push_back("engine: profile '" + profile.name + "', " + profile.engine + " defaults (" + profile.source +
+                      "); a scenario's own keys override them");
     out.ttft_s = e.ttft.si();
     out.tpot_s = e.tpot.si();
     out.e2e_latency_s = e.e2e.si();

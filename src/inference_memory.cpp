@@ -1,5 +1,7 @@
 #include "capplan/analysis/inference_memory.hpp"
 
+#include "capplan/spec/engine_profile.hpp"
+
 namespace capplan {
 
 runtime_reserve default_runtime_reserve(int model_parallel_ranks) {
@@ -20,11 +22,9 @@ runtime_reserve default_runtime_reserve(int model_parallel_ranks) {
     return r;
 }
 
-engine_defaults default_engine_limits(const accelerator_spec& a) {
-    using namespace units;
-    const auto mem = a.usable_memory();
-    const bool large = mem && *mem >= 70.0 * GiB && a.name.rfind("A100", 0) != 0;
-    return large ? engine_defaults{8192, 1024} : engine_defaults{2048, 256};
+engine_defaults default_engine_limits(const accelerator_spec& a, const std::string& engine) {
+    const engine_limits_tier& t = find_engine_profile(engine, "/inference/engine").limits(a);
+    return {t.step_tokens, t.max_num_seqs};
 }
 
 inference_setup inference_setup::from(const scenario& s) {
@@ -36,10 +36,11 @@ inference_setup inference_setup::from(const scenario& s) {
     const inference_spec& inf = *s.inference;
     out.memory_utilization = inf.memory_utilization;
     out.block_tokens = inf.kv_block_tokens;
-    const engine_defaults d = default_engine_limits(s.system.accelerator);
+    const engine_defaults d = default_engine_limits(s.system.accelerator, inf.engine);
     out.step_tokens = inf.prefill_chunk_tokens > 0 ? inf.prefill_chunk_tokens : d.step_tokens;
     out.max_num_seqs = inf.max_num_seqs > 0 ? inf.max_num_seqs : d.max_num_seqs;
     out.reserve_output = inf.kv_admission == "reserve";
+    out.chunked_prefill = inf.chunked_prefill;
     out.reserve = inf.runtime_reserve.value_or(default_runtime_reserve(s.parallelism.tp * s.parallelism.pp).total());
     out.weights = shard_weights(s.model, s.parallelism);
     if (inf.prefix_cache) out.shared_prefix_tokens = inf.prefix_cache->shared_tokens(inf.input_tokens, out.block_tokens);

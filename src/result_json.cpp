@@ -163,6 +163,7 @@ std::string to_json(const estimate_result& r, int indent) {
         num("preemptions", i.preemptions);
         num("simulated_requests", i.simulated_requests);
         if (!i.method.empty()) inf["method"] = i.method;
+        if (!i.engine.empty()) inf["engine"] = i.engine;
         num("prefill_steps", i.prefill_steps);
         if (i.speculative_tokens_per_step) {
             json sp = {{"tokens_per_step", *i.speculative_tokens_per_step}, {"speedup", *i.speculative_speedup}};

@@ -1,5 +1,8 @@
 #include "capplan/spec/scenario_io.hpp"
 
+#include "capplan/analysis/inference_memory.hpp"
+#include "capplan/spec/engine_profile.hpp"
+
 #include <fstream>
 #include <sstream>
 
@@ -412,17 +415,22 @@ inference_spec read_inference(object_reader& r, const model_spec& target, const 
         }
     }
     i.concurrency = r.integer("concurrency", 1);
+    // The engine profile gives the defaults; each key below overrides its value.
+    const engine_profile& engine = find_engine_profile(r.string("engine").value_or("vllm-v1"), r.path("engine"));
+    i.engine = engine.name;
+    i.memory_utilization = engine.memory_utilization;
     if (const auto u = r.number("memory_utilization", 0.0)) {
         if (*u <= 0.0 || *u > 1.0)
             throw config_error(r.path("memory_utilization"), format_number(*u), "not a share of memory", "a number in (0, 1]");
         i.memory_utilization = *u;
     }
-    i.kv_block_tokens = r.integer("kv_block_tokens", 1).value_or(16);
+    i.kv_block_tokens = r.integer("kv_block_tokens", 1).value_or(engine.kv_block_tokens);
     i.prefill_chunk_tokens = r.integer("prefill_chunk_tokens", 1).value_or(0);
     i.max_num_seqs = r.integer("max_num_seqs", 1).value_or(0);
-    i.kv_admission = r.choice("kv_admission", kv_admission_policies).value_or("on_demand");
+    i.kv_admission = r.choice("kv_admission", kv_admission_policies).value_or(engine.kv_admission);
     i.runtime_reserve = r.quantity<data_size>("runtime_reserve");
-    i.prefill_dispatch = r.choice("prefill_dispatch", prefill_dispatches).value_or("graph");
+    i.prefill_dispatch = r.choice("prefill_dispatch", prefill_dispatches).value_or(engine.prefill_dispatch);
+    i.chunked_prefill = r.boolean("chunked_prefill").value_or(engine.chunked_prefill);
     if (const json* e = r.get("engine_overhead"); e && !e->is_null()) {
         object_reader er(*e, r.path("engine_overhead"), true);
         i.engine_overhead.step = er.quantity<duration>("step");
@@ -524,6 +532,15 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
     if (const json* i = root.get("inference"); i && !i->is_null()) {
         object_reader r(*i, "/inference", true);
         sc.inference = read_inference(r, sc.model, cat, base_dir);
+        const inference_spec& inf = *sc.inference;
+        const std::int64_t step = inf.prefill_chunk_tokens > 0
+                                      ? inf.prefill_chunk_tokens
+                                      : default_engine_limits(sc.system.accelerator, inf.engine).step_tokens;
+        if (!inf.chunked_prefill && inf.input_tokens > step)
+            throw config_error("/inference/input_tokens", std::to_string(inf.input_tokens),
+                               "without chunked prefill (engine " + inf.engine + ") a prompt must fit one step of " +
+                                   std::to_string(step) + " tokens",
+                               "at most " + std::to_string(step) + " tokens, a larger prefill_chunk_tokens, or chunked_prefill: true");
         const auto& sp = sc.inference->speculative;
         if (sp && sp->method == "draft" && sc.parallelism.attention_dp)
             throw config_error("/inference/speculative/draft_model", "'" + sp->draft_model->name + "'",

@@ -108,6 +108,16 @@ def _list_rows(kind: str):
 
 
 def _cmd_list(args) -> str:
+    if args.kind == "engines":  # not catalog files: the serving-engine profiles (inference.engine)
+        profiles = json.loads(_core.engine_profiles_json())
+        if args.format == "json":
+            return json.dumps(profiles, indent=2)
+        rows = [[p["name"], p["engine"], p["prefill_dispatch"], p["kv_admission"], "yes" if p["chunked_prefill"] else "no",
+                 p["kv_block_tokens"], p["memory_utilization"],
+                 ", ".join(f"{t['step_tokens']}/{t['max_num_seqs']}" + (f" from {t['min_memory_gib']:g} GiB" if t["min_memory_gib"] else "")
+                           + (" (not A100)" if t["excludes_a100"] else "")
+                           for t in p["limits"])] for p in profiles]
+        return _table(["name", "engine", "prefill", "kv admission", "chunked", "block", "memory", "step tokens/seqs"], rows)
     kind = KINDS[args.kind]
     if args.format == "json":
         return json.dumps(_core.catalog_names(kind), indent=2)
@@ -379,8 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--calibration", default=None, help="a calibration file from `capplan calibrate` (efficiency by kernel size)")
     e.set_defaults(run=_cmd_estimate)
 
-    ls = sub.add_parser("list", help="list catalog names")
-    ls.add_argument("kind", choices=sorted(KINDS))
+    ls = sub.add_parser("list", help="list catalog names (or the serving-engine profiles: capplan list engines)")
+    ls.add_argument("kind", choices=sorted([*KINDS, "engines"]))
     ls.add_argument("--format", choices=["table", "json"], default="table")
     ls.set_defaults(run=_cmd_list)
 

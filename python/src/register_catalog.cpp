@@ -6,7 +6,9 @@
 #include "capplan/device.hpp"
 #include "capplan/error.hpp"
 #include "capplan/report/result.hpp"
+#include "capplan/spec/engine_profile.hpp"
 #include "capplan/spec/hf_config.hpp"
+#include <nlohmann/json.hpp>
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -26,6 +28,21 @@ void register_catalog(py::module_& m) {
     m.def("catalog_dir", [] { return default_catalog().dir(); });
     m.def("catalog_version", [] { return default_catalog().version(); });
     m.def("catalog_names", [](const std::string& kind) { return default_catalog().names(kind_from(kind)); }, py::arg("kind"));
+    m.def("engine_profiles_json", [] {
+        // The serving-engine profiles (inference.engine) with their defaults and sources.
+        nlohmann::ordered_json out = nlohmann::ordered_json::array();
+        for (const auto& p : engine_profiles()) {
+            nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
+            for (const auto& t : p.tiers)
+                tiers.push_back({{"min_memory_gib", t.min_memory_gib}, {"excludes_a100", t.excludes_a100},
+                                 {"step_tokens", t.step_tokens}, {"max_num_seqs", t.max_num_seqs}});
+            out.push_back({{"name", p.name}, {"engine", p.engine}, {"prefill_dispatch", p.prefill_dispatch},
+                           {"kv_admission", p.kv_admission}, {"chunked_prefill", p.chunked_prefill},
+                           {"kv_block_tokens", p.kv_block_tokens}, {"memory_utilization", p.memory_utilization},
+                           {"limits", tiers}, {"source", p.source}});
+        }
+        return out.dump();
+    });
     m.def("catalog_kind", [](const std::string& name) { return kind_name(default_catalog().kind_of(name)); }, py::arg("name"));
     m.def("catalog_entry_json", [](const std::string& name) { return default_catalog().raw_json(name); }, py::arg("name"));
     m.def("canonical_name", [](const std::string& name) { return default_catalog().canonical_name(name); }, py::arg("name"));

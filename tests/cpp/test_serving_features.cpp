@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "capplan/analysis/disaggregation.hpp"
+#include "capplan/analysis/engine_scheduler.hpp"
 #include "capplan/analysis/inference_memory.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/serving_sim.hpp"
@@ -477,4 +478,45 @@ TEST_CASE("bad disaggregation input names the user's field; a pool that cannot h
     CHECK(r.feasible == false);
     REQUIRE_FALSE(r.reasons.empty());
     CHECK(r.reasons.front().rfind("prefill pool: ", 0) == 0);
+}
+
+TEST_CASE("engine profiles: the engine's defaults, each key still overriding; TensorRT-LLM runs prompts whole") {
+    auto parse = [](const std::string& inference, const std::string& accel = "H100-SXM") {
+        return read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": ")" + accel + R"(", "count": 1},
+                                 "inference": )" + inference + "}",
+                             shipped_catalog());
+    };
+    const scenario v = parse(R"({"input_tokens": 1000, "output_tokens": 100})");
+    CHECK(v.inference->engine == "vllm-v1");
+    CHECK(v.inference->kv_block_tokens == 16);
+    CHECK(v.inference->chunked_prefill);
+    CHECK(inference_setup::from(v).step_tokens == 8192);  // an H100 has >= 70 GiB and is not an A100
+    CHECK(inference_setup::from(parse(R"({"input_tokens": 1000, "output_tokens": 100})", "A100-80GB-SXM")).step_tokens == 2048);
+    const scenario t = parse(R"({"input_tokens": 1000, "output_tokens": 100, "engine": "trtllm-pytorch"})");
+    CHECK(t.inference->kv_block_tokens == 32);
+    CHECK(t.inference->kv_admission == "reserve");
+    CHECK(t.inference->prefill_dispatch == "eager");
+    CHECK_FALSE(t.inference->chunked_prefill);
+    const inference_setup ts = inference_setup::from(t);
+    CHECK(ts.step_tokens == 8192);
+    CHECK(ts.max_num_seqs == 2048);
+    CHECK_FALSE(engine_scheduler(ts, 1100, 1).chunked_prefill);
+    // SGLang's chunked_prefill_size: 8,192 on an H100 (from 60 GiB), 16,384 on a B200 (from 160 GiB).
+    CHECK(inference_setup::from(parse(R"({"input_tokens": 1000, "output_tokens": 100, "engine": "sglang"})")).step_tokens == 8192);
+    CHECK(inference_setup::from(parse(R"({"input_tokens": 1000, "output_tokens": 100, "engine": "sglang"})", "B200")).step_tokens ==
+          16384);
+    // A key given overrides its profile's value.
+    const scenario o = parse(R"({"input_tokens": 1000, "output_tokens": 100, "engine": "trtllm-pytorch",
+                                 "kv_block_tokens": 64, "kv_admission": "on_demand", "chunked_prefill": true})");
+    CHECK(o.inference->kv_block_tokens == 64);
+    CHECK(o.inference->kv_admission == "on_demand");
+    CHECK(o.inference->chunked_prefill);
+    // Every result names its profile.
+    CHECK(estimate(t, shipped_catalog()).inference->engine == "trtllm-pytorch");
+    // Errors name the field: an unknown profile lists the known ones; without chunking a prompt must fit a step.
+    const config_error unknown = error_of([&] { parse(R"({"input_tokens": 10, "output_tokens": 1, "engine": "tgi"})"); });
+    CHECK(unknown.field() == "/inference/engine");
+    CHECK(std::string(unknown.what()).find("vllm-v1, sglang, trtllm-pytorch, trtllm-tensorrt") != std::string::npos);
+    CHECK(error_of([&] { parse(R"({"input_tokens": 9000, "output_tokens": 1, "engine": "trtllm-tensorrt"})"); }).field() ==
+          "/inference/input_tokens");
 }

@@ -87,3 +87,17 @@ def test_disaggregated_result_keys_and_summary():
     assert r.to_dict()["system"]["count"] == 3
     assert any(n.startswith("disaggregated: prefill pool of 1 H100-SXM") for n in r.notes)
     assert any("seeded simulation of both pools" in n for n in r.notes)
+
+
+def test_capplan_list_engines_and_results_name_their_profile(run_cli):
+    rc, out, err = run_cli("list", "engines")
+    assert rc == 0, err
+    for name in ("vllm-v1", "sglang", "trtllm-pytorch", "trtllm-tensorrt"):
+        assert name in out
+    assert "8192/1024 from 70 GiB (not A100), 2048/256" in out
+    rc, out, err = run_cli("list", "engines", "--format", "json")
+    profiles = json.loads(out)
+    assert all(p["source"] for p in profiles)
+    assert _llama8b(batch=1).inference.engine == "vllm-v1"
+    r = _llama8b(batch=1, engine="sglang")
+    assert r.inference.engine == "sglang" and any(n.startswith("engine: profile 'sglang'") for n in r.notes)

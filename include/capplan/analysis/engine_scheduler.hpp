@@ -23,6 +23,7 @@ inline scheduler_spec engine_scheduler(const inference_setup& mem, std::int64_t 
     sch.max_batched_tokens = mem.step_tokens * ranks;
     sch.kv_block_tokens = mem.block_tokens;
     sch.reserve_output = mem.reserve_output;
+    sch.chunked_prefill = mem.chunked_prefill;
     const inference_memory one = inference_budget(mem, 1, 1);
     const data_size free = one.usable - one.weights - one.activations - one.logits - one.overhead;
     const double bytes_per_token =

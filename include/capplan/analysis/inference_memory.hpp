@@ -43,6 +43,7 @@ struct inference_setup {
     std::int64_t step_tokens = 8192;      // tokens in one forward step (the chunked-prefill budget)
     std::int64_t max_num_seqs = 256;      // sequences sampled at once (the engine profiles its sampler at this)
     bool reserve_output = false;          // KV admission reserves prompt + whole output (TensorRT-LLM)
+    bool chunked_prefill = true;          // prompts split over steps (off: a prompt runs in one step)
     data_size reserve;                    // runtime reservation total
     weight_sharding weights;
     // Prefix caching: the shared prefix's whole blocks, stored once per device instead of per request
@@ -56,14 +57,14 @@ struct inference_setup {
     static inference_setup from(const scenario& s);
 };
 
-// Engine defaults the budget assumes when the scenario does not set them: vLLM V1's OpenAI-server
-// defaults (vllm/engine/arg_utils.py @99d7eb5: 8192 batched tokens and 1024 sequences on GPUs with
-// >= 70 GiB that are not A100; 2048 and 256 otherwise).
+// Engine defaults the budget assumes when the scenario does not set them: the engine profile's
+// (spec/engine_profile.hpp; vLLM V1's by default: 8,192 batched tokens and 1,024 sequences on GPUs with
+// >= 70 GiB that are not A100, 2,048 and 256 otherwise).
 struct engine_defaults {
     std::int64_t step_tokens;
     std::int64_t max_num_seqs;
 };
-engine_defaults default_engine_limits(const accelerator_spec& a);
+engine_defaults default_engine_limits(const accelerator_spec& a, const std::string& engine = "vllm-v1");
 
 // fp32 rows of [sequences x vocab] the sampler keeps at its peak: the logits, top-k/top-p sorting
 // (values and int64 indices), probabilities, cumulative sums, the scattered-back result.

@@ -59,6 +59,7 @@ struct inference_result {
     std::optional<double> busy_fraction, kv_occupancy_mean;
     std::optional<std::int64_t> preemptions, simulated_requests;
     std::string method;                              // "roofline" (static batch) or "simulation"
+    std::string engine;                              // the engine profile the scenario ran with
     std::optional<std::int64_t> prefill_steps;       // roofline: forward steps the static batch's prompts take
     // Speculative decoding: tokens a request gains per target step, decode speed-up at the batch over
     // the same engine without it, and the smallest batch where it no longer pays (none: pays up to max_num_seqs).

@@ -148,6 +148,8 @@ struct inference_spec {
     std::optional<speculative_spec> speculative;
     std::optional<prefix_cache_spec> prefix_cache;
     std::optional<disaggregation_spec> disaggregation;
+    std::string engine = "vllm-v1";           // the engine profile (engine_profile.hpp) the defaults above came from
+    bool chunked_prefill = true;              // prompts split over steps of prefill_chunk_tokens (TensorRT-LLM: off)
 };
 
 // How weights reach the GPUs at start-up (cold_start.hpp has the model).
