@@ -187,9 +187,49 @@ NOTEBOOKS = {
                       "s = r.inference.speculative\n"
                       "print(f'{s.tokens_per_step} tokens per step; TPOT {s.speedup:.2f}x faster at batch 32; '\n"
                       "      f\"slower than plain decoding from batch {s.to_dict().get('breakeven_batch', 'beyond the limit')}\")"),
-        new_markdown_cell("Not modelled yet (issue #18): disaggregated prefill and decode pools, and KV-cache offload to "
-                          "host memory or NVMe; the EAGLE rows of docs/validation.md show capplan's speed-up falling with "
-                          "batch more slowly than SGLang's measured one, so treat large-batch speed-ups as an upper bound."),
+        new_markdown_cell("**Disaggregated prefill and decode.** The same 8 H200s split into a prefill pool and a decode "
+                          "pool: prompts no longer share decode steps, so TPOT falls, but the pool ratio decides whether the "
+                          "prompts queue. Each way below holds the 64 users; cost is 8 GPUs at $3.50 an hour:"),
+        new_code_cell("base = {'model': 'Llama-3.1-70B', 'system': {'preset': 'HGX-H200'},\n"
+                      "        'precision': {'weights': 'fp8', 'kv_cache': 'fp8'}}\n"
+                      "load = {'input_tokens': 4000, 'output_tokens': 400, 'concurrency': 64}\n"
+                      "def pools(prefill, decode):\n"
+                      "    return {'inference': {**load, 'disaggregation': {'prefill': prefill, 'decode': decode}}}\n"
+                      "layouts = {'aggregated, tp 4 x 2': {'parallelism': {'tp': 4, 'dp': 2}, 'inference': load},\n"
+                      "           'prefill 2 x tp2, decode 1 x tp4': pools({'count': 4, 'tp': 2}, {'count': 4, 'tp': 4}),\n"
+                      "           'prefill 3 x tp2, decode 1 x tp2': pools({'count': 6, 'tp': 2}, {'count': 2, 'tp': 2})}\n"
+                      "bars = []\n"
+                      "for name, layout in layouts.items():\n"
+                      "    i = capplan.estimate({**base, **layout}).inference\n"
+                      "    per_million = 8 * 3.5 / (float(i.throughput_tokens_per_s) * 3600) * 1e6\n"
+                      "    meets = float(i.ttft_p99_s) <= 2 and float(i.tpot_p99_s) <= 0.040\n"
+                      "    bars.append((name, per_million, f\"${per_million:.2f}\" + ('' if meets else ' (misses the SLO)')))\n"
+                      "    print(f\"{name:32} p99 TTFT {float(i.ttft_p99_s):.2f} s, p99 TPOT {float(i.tpot_p99_s) * 1e3:.0f} ms, \"\n"
+                      "          f\"{float(i.throughput_tokens_per_s):.0f} tokens/s\")\n"
+                      "display(SVG(bar_chart('8 x H200: cost per million output tokens by layout', bars)))"),
+        new_markdown_cell("Two prefill replicas cannot keep up with 64 users' 4,000-token prompts: TTFT climbs to seconds "
+                          "while the decode pool waits. Three prefill replicas for one decode replica meet the SLO with a "
+                          "lower TPOT and more tokens per GPU than the aggregated layout. (Sizing does not search pool "
+                          "ratios yet: try a few as here.)\n\n"
+                          "**KV-cache offload.** Eight 120K-token conversations do not fit one H100's memory; with the cache "
+                          "spilling to 2 TB of host memory they run, and every decode step brings the offloaded part back "
+                          "over PCIe:"),
+        new_code_cell("points_gpu, points_offload = [], []\n"
+                      "for ctx in [16000, 32000, 64000, 128000, 256000]:\n"
+                      "    inf = {'input_tokens': ctx - 1000, 'output_tokens': 1000, 'batch': 8}\n"
+                      "    plain = capplan.estimate({'model': 'Llama-3.1-8B', 'system': {'preset': 'DGX-H100', 'count': 1}, 'inference': inf})\n"
+                      "    spill = capplan.estimate({'model': 'Llama-3.1-8B', 'system': {'preset': 'DGX-H100', 'count': 1},\n"
+                      "                              'inference': {**inf, 'kv_offload': {'tier': 'host', 'capacity': '2 TB'}}})\n"
+                      "    if plain.memory.fits:\n"
+                      "        points_gpu.append((ctx, float(plain.inference.tpot_s) * 1e3))\n"
+                      "    points_offload.append((ctx, float(spill.inference.tpot_s) * 1e3))\n"
+                      "    print(f\"{ctx:>7} tokens: GPU only {'fits' if plain.memory.fits else 'out of memory'}; with offload \"\n"
+                      "          f\"TPOT {float(spill.inference.tpot_s) * 1e3:.0f} ms, bottleneck {spill.bottleneck}\")\n"
+                      "display(SVG(line_chart('8 conversations on one H100: time per output token', 'tokens per conversation',\n"
+                      "    'ms per token', [('GPU memory only', points_gpu), ('KV offload to host memory', points_offload)], log_x=True)))"),
+        new_markdown_cell("Offload turns an out-of-memory plan into a served one, at PCIe's pace: from 64K tokens the "
+                          "reload of the offloaded cache, not the GPU, sets each step (the chain's `host link (kv reload)`). "
+                          "Past that, more GPUs (tensor parallelism) or an fp8 cache serve the same users far faster."),
     ],
 }
 

@@ -62,6 +62,7 @@ void estimate_inference_memory(const scenario& s, estimate_result& r) {
     r.memory.weights = b.weights;
     r.memory.kv_cache = b.kv_cache;
     r.memory.kv_cache_per_token = b.kv_cache_per_token;
+    if (inf.kv_offload) r.memory.kv_offloaded = b.kv_offloaded;
     r.memory.activations = b.activations;
     r.memory.logits = b.logits;
     r.memory.overhead = b.overhead;
@@ -227,6 +228,21 @@ void note_speculative(const scenario& s, const perf_setup& setup, const inferenc
     r.notes.push_back(text);
 }
 
+// Where the offloaded cache lives, how fast it comes back, and what a decode step pays for it.
+void note_kv_offload(const scenario& s, estimate_result& r, duration reload) {
+    const kv_offload_spec& k = *s.inference->kv_offload;
+    std::string text = "kv offload: " + (k.tier == "host" ? std::string("host memory") : k.tier) + ", " + format(k.capacity) +
+                       " per node; blocks come back at " + format(k.reload) + " per device (" + k.how + ")";
+    if (r.memory.kv_offloaded && r.memory.kv_offloaded->si() > 0)
+        text += "; at this load " + format(*r.memory.kv_offloaded) + " of each device's " + format(*r.memory.kv_cache) +
+                " cache lives there";
+    text += reload.si() > 0 ? "; a decode step reloads the offloaded tokens it attends in " + format(reload) +
+                                  " (prefetched under its kernels: the slower sets the step)"
+                            : "; the decode step's cache fits GPU memory: nothing to reload";
+    text += ". Prefix-cache hits on offloaded blocks are not modelled (hits are taken from GPU memory)";
+    r.notes.push_back(text);
+}
+
 // The prefix cache's effect: tokens computed per prompt, and the shared prefix stored once.
 void note_prefix_cache(const scenario& s, const inference_setup& engine, std::int64_t cached, estimate_result& r) {
     const prefix_cache_spec& pc = *s.inference->prefix_cache;
@@ -258,6 +274,15 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     const std::int64_t per_replica = std::max<std::int64_t>(1, (batch + dp - 1) / dp);
     const inference_setup engine = inference_setup::from(s);
     const prefill_plan plan = static_prefill_plan(engine, inf, inf.input_tokens);
+    if (inf.kv_offload) {
+        // Beyond the replica's GPU cache, attended tokens come back over the host link (each rank its share).
+        const std::int64_t context = inf.input_tokens + inf.output_tokens;
+        setup.kv_offload.gpu_tokens = gpu_kv_tokens(engine, context);
+        setup.kv_offload.bytes_per_token =
+            inference_budget(engine, 1, context).kv_cache / static_cast<double>(context) /
+            static_cast<double>(s.parallelism.attention_ranks());
+        setup.kv_offload.reload_rate = inf.kv_offload->reload;
+    }
     const latency_estimate e = estimate_latency(setup, inf.input_tokens, inf.output_tokens, per_replica, plan);
     inference_result& out = r.inference ? *r.inference : r.inference.emplace();
     out.method = "roofline";
@@ -314,6 +339,10 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     stage("scale-up network", e.decode.communication - scale_out);
     stage("scale-out network", scale_out);
     stage("engine overhead", e.decode.overhead);
+    if (inf.kv_offload) {
+        stage("host link (kv reload)", e.decode.kv_reload);
+        note_kv_offload(s, r, e.decode.kv_reload);
+    }
     const auto worst = std::max_element(r.chain.begin(), r.chain.end(),
                                         [](const auto& a, const auto& b) { return a.time < b.time; });
     r.bottleneck = worst->stage;

@@ -367,6 +367,11 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     }
     // Host work an eager (not graph-captured) prefill adds for each kernel it dispatches.
     if (st.prefill_tokens > 0) out.overhead += out.kernels * su.efficiency.per_prefill_kernel;
+    if (su.kv_offload.active()) {
+        const std::int64_t attended = st.context_tokens + st.prefill_context_tokens;
+        const double spilled = static_cast<double>(std::max<std::int64_t>(0, attended - su.kv_offload.gpu_tokens));
+        out.kv_reload = spilled * su.kv_offload.bytes_per_token / su.kv_offload.reload_rate;
+    }
     return out;
 }
 

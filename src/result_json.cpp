@@ -119,6 +119,7 @@ std::string to_json(const estimate_result& r, int indent) {
     put(mem, "weights_total_bytes", r.memory.weights_total);
     put(mem, "kv_cache_bytes", r.memory.kv_cache);
     put(mem, "kv_cache_bytes_per_token", r.memory.kv_cache_per_token);
+    put(mem, "kv_offloaded_bytes", r.memory.kv_offloaded);
     put(mem, "activations_bytes", r.memory.activations);
     put(mem, "logits_bytes", r.memory.logits);
     put(mem, "gradients_bytes", r.memory.gradients);

@@ -1,6 +1,9 @@
 #include "capplan/spec/scenario_io.hpp"
 
+#include "capplan/analysis/cold_start.hpp"
+#include "capplan/analysis/host_link.hpp"
 #include "capplan/analysis/inference_memory.hpp"
+#include "capplan/analysis/storage_io.hpp"
 #include "capplan/spec/engine_profile.hpp"
 
 #include <fstream>
@@ -453,6 +456,18 @@ inference_spec read_inference(object_reader& r, const model_spec& target, const 
         object_reader dr(*d, r.path("disaggregation"), true);
         i.disaggregation = read_disaggregation(dr, cat);
     }
+    if (const json* o = r.get("kv_offload"); o && !o->is_null()) {
+        object_reader orr(*o, r.path("kv_offload"), true);
+        kv_offload_spec k;
+        k.tier = orr.string("tier").value_or("");
+        if (k.tier.empty()) orr.missing("tier", "\"host\" or a catalog storage name (e.g. a local NVMe tier)");
+        const auto c = orr.quantity<data_size>("capacity");
+        if (!c) orr.missing("capacity", "the tier's size per node, e.g. \"1 TB\"");
+        if (!(c->si() > 0)) throw config_error(orr.path("capacity"), format(*c), "must be more than nothing", "e.g. \"1 TB\"");
+        k.capacity = *c;
+        orr.finish();
+        i.kv_offload = k;
+    }
     if (const json* pc = r.get("prefix_cache"); pc && !pc->is_null()) {
         object_reader pr(*pc, r.path("prefix_cache"), true);
         i.prefix_cache = read_prefix_cache(pr, i.input_tokens);
@@ -477,6 +492,35 @@ prefix_cache_spec read_prefix_cache(std::string_view json_text, std::int64_t inp
     const json j = detail::parse_json_text(json_text, field);
     object_reader r(j, field, true);
     return read_prefix_cache(r, input_tokens);
+}
+
+// The rate at which one device gets offloaded KV blocks back: its host link (measured, or raw x PCIe's
+// measured efficiency); from a storage tier also that tier's read rate per node shared by the node's
+// devices, whichever is slower.
+void resolve_kv_offload(scenario& sc, const catalog& cat) {
+    kv_offload_spec& k = *sc.inference->kv_offload;
+    const std::string field = "/inference/kv_offload/tier";
+    const cold_start_host host = cold_start_host_of(sc.system, cat);
+    std::optional<byte_rate> link;
+    if (host.host_link) link = host_link_rate(*host.host_link, cat, &k.how);
+    if (!link || !(link->si() > 0))
+        throw config_error(field, "'" + k.tier + "'", "the catalog does not know " + sc.system.accelerator.name + "'s host link rate",
+                           "a system whose preset or accelerator names a host_link");
+    k.reload = *link;
+    if (k.tier == "host") return;
+    const storage_spec& st = cat.storage(k.tier, field);
+    storage_scope scope;
+    scope.drives = std::min(sc.system.per_node, sc.system.count);
+    scope.drives_assumed = true;
+    std::vector<std::string> notes;
+    const auto node = storage_node_rate(st, false, scope, notes);
+    if (!node) throw config_error(field, "'" + st.name + "'", "the catalog does not know its read bandwidth");
+    const double sharing = node->aggregate ? sc.system.count : std::min(sc.system.per_node, sc.system.count);
+    const byte_rate per_device = node->rate / sharing;
+    if (per_device < k.reload) {
+        k.reload = per_device;
+        k.how = notes.empty() ? st.name : notes.front() + ", over " + std::to_string(static_cast<int>(sharing)) + " devices";
+    }
 }
 
 scenario read_scenario(std::string_view json_text, const catalog& cat, const std::filesystem::path& base_dir) {
@@ -532,6 +576,7 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
     if (const json* i = root.get("inference"); i && !i->is_null()) {
         object_reader r(*i, "/inference", true);
         sc.inference = read_inference(r, sc.model, cat, base_dir);
+        if (sc.inference->kv_offload) resolve_kv_offload(sc, cat);
         const inference_spec& inf = *sc.inference;
         const std::int64_t step = inf.prefill_chunk_tokens > 0
                                       ? inf.prefill_chunk_tokens

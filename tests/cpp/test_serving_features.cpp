@@ -520,3 +520,48 @@ TEST_CASE("engine profiles: the engine's defaults, each key still overriding; Te
     CHECK(error_of([&] { parse(R"({"input_tokens": 9000, "output_tokens": 1, "engine": "trtllm-tensorrt"})"); }).field() ==
           "/inference/input_tokens");
 }
+
+TEST_CASE("KV offload: a cache beyond GPU memory spills to host memory and each step reloads what it attends") {
+    // Llama-3.1-8B in bf16 on one H100 (DGX-H100 host link: PCIe Gen5, measured 55.43 GB/s per device):
+    // 8 requests of 121,000 tokens hold 8 x 121,008 x 131,072 B = 126.9 GB of cache, more than the GPU's.
+    auto run = [](const std::string& offload) {
+        return read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 1},
+            "inference": {"input_tokens": 120000, "output_tokens": 1000, "batch": 8)" + offload + "}}",
+                             shipped_catalog());
+    };
+    const estimate_result without = estimate(run(""), shipped_catalog());
+    CHECK(without.memory.fits == false);
+    const scenario sc = run(R"(, "kv_offload": {"tier": "host", "capacity": "1 TB"})");
+    CHECK(sc.inference->kv_offload->reload.in(units::GB / units::s) == doctest::Approx(55.43));
+    const estimate_result with = estimate(sc, shipped_catalog());
+    CHECK(with.memory.fits == true);
+    const double kv = 8.0 * 121008 * 131072;
+    CHECK(with.memory.kv_cache->in(B) == doctest::Approx(kv));
+    // What spills is what GPU memory cannot hold: the GPU is full to its usable share.
+    CHECK(with.memory.per_device->in(B) == doctest::Approx(with.memory.usable->in(B)));
+    CHECK((with.memory.per_device->in(B) + with.memory.kv_offloaded->in(B)) ==
+          doctest::Approx(without.memory.per_device->in(B)));
+    // A decode step attends 8 x (120,000 + 500) tokens; those beyond the GPU's share come over PCIe, at
+    // a request's bytes per token (121,008 block-rounded tokens' cache over its 121,000).
+    const std::int64_t gpu = gpu_kv_tokens(inference_setup::from(sc), 121000);
+    const double reload = static_cast<double>(8 * 120500 - gpu) * (121008.0 * 131072 / 121000) / 55.43e9;
+    CHECK(with.chain.back().stage == "host link (kv reload)");
+    CHECK(with.chain.back().time.in(units::s) == doctest::Approx(reload));
+    CHECK(*with.inference->tpot_s == doctest::Approx(reload));  // PCIe-bound: far slower than the kernels
+    CHECK(with.bottleneck == "host link (kv reload)");
+    CHECK(*with.inference->max_batch > *without.inference->max_batch);
+}
+
+TEST_CASE("KV offload to a storage tier: its read rate per device when slower than the host link; bad input") {
+    auto parse = [](const std::string& offload) {
+        return read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100"},
+            "inference": {"input_tokens": 1000, "output_tokens": 100, "kv_offload": )" + offload + "}}",
+                             shipped_catalog());
+    };
+    const scenario nvme = parse(R"({"tier": "NVMe-Gen4-8x", "capacity": "8 TB"})");
+    // 56 GB/s per node over 8 devices: 7 GB/s each, below PCIe's 55.43.
+    CHECK(nvme.inference->kv_offload->reload.in(units::GB / units::s) == doctest::Approx(7.0));
+    CHECK(error_of([&] { parse(R"({"tier": "floppy", "capacity": "8 TB"})"); }).field() == "/inference/kv_offload/tier");
+    CHECK(error_of([&] { parse(R"({"tier": "host"})"); }).field() == "/inference/kv_offload/capacity");
+    CHECK(error_of([&] { parse(R"({"tier": "host", "capacity": "0 B"})"); }).field() == "/inference/kv_offload/capacity");
+}

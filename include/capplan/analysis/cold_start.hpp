@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "capplan/analysis/host_link.hpp"
 #include "capplan/catalog.hpp"
 #include "capplan/error.hpp"
 #include "capplan/spec/hardware_spec.hpp"
@@ -254,30 +255,9 @@ inline cold_start_result cold_start_time(data_size weights_per_device, int devic
         note("host link unknown: host-to-device copy left out of the chain");
     } else {
         const link_spec& l = *host.host_link;
-        std::optional<byte_rate> per;
-        if (l.measured_bandwidth_per_direction) {
-            per = *l.measured_bandwidth_per_direction;
-            note("host link " + l.name + ": measured " + format(*per) + " per device");
-        } else if (l.bandwidth_per_direction) {
-            per = *l.bandwidth_per_direction;
-            std::optional<double> eff;
-            if (l.kind == "pcie") {
-                // The measured efficiency of PCIe: the catalog's Gen5 entry, measured over raw.
-                try {
-                    const link_spec& g5 = cat().link("PCIe-Gen5");
-                    if (g5.measured_bandwidth_per_direction && g5.bandwidth_per_direction)
-                        eff = *g5.measured_bandwidth_per_direction / *g5.bandwidth_per_direction;
-                } catch (const unknown_name_error&) {
-                }
-            }
-            if (eff) {
-                per = *eff * *per;
-                note("host link " + l.name + ": no measured rate; raw " + format(*l.bandwidth_per_direction) + " x " +
-                     cs_num(*eff) + " (PCIe-Gen5 measured / raw) = " + format(*per) + " per device");
-            } else {
-                note("host link " + l.name + ": no measured rate; raw " + format(*per) + " per device (optimistic)");
-            }
-        }
+        std::string how;
+        std::optional<byte_rate> per = host_link_rate(l, cat(), &how);
+        if (!how.empty()) note(how);
         if (!per || !(per->si() > 0)) {
             note("host link " + l.name + ": bandwidth unknown, host-to-device copy left out of the chain");
         } else {

@@ -30,12 +30,21 @@ inline scheduler_spec engine_scheduler(const inference_setup& mem, std::int64_t 
         inference_budget(mem, 1, request_tokens).kv_cache.si() / static_cast<double>(request_tokens);
     // With attention data parallelism every rank of the group caches its own requests: the group's
     // cache is attention_ranks() times one device's (placement inside it is not modelled).
-    sch.kv_capacity_tokens = static_cast<std::int64_t>(free.si() / bytes_per_token) * ranks;
+    // The offload tier's share holds more blocks; the step model reloads those it attends (kv_offload).
+    sch.kv_capacity_tokens = static_cast<std::int64_t>((free + mem.offload_capacity).si() / bytes_per_token) * ranks;
     // Every rank holds its own copy of a shared prefix, the simulated group one: the others' copies
     // are capacity it does not have.
     sch.kv_capacity_tokens -= static_cast<std::int64_t>(ranks - 1) * mem.shared_prefix_tokens;
     sch.replicas = replicas;
     return sch;
+}
+
+// KV-cache tokens a replica holds in GPU memory alone (what the offload tier adds is reloaded).
+inline std::int64_t gpu_kv_tokens(const inference_setup& mem, std::int64_t request_tokens) {
+    inference_setup gpu = mem;
+    gpu.offload_capacity = data_size{};
+    scheduler_spec sch = engine_scheduler(gpu, request_tokens, 1);
+    return sch.kv_capacity_tokens;
 }
 
 // How the engine prefills a static batch of `input_tokens` prompts: steps of its token budget (each

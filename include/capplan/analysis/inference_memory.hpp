@@ -53,6 +53,8 @@ struct inference_setup {
     // whose KV cache it keeps per request (none for n-gram lookup).
     data_size drafter_weights;
     const model_spec* drafter = nullptr;
+    // KV-cache offload: the tier's share for each device (its per-node capacity over the node's devices).
+    data_size offload_capacity;
 
     static inference_setup from(const scenario& s);
 };
@@ -75,7 +77,8 @@ inline constexpr double sampler_fp32_rows = 8.0;
 struct inference_memory {
     data_size capacity, usable;           // usable = capacity x memory_utilization
     data_size weights, kv_cache, kv_cache_per_token, activations, logits, overhead;
-    data_size per_device;                 // the fullest stage's total
+    data_size kv_offloaded;               // of kv_cache, the part on the offload tier (not in per_device)
+    data_size per_device;                 // the fullest stage's total in GPU memory
     int stage = 0;                        // which pipeline stage that is
     bool fits = false;
 };
@@ -143,13 +146,17 @@ inline inference_memory inference_budget(const inference_setup& s, std::int64_t 
                                                                    all_layers(*s.drafter), context, s.block_tokens);
         }
         const data_size lg = st.has_lm_head ? logits : data_size{};
-        const data_size total = w + kv + out.activations + lg + out.overhead;
+        // What does not fit GPU memory spills to the offload tier, cache blocks only, up to its share.
+        const data_size over = w + kv + out.activations + lg + out.overhead - out.usable;
+        const data_size spilled = over.si() > 0 ? std::min({over, kv, s.offload_capacity}) : data_size{};
+        const data_size total = w + kv - spilled + out.activations + lg + out.overhead;
         if (first || total > out.per_device) {
             first = false;
             out.per_device = total;
             out.stage = static_cast<int>(i);
             out.weights = w;
             out.kv_cache = kv;
+            out.kv_offloaded = spilled;
             out.logits = lg;
             out.kv_cache_per_token = kv_bytes_per_token(m, kv_tp, s.precision.kv_cache, r);
         }

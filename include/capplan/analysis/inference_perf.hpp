@@ -98,8 +98,10 @@ struct step_breakdown {
     duration ep_alltoall;      // expert-parallel dispatch and combine
     duration pipeline_send;    // activations passed from stage to stage (pp - 1 sends)
     duration overhead;         // per-step engine overhead
+    duration kv_reload;        // offloaded KV blocks the step attends, back over the host link (overlapped)
     double kernels = 0.0;      // kernels launched (all layers)
-    duration total() const { return compute + communication + overhead; }
+    // The reload is prefetched layer by layer under the step's kernels: the slower of the two sets the pace.
+    duration total() const { return std::max(compute + communication, kv_reload) + overhead; }
 };
 
 struct drafter_setup;
@@ -135,6 +137,14 @@ struct perf_setup {
     std::shared_ptr<const drafter_setup> drafter;
     std::int64_t draft_tokens = 0;
     double tokens_per_step = 1.0;
+    // KV-cache offload (inference.kv_offload): cache tokens a replica holds in GPU memory; beyond them a
+    // step's attended tokens come back over the host link at `reload_rate`, bytes_per_token each per device.
+    struct offload {
+        std::int64_t gpu_tokens = 0;
+        data_size bytes_per_token;
+        byte_rate reload_rate;
+        bool active() const { return reload_rate.si() > 0; }
+    } kv_offload;
 
     static perf_setup from(const scenario& s);
     duration allreduce(data_size bytes) const { return interpolate(allreduce_grid, bytes); }

@@ -32,6 +32,7 @@ struct memory_result {
     std::optional<data_size> weights_total;  // whole model, all devices' shards together
     std::optional<data_size> kv_cache;
     std::optional<data_size> kv_cache_per_token;
+    std::optional<data_size> kv_offloaded;  // of kv_cache, on the offload tier (inference.kv_offload)
     std::optional<data_size> activations;
     std::optional<data_size> logits;
     std::optional<data_size> gradients;

@@ -128,6 +128,16 @@ struct disaggregation_spec {
     std::optional<link_spec> kv_transfer;  // the link the caches cross; none: NVLink within a node, the NICs across
 };
 
+// KV-cache offload (vLLM's CPU offloading connector, LMCache, SGLang HiCache, Dynamo's KV block
+// manager): cache blocks beyond GPU memory live in host memory or on a storage tier and come back over
+// the host link when attended.
+struct kv_offload_spec {
+    std::string tier;     // "host", or the catalog storage name
+    data_size capacity;   // per node
+    byte_rate reload;     // one device's rate back to GPU memory (resolved from the catalog when read)
+    std::string how;      // where that rate comes from
+};
+
 struct inference_spec {
     std::int64_t input_tokens = 0;
     std::int64_t output_tokens = 0;
@@ -148,6 +158,7 @@ struct inference_spec {
     std::optional<speculative_spec> speculative;
     std::optional<prefix_cache_spec> prefix_cache;
     std::optional<disaggregation_spec> disaggregation;
+    std::optional<kv_offload_spec> kv_offload;
     std::string engine = "vllm-v1";           // the engine profile (engine_profile.hpp) the defaults above came from
     bool chunked_prefill = true;              // prompts split over steps of prefill_chunk_tokens (TensorRT-LLM: off)
 };
