@@ -1,5 +1,7 @@
 #include "capplan/analysis/sizing.hpp"
 
+#include "capplan/estimate.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -43,6 +45,70 @@ trial run(const scenario& sc, std::int64_t users, std::int64_t input, std::int64
     if (inf.speculative) sch.draft_tokens = inf.speculative->tokens, sch.acceptance = inf.speculative->acceptance;
     t.sim = simulate(w, sch, [&](const batch_step& st) { return step_time(perf, st); });
     return t;
+}
+
+// The request's model and load on `base` in weight format `w` and KV format `kv`, before a layout.
+scenario sizing_scenario(const sizing_request& q, const system_spec& base, const std::string& w, const std::string& kv) {
+    scenario sc;
+    sc.model = q.model;
+    sc.system = base;
+    sc.precision.weights = find_format(w);
+    sc.precision.kv_cache = find_format(kv);
+    // Integer formats are weight-only (W8A16, W4A16): the GEMMs run in bf16 after dequantising.
+    sc.precision.compute = find_format(w == "int8" || w == "int4" ? "bf16" : w);
+    inference_spec inf;
+    inf.input_tokens = q.input_tokens;
+    inf.output_tokens = q.output_tokens;
+    inf.concurrency = q.concurrency;
+    inf.prefill_dispatch = q.prefill_dispatch;
+    inf.kv_admission = q.kv_admission;
+    inf.prefix_cache = q.prefix_cache;
+    sc.inference = inf;
+    return sc;
+}
+
+// Pools of tp-wide replicas on `acc`, tp the smallest power of two (within a node) that divides the heads
+// and holds the weights with room for one request; prefill:decode replica counts by total, then prefill
+// count ascending.
+std::optional<sizing_option> size_disaggregated(const sizing_request& q, const catalog& cat, const system_spec& base,
+                                                const std::string& preset, const accelerator_spec& acc,
+                                                const std::vector<std::pair<std::string, std::string>>& formats,
+                                                const std::optional<sizing_option>& aggregated) {
+    for (const auto& [w, kv] : formats) {
+        scenario sc = sizing_scenario(q, base, w, kv);
+        std::vector<int> tps;
+        for (int tp = 1; tp <= base.per_node; tp *= 2)
+            if (q.model.heads % tp == 0) tps.push_back(tp);
+        inference_setup mem = inference_setup::from(sc);
+        const auto tp = smallest_fitting_tp(mem, 1, q.input_tokens + q.output_tokens, tps);
+        if (!tp) continue;
+        const int most = aggregated ? (aggregated->count - 1) / *tp : q.max_replicas;
+        for (int total = 2; total <= most; ++total) {
+            for (int p = 1; p < total; ++p) {
+                disaggregation_spec d;
+                d.prefill = {p * *tp, *tp, 1, std::nullopt};
+                d.decode = {(total - p) * *tp, *tp, 1, std::nullopt};
+                sc.inference->disaggregation = d;
+                sc.system.count = std::max(base.count, total * *tp);
+                estimate_result r;
+                try {
+                    r = estimate(sc, cat);
+                } catch (const config_error&) {
+                    continue;
+                }
+                const inference_result& i = *r.inference;
+                if (r.feasible == false || !i.ttft_p99_s || *i.ttft_p99_s > q.ttft_p99.si() || *i.tpot_p99_s > q.tpot_p99.si())
+                    continue;
+                sizing_option o{acc.name, preset.empty() ? "inline 8-" + acc.name + " node" : preset, total * *tp, *tp, 1,
+                                total, w, kv, *i.ttft_p99_s * units::s, *i.tpot_p99_s * units::s,
+                                *i.throughput_tokens_per_s, {}, "catalog", 1, false, false, p, total - p};
+                if (const auto price = q.price_per_hour.find(acc.name); price != q.price_per_hour.end())
+                    o.cost_per_hour = price->second * o.count;
+                return o;
+            }
+        }
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -146,16 +212,10 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                 for (int r = 1; r <= q.max_replicas; r = r < 4 ? r + 1 : r * 2) {
                     // Cannot beat what we have (speculation may still win at the same count, on TPOT).
                     if (best && (tp * pp * r > best->count || (tp * pp * r == best->count && !speculate))) break;
-                    scenario sc;
-                    sc.model = q.model;
-                    sc.system = base;
+                    scenario sc = sizing_scenario(q, base, w, kv);
                     sc.system.count = tp * pp * r;
                     sc.system.per_node = std::min(base.per_node, tp * pp * r);
                     if (sc.system.count % sc.system.per_node != 0) continue;
-                    sc.precision.weights = find_format(w);
-                    sc.precision.kv_cache = find_format(kv);
-                    // Integer formats are weight-only (W8A16, W4A16): the GEMMs run in bf16 after dequantising.
-                    sc.precision.compute = find_format(w == "int8" || w == "int4" ? "bf16" : w);
                     sc.parallelism.tp = tp;
                     sc.parallelism.pp = pp;
                     sc.parallelism.ep = ep;
@@ -166,15 +226,7 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                         calibration &&
                         find_by_peak(calibration->gemm, sc.precision.compute.peak_key) != calibration->gemm.end();
                     if (calibrated) sc.calibration = *calibration;
-                    inference_spec inf;
-                    inf.input_tokens = q.input_tokens;
-                    inf.output_tokens = q.output_tokens;
-                    inf.concurrency = q.concurrency;
-                    inf.prefill_dispatch = q.prefill_dispatch;
-                    inf.kv_admission = q.kv_admission;
-                    inf.prefix_cache = q.prefix_cache;
-                    if (speculate) inf.speculative = q.speculative;
-                    sc.inference = inf;
+                    if (speculate) sc.inference->speculative = q.speculative;
                     trial t;
                     try {
                         t = run(sc, q.concurrency, q.input_tokens, q.output_tokens);
@@ -209,8 +261,13 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
               }
             }
         }
+        // Disaggregated pools on this accelerator with fewer devices than the best aggregated layout (or up
+        // to max_replicas replicas in all): the first (fewest devices) that meets the targets, beside it.
+        std::optional<sizing_option> split;
+        if (q.disaggregated) split = size_disaggregated(q, cat, base, preset, acc, formats, best);
+        if (split) out.options.push_back(*split);
         if (best) out.options.push_back(*best);
-        else out.rejected.emplace_back(acc.name, why);
+        if (!best && !split) out.rejected.emplace_back(acc.name, why);
     }
     std::stable_sort(out.options.begin(), out.options.end(), [](const sizing_option& a, const sizing_option& b) {
         if (a.cost_per_hour && b.cost_per_hour) return *a.cost_per_hour < *b.cost_per_hour;

@@ -306,7 +306,8 @@ def _cmd_size(args) -> str:
                        weights=[w.strip() for w in (args.weights or "").split(",") if w.strip()],
                        calibrations=args.calibration or [], prefill_dispatch=args.prefill_dispatch,
                        kv_admission=args.kv_admission, speculative=_speculative_flag(args.speculative, args.draft_model),
-                       prefix_cache=_prefix_cache_flags(args.prefix_hit_rate, args.shared_prefix))
+                       prefix_cache=_prefix_cache_flags(args.prefix_hit_rate, args.shared_prefix),
+                       disaggregated=args.disaggregated)
     if args.format == "json":
         return json.dumps(r, indent=2)
     header = ["accelerator", "count", "tp", "pp", "ep", "replicas", "weights", "kv", "p99 ttft", "p99 tpot", "tokens/s", "$/h"]
@@ -319,6 +320,10 @@ def _cmd_size(args) -> str:
     for o in r["options"]:
         if o.get("efficiency_table", "catalog") != "catalog":
             text += f"\n{o['accelerator']}: efficiency table {o['efficiency_table']} (calibration)"
+        if "disaggregation" in o:
+            d = o["disaggregation"]
+            text += (f"\n{o['accelerator']} ({o['count']} devices): disaggregated, {d['prefill_replicas']} prefill and "
+                     f"{d['decode_replicas']} decode replicas of tp {d['tp']}")
         if args.speculative:
             text += (f"\n{o['accelerator']}: " + ("with speculative decoding (fewer devices, or a lower p99 TPOT at "
                      "the same count)" if o.get("speculative") else "without speculative decoding (it did not pay here)"))
@@ -475,6 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="inference: share of each prompt's tokens found in the prefix cache, 0..1")
     z.add_argument("--shared-prefix", type=_integer(0, _MAX_INT), default=None, metavar="TOKENS",
                    help="inference: a prefix every request shares (a system prompt), stored once")
+    z.add_argument("--disaggregated", action="store_true",
+                   help="inference: also try separate prefill and decode pools (listed when they need fewer devices)")
     z.add_argument("--format", choices=["table", "json"], default="table")
     z.set_defaults(run=_cmd_size)
 

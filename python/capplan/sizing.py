@@ -132,7 +132,7 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
                    calibrations: Optional[Iterable[Union[str, Dict[str, Any]]]] = None,
                    prefill_dispatch: str = "graph", kv_admission: str = "on_demand",
                    speculative: Optional[Dict[str, Any]] = None,
-                   prefix_cache: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                   prefix_cache: Optional[Dict[str, Any]] = None, disaggregated: bool = False) -> Dict[str, Any]:
     """For each accelerator (default: every one with a system preset), the smallest count and layout
     (tp, replicas, weight and KV formats) whose simulated p99 TTFT and TPOT meet the targets for
     ``concurrency`` users sending ``input_tokens``-token prompts for ``output_tokens``-token answers.
@@ -146,7 +146,10 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     TensorRT-LLM) describe the serving engine, as in a scenario's ``inference``. ``prefix_cache``
     ({"hit_rate", "shared_prefix_tokens"}) applies to every layout; ``speculative`` ({"method", "tokens",
     "acceptance", "draft_model"}) is tried with and without, and each option's ``speculative`` says
-    whether it won (fewer devices, or the same count with a lower p99 TPOT)."""
+    whether it won (fewer devices, or the same count with a lower p99 TPOT). ``disaggregated``: also try
+    prefill and decode pools of the accelerator (tp the smallest that holds the model; prefill:decode
+    replica counts by total); one with fewer devices than the accelerator's best aggregated layout is
+    listed beside it, its ``disaggregation`` giving the replicas of each pool."""
     from pathlib import Path
     texts = [json.dumps(c) if isinstance(c, dict) else Path(c).read_text() for c in (calibrations or [])]
     if isinstance(model, Model):
@@ -159,7 +162,8 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
                                                 ttft, tpot, list(accelerators or []), dict(prices or {}),
                                                               list(weights or []), texts, str(prefill_dispatch),
                                                               str(kv_admission), _json_object(speculative, "/speculative"),
-                                                              _json_object(prefix_cache, "/prefix_cache"))))
+                                                              _json_object(prefix_cache, "/prefix_cache"),
+                                                              bool(disaggregated))))
 
 
 def _json_object(value, field):

@@ -17,7 +17,8 @@ void register_sizing(py::module_& m) {
              double ttft_p99_s, double tpot_p99_s, const std::vector<std::string>& accelerators,
              const std::map<std::string, double>& prices, const std::vector<std::string>& weights,
              const std::vector<std::string>& calibrations, const std::string& prefill_dispatch,
-             const std::string& kv_admission, const std::string& speculative, const std::string& prefix_cache) {
+             const std::string& kv_admission, const std::string& speculative, const std::string& prefix_cache,
+             bool disaggregated) {
               std::string text;
               {
                   py::gil_scoped_release release;
@@ -35,6 +36,7 @@ void register_sizing(py::module_& m) {
                   q.kv_admission = kv_admission;
                   if (!speculative.empty()) q.speculative = read_speculative(speculative, q.model, cat, "/speculative");
                   if (!prefix_cache.empty()) q.prefix_cache = read_prefix_cache(prefix_cache, input, "/prefix_cache");
+                  q.disaggregated = disaggregated;
                   for (std::size_t i = 0; i < calibrations.size(); ++i)
                       q.calibrations.push_back(read_efficiency_table(calibrations[i], "/calibrations/" + std::to_string(i)));
                   for (const auto& [k, v] : prices) q.price_per_hour[cat.accelerator(k, "/prices").name] = v;
@@ -49,6 +51,9 @@ void register_sizing(py::module_& m) {
                           {"output_tokens_per_s", o.output_tokens_per_s}, {"efficiency_table", o.efficiency_table},
                           {"ep", o.ep}, {"attention_dp", o.attention_dp}, {"speculative", o.speculative}};
                       if (o.cost_per_hour) row["cost_per_hour"] = *o.cost_per_hour;
+                      if (o.prefill_replicas > 0)
+                          row["disaggregation"] = {{"prefill_replicas", o.prefill_replicas}, {"decode_replicas", o.decode_replicas},
+                                                   {"tp", o.tp}};
                       j["options"].push_back(row);
                   }
                   j["rejected"] = nlohmann::ordered_json::array();
@@ -62,7 +67,7 @@ void register_sizing(py::module_& m) {
           py::arg("accelerators") = std::vector<std::string>{}, py::arg("prices") = std::map<std::string, double>{},
           py::arg("weights") = std::vector<std::string>{}, py::arg("calibrations") = std::vector<std::string>{},
           py::arg("prefill_dispatch") = std::string("graph"), py::arg("kv_admission") = std::string("on_demand"),
-          py::arg("speculative") = std::string(), py::arg("prefix_cache") = std::string());
+          py::arg("speculative") = std::string(), py::arg("prefix_cache") = std::string(), py::arg("disaggregated") = false);
 }
 
 }  // namespace capplan::python

@@ -172,3 +172,24 @@ def test_prefix_cache_in_sizing_and_bad_feature_input_names_the_field(run_cli):
     rc, out, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "2", "--input", "200",
                            "--output", "200", "--speculative", "eagle,three,0.8")
     assert rc == 2 and "--speculative expects METHOD,TOKENS,ACCEPTANCE" in err and "Traceback" not in err
+
+
+def test_disaggregated_pools_are_tried_and_listed_when_they_need_fewer_devices(run_cli):
+    # 64 users with 4,000-token prompts and a 30 ms p99 TPOT: in an aggregated engine every decode step
+    # shares its time with prompt chunks; split pools keep prompts off the decode replicas.
+    kwargs = dict(concurrency=64, input_tokens=4000, output_tokens=400, ttft_p99="2 s", tpot_p99="30 ms",
+                  accelerators=["H200"], prices={"H200": 3.5}, weights=["fp8"])
+    plain = capplan.size_inference("Llama-3.1-70B", **kwargs)["options"]
+    both = capplan.size_inference("Llama-3.1-70B", disaggregated=True, **kwargs)["options"]
+    assert [o for o in both if "disaggregation" not in o] == plain
+    split = [o for o in both if "disaggregation" in o]
+    assert len(split) == 1
+    s = split[0]
+    d = s["disaggregation"]
+    assert s["count"] == (d["prefill_replicas"] + d["decode_replicas"]) * d["tp"] < plain[0]["count"]
+    assert s["ttft_p99_s"] <= 2.0 and s["tpot_p99_s"] <= 0.030
+    assert both[0] is not None and both[0]["cost_per_hour"] <= both[-1]["cost_per_hour"]  # cheapest first
+    rc, out, err = run_cli("size", "inference", "--model", "Llama-3.1-70B", "--concurrency", "64", "--input", "4000",
+                           "--output", "400", "--tpot-p99", "30ms", "--accelerators", "H200", "--weights", "fp8",
+                           "--disaggregated")
+    assert rc == 0 and "disaggregated," in out, err

@@ -39,6 +39,9 @@ struct sizing_request {
     // layout; speculative decoding is tried with and without, and the option says which won.
     std::optional<speculative_spec> speculative;
     std::optional<prefix_cache_spec> prefix_cache;
+    // Also try disaggregated prefill and decode pools (the same accelerator for both): an option with
+    // fewer devices than the best aggregated layout is added beside it.
+    bool disaggregated = false;
 };
 
 struct sizing_option {
@@ -52,6 +55,8 @@ struct sizing_option {
     int ep = 1;                                // MoE: the routed experts spread over ep = tp ranks
     bool attention_dp = false;                 // MoE: attention data parallel, experts over ep = tp
     bool speculative = false;                  // with the request's speculative decoding (it needed fewer devices or met the targets sooner)
+    // Disaggregated: the prefill pool's replicas and the decode pool's (tp each); 0: aggregated.
+    int prefill_replicas = 0, decode_replicas = 0;
 };
 
 struct sizing_result {
