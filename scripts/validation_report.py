@@ -39,7 +39,7 @@ DOC = ROOT / "docs" / "validation.md"
 
 ROLES = ("fitted", "held_out")
 QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_loop", "throughput_static",
-              "speculative_speedup", "throughput_pool")
+              "speculative_speedup", "throughput_pool", "kv_offload")
 # Issue #18's targets on held-out rows: median |error| per quantity, and no row beyond ROW_LIMIT
 # without a documented cause.
 TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput_static": 0.15}
@@ -212,8 +212,32 @@ def _pool_throughput(row):
     return tokens_per_s / (row["count"] / 8)
 
 
+def _kv_offload(row):
+    # A TTFT ratio (the prompt computed / its cache reloaded from host memory, all but the last token hits),
+    # or the rate a device reloads offloaded blocks at.
+    system = {"preset": row["system"], "count": 1}
+    offload = {"tier": "host", "capacity": "500 GB"}
+    if row["quantity"] == "host_to_device_rate":
+        i = capplan.estimate({"model": "Llama-3.1-8B", "system": system,
+                              "inference": {"input_tokens": 16, "output_tokens": 1, "kv_offload": offload}})
+        return capplan.Quantity(float(i.inference.kv_offload.reload_bytes_per_s), "B/s").in_("GB/s")
+    def ttft(**extra):
+        return float(capplan.estimate({"model": row["model"], "system": system,
+                                       "inference": {"input_tokens": row["input_tokens"], "output_tokens": 16, "batch": 1,
+                                                     **extra}}).inference.ttft_s)
+    return ttft() / ttft(prefix_cache={"hit_rate": 1.0}, kv_offload=offload)
+
+
 def _serving_rows(serving):
     out = []
+    for n, row in enumerate(serving["kv_offload"]):
+        modelled, published = _kv_offload(row), row["published"]["value"]
+        out.append({"id": f"published_serving kv_offload[{n}]",
+                    "label": f"{row['model'] or 'host link'} {row['gpu']} {row['quantity']}" +
+                             (f" {row['input_tokens']} in" if row.get("input_tokens") else ""),
+                    "quantity": "kv_offload", "metric": row["published"]["kind"], "published": published,
+                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
+                    "fitted_for": row.get("fitted_for"), "source": "vLLM offloading connector (blog, Dec 2025)"})
     for n, row in enumerate(serving["disaggregated_pools"]):
         modelled, published = _pool_throughput(row), row["throughput_per_node"]["value"]
         out.append({"id": f"published_serving disaggregated_pools[{n}]",

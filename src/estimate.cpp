@@ -239,18 +239,25 @@ void note_kv_offload(const scenario& s, estimate_result& r, duration reload) {
     text += reload.si() > 0 ? "; a decode step reloads the offloaded tokens it attends in " + format(reload) +
                                   " (prefetched under its kernels: the slower sets the step)"
                             : "; the decode step's cache fits GPU memory: nothing to reload";
-    text += ". Prefix-cache hits on offloaded blocks are not modelled (hits are taken from GPU memory)";
+    if (s.inference->prefix_cache) text += "; prefix-cache hits beyond the shared prefix are on the tier (see the prefix cache note)";
     r.notes.push_back(text);
 }
 
 // The prefix cache's effect: tokens computed per prompt, and the shared prefix stored once.
-void note_prefix_cache(const scenario& s, const inference_setup& engine, std::int64_t cached, estimate_result& r) {
+void note_prefix_cache(const scenario& s, const inference_setup& engine, const prefill_plan& plan, estimate_result& r) {
+    const std::int64_t cached = plan.cached_tokens;
     const prefix_cache_spec& pc = *s.inference->prefix_cache;
     std::string text = "prefix cache: " + std::to_string(cached) + " of each prompt's " +
                        tokens_text(s.inference->input_tokens) + " served from the cache (hit rate " +
                        format_number(pc.hit_rate) + ", shared prefix " + tokens_text(pc.shared_prefix_tokens) +
                        "); prefill computes the other " + std::to_string(s.inference->input_tokens - cached) +
                        " and attends to all of them";
+    if (s.inference->kv_offload && plan.reload_tokens > 0)
+        text += "; with KV offload, " + std::to_string(plan.reload_tokens) + " of the hits come back from the tier over the "
+                "host link (sooner than recomputing them)";
+    else if (s.inference->kv_offload && pc.hit_rate > 0.0)
+        text += "; with KV offload the hits beyond the shared prefix sit on the tier, and recomputing them is sooner "
+                "than reloading them";
     if (engine.shared_prefix_tokens > 0)
         text += "; the shared prefix's " + std::to_string(engine.shared_prefix_tokens / engine.block_tokens) +
                 " whole blocks (" + tokens_text(engine.shared_prefix_tokens) + ") are stored once per device";
@@ -273,16 +280,9 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
                                                                  : inf.batch.value_or(inf.concurrency.value_or(1));
     const std::int64_t per_replica = std::max<std::int64_t>(1, (batch + dp - 1) / dp);
     const inference_setup engine = inference_setup::from(s);
-    const prefill_plan plan = static_prefill_plan(engine, inf, inf.input_tokens);
-    if (inf.kv_offload) {
-        // Beyond the replica's GPU cache, attended tokens come back over the host link (each rank its share).
-        const std::int64_t context = inf.input_tokens + inf.output_tokens;
-        setup.kv_offload.gpu_tokens = gpu_kv_tokens(engine, context);
-        setup.kv_offload.bytes_per_token =
-            inference_budget(engine, 1, context).kv_cache / static_cast<double>(context) /
-            static_cast<double>(s.parallelism.attention_ranks());
-        setup.kv_offload.reload_rate = inf.kv_offload->reload;
-    }
+    apply_kv_offload(setup, s, engine);
+    const std::optional<prefix_cache_spec> prefix = offload_aware_prefix(setup, inf);
+    const prefill_plan plan = static_prefill_plan(engine, prefix, inf.input_tokens);
     const latency_estimate e = estimate_latency(setup, inf.input_tokens, inf.output_tokens, per_replica, plan);
     inference_result& out = r.inference ? *r.inference : r.inference.emplace();
     out.method = "roofline";
@@ -291,7 +291,7 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     if (inf.prefix_cache) {
         out.prefix_cached_tokens = plan.cached_tokens;
         out.prefix_computed_tokens = inf.input_tokens - plan.cached_tokens;
-        note_prefix_cache(s, engine, plan.cached_tokens, r);
+        note_prefix_cache(s, engine, plan, r);
     }
     if (inf.speculative) note_speculative(s, setup, engine, per_replica, out, r);
     const engine_profile& profile = find_engine_profile(inf.engine, "/inference/engine");
@@ -306,7 +306,8 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         // answer ends), or the scenario's open-loop workload, through a continuous-batching engine
         // per replica (serving_sim.hpp). When the cache cannot hold them all, the engine queues and
         // preempts: the plan is reported as not fitting, and the simulation shows what users see.
-        const workload_spec w = serving_workload(inf);
+        workload_spec w = serving_workload(inf);
+        if (prefix) w.prefix_cache = *prefix;  // with offload: hits reloaded, or recomputed
         const scheduler_spec sch = serving_scheduler(s, inf.input_tokens + inf.output_tokens);
         const sim_result sim = simulate(w, sch, [&](const batch_step& st) { return step_time(setup, st); });
         put_simulation(sim, out);
@@ -340,6 +341,8 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     stage("scale-out network", scale_out);
     stage("engine overhead", e.decode.overhead);
     if (inf.kv_offload) {
+        out.kv_reload_bytes_per_s = inf.kv_offload->reload.si();
+        out.kv_reload_per_step_s = e.decode.kv_reload.si();
         stage("host link (kv reload)", e.decode.kv_reload);
         note_kv_offload(s, r, e.decode.kv_reload);
     }

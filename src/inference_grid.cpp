@@ -24,6 +24,7 @@ struct prepared {
     const scenario* sc = nullptr;
     inference_setup memory;
     perf_setup speed;
+    std::optional<prefix_cache_spec> prefix;  // the scenario's, reloaded or recomputed with KV offload
     std::string error;
 };
 
@@ -62,6 +63,10 @@ inference_grid sweep_inference_grid(const std::vector<scenario>& layouts, const 
         try {
             p.memory = inference_setup::from(*p.sc);
             p.speed = perf_setup::from(*p.sc);
+            if (p.sc->inference) {
+                apply_kv_offload(p.speed, *p.sc, p.memory);
+                p.prefix = offload_aware_prefix(p.speed, *p.sc->inference);
+            }
             if (!p.memory.weights.problems.empty()) p.error = p.memory.weights.problems.front();
         } catch (const config_error& e) {
             p.error = e.what();
@@ -118,7 +123,7 @@ inference_grid sweep_inference_grid(const std::vector<scenario>& layouts, const 
             }
             const inference_memory m = inference_budget(shared ? reshared : p.memory, per_replica, input + output);
             const latency_estimate e = estimate_latency(p.speed, input, output, per_replica,
-                                                        inf ? static_prefill_plan(p.memory, *inf, input) : prefill_plan{});
+                                                        inf ? static_prefill_plan(p.memory, p.prefix, input) : prefill_plan{});
             g.fits[i] = m.fits ? 1 : 0;
             g.per_device_bytes[i] = m.per_device.si();
             g.ttft_s[i] = e.ttft.si();

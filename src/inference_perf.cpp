@@ -369,7 +369,8 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     if (st.prefill_tokens > 0) out.overhead += out.kernels * su.efficiency.per_prefill_kernel;
     if (su.kv_offload.active()) {
         const std::int64_t attended = st.context_tokens + st.prefill_context_tokens;
-        const double spilled = static_cast<double>(std::max<std::int64_t>(0, attended - su.kv_offload.gpu_tokens));
+        const double spilled = static_cast<double>(std::max<std::int64_t>(0, attended - su.kv_offload.gpu_tokens) +
+                                                   st.reload_tokens);
         out.kv_reload = spilled * su.kv_offload.bytes_per_token / su.kv_offload.reload_rate;
     }
     return out;
@@ -388,6 +389,7 @@ latency_estimate estimate_latency(const perf_setup& s, std::int64_t input_tokens
         st.prefill_tokens = n * computed;
         st.prefill_requests = n;
         st.prefill_context_tokens = n * cached;  // prefix-cache hits: attended to, not computed
+        st.reload_tokens = n * std::min(plan.reload_tokens, cached);
         return st;
     };
     e.prefill = step_time_breakdown(s, prompts(per_step));

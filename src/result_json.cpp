@@ -178,6 +178,8 @@ std::string to_json(const estimate_result& r, int indent) {
             if (i.decode_utilization) d["decode_utilization"] = *i.decode_utilization;
             inf["disaggregation"] = d;
         }
+        if (i.kv_reload_bytes_per_s)
+            inf["kv_offload"] = {{"reload_bytes_per_s", *i.kv_reload_bytes_per_s}, {"reload_per_step_s", *i.kv_reload_per_step_s}};
         if (i.prefix_cached_tokens)
             inf["prefix_cache"] = {{"cached_tokens", *i.prefix_cached_tokens}, {"computed_tokens", *i.prefix_computed_tokens}};
         j["inference"] = inf;

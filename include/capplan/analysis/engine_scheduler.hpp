@@ -47,12 +47,44 @@ inline std::int64_t gpu_kv_tokens(const inference_setup& mem, std::int64_t reque
     return sch.kv_capacity_tokens;
 }
 
+// KV-cache offload in the step model: beyond the replica's GPU cache, attended tokens come back over the
+// host link (each attention-DP rank its share).
+inline void apply_kv_offload(perf_setup& setup, const scenario& s, const inference_setup& mem) {
+    const inference_spec& inf = *s.inference;
+    if (!inf.kv_offload) return;
+    const std::int64_t context = inf.input_tokens + inf.output_tokens;
+    setup.kv_offload.gpu_tokens = gpu_kv_tokens(mem, context);
+    setup.kv_offload.bytes_per_token = inference_budget(mem, 1, context).kv_cache / static_cast<double>(context) /
+                                       static_cast<double>(s.parallelism.attention_ranks());
+    setup.kv_offload.reload_rate = inf.kv_offload->reload;
+}
+
+// With KV offload, a prompt's hits beyond the shared prefix sit on the offload tier: reloaded over the
+// host link, or recomputed, whichever the prompt's prefill step finishes sooner with.
+inline std::optional<prefix_cache_spec> offload_aware_prefix(const perf_setup& setup, const inference_spec& inf) {
+    std::optional<prefix_cache_spec> p = inf.prefix_cache;
+    if (!p || !inf.kv_offload || !setup.kv_offload.active()) return p;
+    prefix_cache_spec reload = *p, recompute = *p;
+    reload.hits_offloaded = true;
+    recompute.hit_rate = 0.0;  // only the shared prefix (in GPU memory) still hits
+    auto prefill = [&](const prefix_cache_spec& c) {
+        batch_step st;
+        st.prefill_requests = 1;
+        st.prefill_context_tokens = c.cached_tokens(inf.input_tokens);
+        st.prefill_tokens = inf.input_tokens - st.prefill_context_tokens;
+        st.reload_tokens = c.reloaded_tokens(inf.input_tokens);
+        return step_time(setup, st);
+    };
+    return prefill(reload) <= prefill(recompute) ? reload : recompute;
+}
+
 // How the engine prefills a static batch of `input_tokens` prompts: steps of its token budget (each
 // attention-data-parallel rank its own), each prompt from its prefix-cache hits on.
-inline prefill_plan static_prefill_plan(const inference_setup& mem, const inference_spec& inf, std::int64_t input_tokens) {
+inline prefill_plan static_prefill_plan(const inference_setup& mem, const std::optional<prefix_cache_spec>& prefix,
+                                       std::int64_t input_tokens) {
     prefill_plan plan;
     plan.step_tokens = mem.step_tokens * mem.parallelism.attention_ranks();
-    if (inf.prefix_cache) plan.cached_tokens = inf.prefix_cache->cached_tokens(input_tokens);
+    if (prefix) plan.cached_tokens = prefix->cached_tokens(input_tokens), plan.reload_tokens = prefix->reloaded_tokens(input_tokens);
     return plan;
 }
 

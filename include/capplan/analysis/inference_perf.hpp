@@ -175,6 +175,7 @@ struct latency_estimate {
 struct prefill_plan {
     std::int64_t step_tokens = 0;    // prompt tokens one forward step may run (0: the whole batch at once)
     std::int64_t cached_tokens = 0;  // of each prompt, found in the prefix cache (not computed)
+    std::int64_t reload_tokens = 0;  // of those, brought back from the KV-offload tier
 };
 
 // A static batch of `batch` requests: the prompts prefill together, as many whole prompts per step as

@@ -377,6 +377,7 @@ private:
         std::int64_t generated = 0;  // output tokens produced so far
         std::int64_t computed = 0;   // tokens whose KV is computed (prompt, then generated ones)
         std::int64_t cached = 0;     // prompt tokens found in the prefix cache (never computed)
+        std::int64_t reloaded = 0;   // of those, brought back from the KV-offload tier at admission
         std::int64_t blocks = 0;     // KV blocks held
         std::int64_t shared_blocks = 0;  // blocks of the shared prefix it reads (held once per replica)
         std::int64_t user = -1;      // closed loop: who sent it
@@ -496,6 +497,7 @@ private:
             q.input = draw_length(w_.input, lengths, w_.trace, i, true);
             q.output = draw_length(w_.output, lengths, w_.trace, i, false);
             q.cached = w_.prefix_cache.cached_tokens(q.input);
+            q.reloaded = w_.prefix_cache.reloaded_tokens(q.input);
             q.shared_blocks = std::min(shared_blocks_, q.cached / s_.kv_block_tokens);
             const std::string where = "request " + std::to_string(i) + " (" + std::to_string(q.input) + " in, " +
                                       std::to_string(q.output) + " out)";
@@ -718,6 +720,7 @@ private:
             ++b.prefill_requests;
             b.prefill_tokens += chunk;
             b.prefill_context_tokens += q.cached;  // first chunk: only the prefix-cache hits before it
+            b.reload_tokens += q.reloaded;
         }
         return !R.step.empty();
     }

@@ -21,6 +21,8 @@ struct batch_step {
     // Positions each decoding request runs: 1, or k + 1 when the step verifies k drafted tokens
     // (speculative decoding); they share the request's KV-cache read.
     std::int64_t decode_positions = 1;
+    // Prompt tokens whose cache comes back from the KV-offload tier this step (prefix-cache hits there).
+    std::int64_t reload_tokens = 0;
     // Who routes tokens to the experts. Serving engines: the ranks of an expert-parallel group share
     // the step's tokens (attention tensor-parallel over them), so each device's experts see 1/ep of
     // the routed slots. Megatron training: every rank routes its own 1/tp sequence shard (sequence

@@ -71,6 +71,8 @@ struct inference_result {
     // Disaggregated serving: each pool's replicas, one request's KV transfer, each pool's busy share.
     std::optional<int> prefill_replicas, decode_replicas;
     std::optional<double> kv_transfer_s, prefill_utilization, decode_utilization;
+    // KV offload: the rate one device gets offloaded blocks back at; the reload a decode step waits for.
+    std::optional<double> kv_reload_bytes_per_s, kv_reload_per_step_s;
 };
 
 struct training_result {

@@ -41,6 +41,9 @@ struct speculative_spec {
 struct prefix_cache_spec {
     double hit_rate = 0.0;                    // share of each prompt's tokens found in the cache
     std::int64_t shared_prefix_tokens = 0;    // a prefix common to every request (a system prompt)
+    // With KV offload: hits beyond the shared prefix (earlier turns, evicted between them) come back
+    // from the offload tier over the host link rather than from GPU memory.
+    bool hits_offloaded = false;
     // Prompt tokens of an `input`-token prompt served from the cache: the larger of the hit rate's
     // share and the shared prefix, and never the last one (an engine recomputes it for its logits,
     // vLLM v1/core/kv_cache_manager.py get_computed_blocks).
@@ -48,6 +51,12 @@ struct prefix_cache_spec {
         const double by_rate = std::floor(hit_rate * static_cast<double>(input));
         const std::int64_t hits = std::max(static_cast<std::int64_t>(by_rate), std::min(shared_prefix_tokens, input));
         return std::clamp<std::int64_t>(hits, 0, std::max<std::int64_t>(0, input - 1));
+    }
+    // Of an `input`-token prompt's hits, those reloaded from the offload tier (the shared prefix stays in GPU memory).
+    std::int64_t reloaded_tokens(std::int64_t input) const {
+        if (!hits_offloaded) return 0;
+        const std::int64_t hits = cached_tokens(input);
+        return hits - std::min(hits, shared_prefix_tokens);
     }
     // Tokens of the shared prefix stored once for an `input`-token prompt: whole blocks only (vLLM hashes
     // full blocks), and never the block of the prompt's last token (recomputed, so the request's own).
