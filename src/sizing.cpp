@@ -1,6 +1,7 @@
 #include "capplan/analysis/sizing.hpp"
 
 #include "capplan/estimate.hpp"
+#include "capplan/spec/engine_profile.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -60,8 +61,13 @@ scenario sizing_scenario(const sizing_request& q, const system_spec& base, const
     inf.input_tokens = q.input_tokens;
     inf.output_tokens = q.output_tokens;
     inf.concurrency = q.concurrency;
-    inf.prefill_dispatch = q.prefill_dispatch;
-    inf.kv_admission = q.kv_admission;
+    const engine_profile& engine = find_engine_profile(q.engine, "/engine");
+    inf.engine = engine.name;
+    inf.prefill_dispatch = q.prefill_dispatch.empty() ? engine.prefill_dispatch : q.prefill_dispatch;
+    inf.kv_admission = q.kv_admission.empty() ? engine.kv_admission : q.kv_admission;
+    inf.chunked_prefill = engine.chunked_prefill;
+    inf.kv_block_tokens = engine.kv_block_tokens;
+    inf.memory_utilization = engine.memory_utilization;
     inf.prefix_cache = q.prefix_cache;
     sc.inference = inf;
     return sc;
@@ -130,8 +136,9 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
         for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
         throw config_error(field, value, what, list);
     };
-    one_of("/prefill_dispatch", q.prefill_dispatch, prefill_dispatches, "not a prefill dispatch");
-    one_of("/kv_admission", q.kv_admission, kv_admission_policies, "not a KV admission policy");
+    if (!q.prefill_dispatch.empty()) one_of("/prefill_dispatch", q.prefill_dispatch, prefill_dispatches, "not a prefill dispatch");
+    if (!q.kv_admission.empty()) one_of("/kv_admission", q.kv_admission, kv_admission_policies, "not a KV admission policy");
+    (void)find_engine_profile(q.engine, "/engine");
     // Candidates: the named accelerators, else every one a system preset uses; each on its preset node.
     std::vector<std::string> accels = q.accelerators;
     if (accels.empty())

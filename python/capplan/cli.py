@@ -307,7 +307,7 @@ def _cmd_size(args) -> str:
                        calibrations=args.calibration or [], prefill_dispatch=args.prefill_dispatch,
                        kv_admission=args.kv_admission, speculative=_speculative_flag(args.speculative, args.draft_model),
                        prefix_cache=_prefix_cache_flags(args.prefix_hit_rate, args.shared_prefix),
-                       disaggregated=args.disaggregated)
+                       disaggregated=args.disaggregated, engine=args.engine)
     if args.format == "json":
         return json.dumps(r, indent=2)
     header = ["accelerator", "count", "tp", "pp", "ep", "replicas", "weights", "kv", "p99 ttft", "p99 tpot", "tokens/s", "$/h"]
@@ -467,10 +467,12 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--price", default=None, help="NAME=USD_PER_ACCELERATOR_HOUR,... to rank by cost")
     z.add_argument("--calibration", action="append", default=None,
                    help="inference: a calibration file from `capplan calibrate` for one of the accelerators (repeatable)")
-    z.add_argument("--prefill-dispatch", choices=["graph", "eager"], default="graph",
+    z.add_argument("--engine", choices=["vllm-v1", "sglang", "trtllm-pytorch", "trtllm-tensorrt"], default="vllm-v1",
+                   help="inference: the serving-engine profile whose defaults apply (capplan list engines)")
+    z.add_argument("--prefill-dispatch", choices=["graph", "eager"], default=None,
                    help="inference: how the engine launches a prompt's kernels: graph (TensorRT engine or CUDA graph) "
                         "or eager (PyTorch engines: TensorRT-LLM's PyTorch backend, SGLang, vLLM beyond its graph sizes)")
-    z.add_argument("--kv-admission", choices=["on_demand", "reserve"], default="on_demand",
+    z.add_argument("--kv-admission", choices=["on_demand", "reserve"], default=None,
                    help="inference: on_demand (vLLM, SGLang: KV blocks as tokens arrive) or reserve (TensorRT-LLM: "
                         "prompt and whole answer reserved at admission)")
     z.add_argument("--speculative", default=None, metavar="METHOD,TOKENS,ACCEPTANCE",

@@ -130,9 +130,10 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
                    ttft_p99="2 s", tpot_p99="50 ms", accelerators: Optional[Iterable[str]] = None,
                    prices: Optional[Dict[str, float]] = None, weights: Optional[Iterable[str]] = None,
                    calibrations: Optional[Iterable[Union[str, Dict[str, Any]]]] = None,
-                   prefill_dispatch: str = "graph", kv_admission: str = "on_demand",
+                   prefill_dispatch: Optional[str] = None, kv_admission: Optional[str] = None,
                    speculative: Optional[Dict[str, Any]] = None,
-                   prefix_cache: Optional[Dict[str, Any]] = None, disaggregated: bool = False) -> Dict[str, Any]:
+                   prefix_cache: Optional[Dict[str, Any]] = None, disaggregated: bool = False,
+                   engine: str = "vllm-v1") -> Dict[str, Any]:
     """For each accelerator (default: every one with a system preset), the smallest count and layout
     (tp, replicas, weight and KV formats) whose simulated p99 TTFT and TPOT meet the targets for
     ``concurrency`` users sending ``input_tokens``-token prompts for ``output_tokens``-token answers.
@@ -143,7 +144,8 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     dicts), each used for the accelerator it measured in the formats it has; every option names its
     ``efficiency_table``. ``prefill_dispatch`` ("graph" or "eager": PyTorch engines' prefill, each
     kernel dispatched from Python) and ``kv_admission`` ("on_demand" as vLLM/SGLang, or "reserve" as
-    TensorRT-LLM) describe the serving engine, as in a scenario's ``inference``. ``prefix_cache``
+    TensorRT-LLM) describe the serving engine, as in a scenario's ``inference``; ``engine`` names the
+    engine profile (``capplan list engines``) whose defaults apply, these two included unless given. ``prefix_cache``
     ({"hit_rate", "shared_prefix_tokens"}) applies to every layout; ``speculative`` ({"method", "tokens",
     "acceptance", "draft_model"}) is tried with and without, and each option's ``speculative`` says
     whether it won (fewer devices, or the same count with a lower p99 TPOT). ``disaggregated``: also try
@@ -160,10 +162,10 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     tpot = quantity(tpot_p99, TIME, "/tpot_p99").si
     return SizingResult(json.loads(_core.size_inference_json(ref, is_config, int(concurrency), int(input_tokens), int(output_tokens),
                                                 ttft, tpot, list(accelerators or []), dict(prices or {}),
-                                                              list(weights or []), texts, str(prefill_dispatch),
-                                                              str(kv_admission), _json_object(speculative, "/speculative"),
+                                                              list(weights or []), texts, str(prefill_dispatch or ""),
+                                                              str(kv_admission or ""), _json_object(speculative, "/speculative"),
                                                               _json_object(prefix_cache, "/prefix_cache"),
-                                                              bool(disaggregated))))
+                                                              bool(disaggregated), str(engine))))
 
 
 def _json_object(value, field):

@@ -18,7 +18,7 @@ void register_sizing(py::module_& m) {
              const std::map<std::string, double>& prices, const std::vector<std::string>& weights,
              const std::vector<std::string>& calibrations, const std::string& prefill_dispatch,
              const std::string& kv_admission, const std::string& speculative, const std::string& prefix_cache,
-             bool disaggregated) {
+             bool disaggregated, const std::string& engine) {
               std::string text;
               {
                   py::gil_scoped_release release;
@@ -37,6 +37,7 @@ void register_sizing(py::module_& m) {
                   if (!speculative.empty()) q.speculative = read_speculative(speculative, q.model, cat, "/speculative");
                   if (!prefix_cache.empty()) q.prefix_cache = read_prefix_cache(prefix_cache, input, "/prefix_cache");
                   q.disaggregated = disaggregated;
+                  q.engine = engine;
                   for (std::size_t i = 0; i < calibrations.size(); ++i)
                       q.calibrations.push_back(read_efficiency_table(calibrations[i], "/calibrations/" + std::to_string(i)));
                   for (const auto& [k, v] : prices) q.price_per_hour[cat.accelerator(k, "/prices").name] = v;
@@ -66,8 +67,8 @@ void register_sizing(py::module_& m) {
           py::arg("output_tokens"), py::arg("ttft_p99_s"), py::arg("tpot_p99_s"),
           py::arg("accelerators") = std::vector<std::string>{}, py::arg("prices") = std::map<std::string, double>{},
           py::arg("weights") = std::vector<std::string>{}, py::arg("calibrations") = std::vector<std::string>{},
-          py::arg("prefill_dispatch") = std::string("graph"), py::arg("kv_admission") = std::string("on_demand"),
-          py::arg("speculative") = std::string(), py::arg("prefix_cache") = std::string(), py::arg("disaggregated") = false);
+          py::arg("prefill_dispatch") = std::string(), py::arg("kv_admission") = std::string(),
+          py::arg("speculative") = std::string(), py::arg("prefix_cache") = std::string(), py::arg("disaggregated") = false, py::arg("engine") = std::string("vllm-v1"));
 }
 
 }  // namespace capplan::python

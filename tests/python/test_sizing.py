@@ -193,3 +193,17 @@ def test_disaggregated_pools_are_tried_and_listed_when_they_need_fewer_devices(r
                            "--output", "400", "--tpot-p99", "30ms", "--accelerators", "H200", "--weights", "fp8",
                            "--disaggregated")
     assert rc == 0 and "disaggregated," in out, err
+
+
+def test_the_engine_profile_sets_the_sized_engines_defaults():
+    # TensorRT-LLM's PyTorch backend: prompts eagerly dispatched, whole (no chunking), reserved admission;
+    # against vLLM V1's defaults the same targets need at least as many devices, the prompt's host dispatch
+    # showing in its TTFT.
+    kwargs = dict(concurrency=16, input_tokens=2000, output_tokens=200, ttft_p99="1 s", tpot_p99="50 ms",
+                  accelerators=["H100"], weights=["bf16"])
+    vllm = capplan.size_inference("Llama-3.1-8B", **kwargs)["options"][0]
+    trt = capplan.size_inference("Llama-3.1-8B", engine="trtllm-pytorch", **kwargs)["options"][0]
+    assert trt["count"] >= vllm["count"]
+    assert trt["ttft_p99_s"] != vllm["ttft_p99_s"]
+    with pytest.raises(capplan.ConfigError, match="/engine.*vllm-v1, sglang"):
+        capplan.size_inference("Llama-3.1-8B", engine="tgi", **kwargs)

@@ -33,8 +33,11 @@ struct sizing_request {
     std::vector<efficiency_table> calibrations;
     // The serving engine's behaviour (inference_spec): how a prompt's kernels are dispatched ("graph"
     // or "eager") and how requests are admitted to the KV cache ("on_demand" or "reserve").
-    std::string prefill_dispatch = "graph";
-    std::string kv_admission = "on_demand";
+    // Empty: the engine profile's (spec/engine_profile.hpp), whose other defaults (chunking, block size,
+    // memory share, step budget and sequence limit) apply too.
+    std::string engine = "vllm-v1";
+    std::string prefill_dispatch;
+    std::string kv_admission;
     // Serving features (inference.speculative, inference.prefix_cache): the prefix cache applies to every
     // layout; speculative decoding is tried with and without, and the option says which won.
     std::optional<speculative_spec> speculative;
