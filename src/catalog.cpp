@@ -521,4 +521,22 @@ void set_catalog_dir(const std::filesystem::path& dir) {
     the_catalog.reset();
 }
 
+system_spec accelerator_node(const catalog& cat, const accelerator_spec& acc, std::string* preset) {
+    for (const auto& sys : cat.names(entry_kind::system))
+        if (cat.system_preset(sys).accelerator == acc.name) {
+            if (preset) *preset = sys;
+            return cat.system(sys);
+        }
+    if (preset) preset->clear();
+    system_spec node;
+    node.accelerator = acc;
+    node.per_node = 8;
+    if (!acc.scale_up_link.empty()) {
+        node.scale_up = cat.link(acc.scale_up_link);
+        node.scale_up_topology = node.scale_up->kind == "nvlink" ? "nvswitch" : "pcie_host";
+        node.scale_up_domain = 8;
+    }
+    return node;
+}
+
 }  // namespace capplan

@@ -105,7 +105,7 @@ void estimate_inference_memory(const scenario& s, estimate_result& r) {
 }
 
 // The users or arrivals the serving simulation runs for a scenario's inference workload.
-workload_spec serving_workload(const inference_spec& inf) {
+workload_spec serving_workload(const inference_spec& inf, std::int64_t replicas) {
     const workload_input wi = inf.workload.value_or(workload_input{});
     workload_spec w;
     w.arrival = wi.arrival == "poisson"         ? workload_spec::arrival_kind::poisson
@@ -134,10 +134,28 @@ workload_spec serving_workload(const inference_spec& inf) {
     w.seed = wi.seed;
     if (inf.prefix_cache) w.prefix_cache = *inf.prefix_cache;
     if (wi.requests > 0)
-        check_simulation_budget(w, inf.output_tokens, "/inference/workload/requests", std::to_string(wi.requests));
+        check_simulation_budget(w, inf.output_tokens, "/inference/workload/requests", std::to_string(wi.requests), replicas);
     else
-        check_simulation_budget(w, inf.output_tokens, "/inference/concurrency", std::to_string(w.users));
+        check_simulation_budget(w, inf.output_tokens, "/inference/concurrency", std::to_string(w.users), replicas);
     return w;
+}
+
+// Runs `simulation`; an error about the simulated engine's limits names the user's key that sets them.
+template <class F>
+sim_result simulate_for_user(const inference_spec& inf, F&& simulation) {
+    try {
+        return simulation();
+    } catch (const config_error& e) {
+        const std::string& f = e.field();
+        const std::string lengths = inf.workload ? "/inference/workload/input" : "/inference/input_tokens";
+        const std::string user = f == "/scheduler/max_batched_tokens" ? "/inference/prefill_chunk_tokens"
+                                 : f == "/scheduler/kv_capacity_tokens" ? lengths
+                                 : f == "/scheduler/max_num_seqs"       ? "/inference/max_num_seqs"
+                                 : f == "/scheduler/kv_block_tokens"    ? "/inference/kv_block_tokens"
+                                                                        : f;
+        if (user == f) throw;
+        throw config_error(user, e.value(), "the simulated engine: " + e.problem(), e.allowed());
+    }
 }
 
 // The simulation's latencies (medians, means, percentiles) and load figures into the result.
@@ -306,10 +324,11 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         // answer ends), or the scenario's open-loop workload, through a continuous-batching engine
         // per replica (serving_sim.hpp). When the cache cannot hold them all, the engine queues and
         // preempts: the plan is reported as not fitting, and the simulation shows what users see.
-        workload_spec w = serving_workload(inf);
+        workload_spec w = serving_workload(inf, dp);
         if (prefix) w.prefix_cache = *prefix;  // with offload: hits reloaded, or recomputed
         const scheduler_spec sch = serving_scheduler(s, inf.input_tokens + inf.output_tokens);
-        const sim_result sim = simulate(w, sch, [&](const batch_step& st) { return step_time(setup, st); });
+        const sim_result sim =
+            simulate_for_user(inf, [&] { return simulate(w, sch, [&](const batch_step& st) { return step_time(setup, st); }); });
         put_simulation(sim, out);
     }
     out.throughput_tokens_per_s_per_device = *out.throughput_tokens_per_s / static_cast<double>(s.system.count);
@@ -613,7 +632,19 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
     r.system.count = d.prefill.count + d.decode.count;
     r.system.per_node = s.system.per_node;
     r.system.nodes = (r.system.count + s.system.per_node - 1) / s.system.per_node;
-    if (!r.inference || !r.inference->ttft_s || !pre.inference || !pre.inference->ttft_s) return r;  // no speed (a note says why)
+    if (!r.inference || !r.inference->ttft_s || !pre.inference || !pre.inference->ttft_s) {
+        // A pool without speed: the plan cannot be costed as written; say which and why.
+        for (const auto& [pool, res] : {std::pair<const char*, const estimate_result*>{"prefill pool: ", &pre}, {"decode pool: ", &r}})
+            if (!res->inference || !res->inference->ttft_s) {
+                r.feasible = false;
+                std::string why = "its speed was not computed";
+                for (const auto& n : res->notes)
+                    if (n.rfind("speed not computed: ", 0) == 0) why = n;
+                r.reasons.push_back(pool + why);
+            }
+        r.inference.reset();
+        return r;
+    }
     inference_result& out = *r.inference;
     const duration transfer = kv_transfer_time(s, inf.input_tokens);
     out.prefill_replicas = d.prefill.replicas();
@@ -621,13 +652,17 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
     out.kv_transfer_s = transfer.si();
     if ((inf.concurrency || inf.workload) && out.max_batch.value_or(0) > 0) {
         const scenario ps = pool_scenario(s, d.prefill), ds = pool_scenario(s, d.decode);
-        const perf_setup prefill = perf_setup::from(ps), decode = perf_setup::from(ds);
+        perf_setup prefill = perf_setup::from(ps), decode = perf_setup::from(ds);
+        apply_kv_offload(prefill, ps, inference_setup::from(ps));
+        apply_kv_offload(decode, ds, inference_setup::from(ds));
         disaggregated_scheduler sch{serving_scheduler(ps, inf.input_tokens + 1), serving_scheduler(ds, inf.input_tokens + inf.output_tokens),
                                     [&](std::int64_t tokens) { return kv_transfer_time(s, tokens); }};
         sch.prefill.draft_tokens = 0;  // the prefill pool decodes nothing
-        const sim_result sim = simulate_disaggregated(
-            serving_workload(inf), sch, [&](const batch_step& st) { return step_time(prefill, st); },
-            [&](const batch_step& st) { return step_time(decode, st); });
+        const workload_spec w = serving_workload(inf, d.prefill.replicas() + d.decode.replicas());
+        const sim_result sim = simulate_for_user(inf, [&] {
+            return simulate_disaggregated(w, sch, [&](const batch_step& st) { return step_time(prefill, st); },
+                                          [&](const batch_step& st) { return step_time(decode, st); });
+        });
         put_simulation(sim, out);
         out.prefill_utilization = sim.prefill_busy_fraction;
         out.decode_utilization = sim.decode_busy_fraction;
@@ -639,21 +674,24 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
                     "a prefill replica, their caches cross, then a decode replica admits and decodes them; chain = one "
                     "decode step of the decode pool";
     } else {
-        // A static batch: its prompts on the prefill pool, their caches across, then the decode pool.
-        // Batch after batch, the pools work at once and the slower one sets the pace.
-        out.ttft_s = *pre.inference->ttft_s;
-        out.e2e_latency_s = *out.ttft_s + transfer.si() + static_cast<double>(inf.output_tokens - 1) * *out.tpot_s;
-        const double decoding = static_cast<double>(inf.output_tokens) * *out.tpot_s;
+        // A static batch: its prompts on the prefill pool, their caches across, then the decode pool, which
+        // streams the first token. Batch after batch, the pools work at once and the slower one sets the
+        // pace. A one-token answer ends at the prefill pool.
+        const double prefill = *pre.inference->ttft_s;
+        const bool crosses = inf.output_tokens > 1;
+        out.ttft_s = prefill + (crosses ? transfer.si() : 0.0);
+        out.e2e_latency_s = *out.ttft_s + static_cast<double>(inf.output_tokens - 1) * *out.tpot_s;
+        const double decoding = static_cast<double>(inf.output_tokens - 1) * *out.tpot_s;
         out.throughput_tokens_per_s =
-            static_cast<double>(users * inf.output_tokens) / std::max(*out.ttft_s, decoding);
+            static_cast<double>(users * inf.output_tokens) / std::max({prefill, decoding, crosses ? transfer.si() : 0.0});
         out.prefill_steps = pre.inference->prefill_steps;
         for (auto& n : r.notes)
             if (n.rfind("speed: ", 0) == 0)
                 n = n.substr(0, n.find("; a static batch")) + "; a static batch: TTFT is the prefill pool's prefill of its "
                     "share of the " + std::to_string(users) + " prompts (" + std::to_string(*out.prefill_steps) +
-                    " steps per replica), TPOT one decode step of the decode pool at its share of them; throughput = "
-                    "batch x output / max(TTFT, output x TPOT), the slower pool setting the pace; chain = one decode "
-                    "step of the decode pool";
+                    " steps per replica) and the KV transfer, TPOT one decode step of the decode pool at its share "
+                    "of them; throughput = batch x output / max(prefill, transfer, (output - 1) x TPOT), the slowest "
+                    "stage setting the pace; chain = one decode step of the decode pool";
     }
     out.throughput_tokens_per_s_per_device = *out.throughput_tokens_per_s / static_cast<double>(r.system.count);
     out.tokens_per_s_per_user = 1.0 / *out.tpot_s;
@@ -665,7 +703,7 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
                 std::to_string(p->replicas()) + " replicas of tp " + std::to_string(p->tp) + ")";
     text += "; each request's KV cache (" + tokens_text(inf.input_tokens) + ") takes " + format(transfer) + " to cross " +
             (d.kv_transfer ? "over " + d.kv_transfer->name
-                           : d.prefill.count + d.decode.count <= s.system.per_node ? std::string("the node's scale-up links")
+                           : pools_share_a_node(s) ? std::string("the node's scale-up links")
                                                                                    : std::string("the scale-out network")) +
             "; memory and the decode chain are the decode pool's";
     r.notes.push_back(text);

@@ -60,13 +60,15 @@ inference_grid sweep_inference_grid(const std::vector<scenario>& layouts, const 
             p.error = "/inference: the scenario has no inference workload";
             continue;
         }
+        if (p.sc->inference->disaggregation) {  // a grid point is one aggregated engine's static batch
+            p.error = "/inference/disaggregation: sweeps cost aggregated engines; estimate() a disaggregated scenario";
+            continue;
+        }
         try {
             p.memory = inference_setup::from(*p.sc);
             p.speed = perf_setup::from(*p.sc);
-            if (p.sc->inference) {
-                apply_kv_offload(p.speed, *p.sc, p.memory);
-                p.prefix = offload_aware_prefix(p.speed, *p.sc->inference);
-            }
+            apply_kv_offload(p.speed, *p.sc, p.memory);
+            p.prefix = offload_aware_prefix(p.speed, *p.sc->inference);
             if (!p.memory.weights.problems.empty()) p.error = p.memory.weights.problems.front();
         } catch (const config_error& e) {
             p.error = e.what();

@@ -45,7 +45,7 @@ inference_setup inference_setup::from(const scenario& s) {
     out.weights = shard_weights(s.model, s.parallelism);
     if (inf.prefix_cache) out.shared_prefix_tokens = inf.prefix_cache->shared_tokens(inf.input_tokens, out.block_tokens);
     if (inf.kv_offload)
-        out.offload_capacity = inf.kv_offload->capacity / static_cast<double>(std::min(s.system.per_node, s.system.count));
+        out.offload_capacity = inf.kv_offload->capacity / static_cast<double>(s.system.per_node);  // each device of a node its share
     if (inf.speculative && inf.speculative->draft_model) {
         const speculative_spec& sp = *inf.speculative;
         const model_spec& d = *sp.draft_model;

@@ -385,7 +385,10 @@ serving_pool read_pool(object_reader& r, const catalog& cat) {
     if (p.ep > 1 && p.ep != p.tp)
         throw config_error(r.path("ep"), std::to_string(p.ep), "a pool spreads its experts over its tp ranks",
                            "ep = tp (" + std::to_string(p.tp) + ") or 1");
-    if (const auto a = r.string("accelerator")) p.accelerator = cat.accelerator(*a, r.path("accelerator"));
+    if (const auto a = r.string("accelerator")) {
+        p.accelerator = cat.accelerator(*a, r.path("accelerator"));
+        p.node = accelerator_node(cat, *p.accelerator);
+    }
     r.finish();
     return p;
 }
@@ -399,6 +402,10 @@ disaggregation_spec read_disaggregation(object_reader& r, const catalog& cat) {
         (std::string(key) == "prefill" ? d.prefill : d.decode) = read_pool(pr, cat);
     }
     if (const auto l = r.string("kv_transfer")) d.kv_transfer = cat.link(*l, r.path("kv_transfer"));
+    if (static_cast<std::int64_t>(d.prefill.count) + d.decode.count > max_system_accelerators)
+        throw config_error(r.path("decode/count"), std::to_string(d.decode.count),
+                           "the two pools hold more than " + std::to_string(max_system_accelerators) + " accelerators",
+                           "prefill.count + decode.count <= " + std::to_string(max_system_accelerators));
     r.finish();
     return d;
 }

@@ -88,7 +88,16 @@ std::optional<sizing_option> size_disaggregated(const sizing_request& q, const c
         inference_setup mem = inference_setup::from(sc);
         const auto tp = smallest_fitting_tp(mem, 1, q.input_tokens + q.output_tokens, tps);
         if (!tp) continue;
-        const int most = aggregated ? (aggregated->count - 1) / *tp : q.max_replicas;
+        // Fewer devices than the aggregated answer; without one, at most 16 replicas in all (each total
+        // tries every split: 120 simulations).
+        const int most = aggregated ? (aggregated->count - 1) / *tp : std::min(q.max_replicas, 16);
+        // The aggregated search's simulation (run()): a first wave of the users left out, then
+        // max(100, 2 x users) measured requests, seed 1, so the p99s compare like for like.
+        workload_input wi;
+        wi.requests = std::max<std::int64_t>(100, 2 * q.concurrency);
+        wi.warmup_requests = q.concurrency;
+        wi.seed = 1;
+        sc.inference->workload = wi;
         for (int total = 2; total <= most; ++total) {
             for (int p = 1; p < total; ++p) {
                 disaggregation_spec d;
@@ -163,22 +172,7 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
         for (const auto& t : q.calibrations)
             if (t.accelerator == acc.name) calibration = &t;
         std::string preset;
-        for (const auto& sys : cat.names(entry_kind::system))
-            if (cat.system_preset(sys).accelerator == acc.name) {
-                preset = sys;
-                break;
-            }
-        system_spec base;
-        if (!preset.empty()) base = cat.system(preset);
-        else {
-            base.accelerator = acc;
-            base.per_node = 8;
-            if (!acc.scale_up_link.empty()) {
-                base.scale_up = cat.link(acc.scale_up_link);
-                base.scale_up_topology = base.scale_up->kind == "nvlink" ? "nvswitch" : "pcie_host";
-                base.scale_up_domain = 8;
-            }
-        }
+        const system_spec base = accelerator_node(cat, acc, &preset);
         const bool fp8 = acc.peak("fp8").status == peak_rate::state::known;
         std::vector<std::pair<std::string, std::string>> formats;
         for (const auto& w : q.weights.empty() ? std::vector<std::string>{"bf16", "fp8"} : q.weights) {

@@ -95,6 +95,10 @@ private:
     std::map<std::string, system_entry> systems_;
 };
 
+// A node of `acc`: the first catalog system preset built of it (its name in `preset`), else an inline
+// 8-device node on the accelerator's own scale-up link. Sizing and disaggregated pools use it.
+system_spec accelerator_node(const catalog& cat, const accelerator_spec& acc, std::string* preset = nullptr);
+
 // The process-wide catalog, loaded on first use from the folder given to set_catalog_dir(),
 // else from catalog::default_dir(). set_catalog_dir() only records the folder: errors in the
 // files surface on first use, where the caller reports them.

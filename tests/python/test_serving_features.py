@@ -101,3 +101,22 @@ def test_capplan_list_engines_and_results_name_their_profile(run_cli):
     assert _llama8b(batch=1).inference.engine == "vllm-v1"
     r = _llama8b(batch=1, engine="sglang")
     assert r.inference.engine == "sglang" and any(n.startswith("engine: profile 'sglang'") for n in r.notes)
+
+
+def test_review_edges_name_the_users_fields():
+    base = {"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100"}}
+    # TensorRT-LLM runs prompts whole: a drawn prompt longer than a step names the step budget, not the
+    # simulator's internals.
+    with pytest.raises(capplan.ConfigError, match="^/inference/prefill_chunk_tokens"):
+        capplan.estimate({**base, "inference": {"input_tokens": 4000, "output_tokens": 100, "concurrency": 4,
+                                                "engine": "trtllm-pytorch",
+                                                "workload": {"input": {"kind": "lognormal", "sigma": 1.0}}}})
+    # A petabyte-scale offload tier is bounded, not an overflow.
+    r = capplan.estimate({**base, "inference": {"input_tokens": 1000, "output_tokens": 100, "concurrency": 4,
+                                                "kv_offload": {"tier": "host", "capacity": "1e30 B"}}})
+    assert r.inference.preemptions == 0
+    # A sweep costs aggregated engines: a disaggregated scenario is an error in its row, not silently aggregated.
+    grid = capplan.sweep_inference({**base, "inference": {"input_tokens": 1000, "output_tokens": 100, "batch": 1,
+                                    "disaggregation": {"prefill": {"count": 1}, "decode": {"count": 1}}}},
+                                   {"inference.batch": [1, 2]})
+    assert all("/inference/disaggregation" in str(error) for error in list(grid["error"]))

@@ -24,9 +24,14 @@ namespace capplan {
 // The scenario one pool of a disaggregated deployment runs.
 inline scenario pool_scenario(const scenario& s, const serving_pool& pool) {
     scenario p = s;
-    if (pool.accelerator) p.system.accelerator = *pool.accelerator;
+    if (pool.node && pool.node->accelerator.name != s.system.accelerator.name) {
+        // Another accelerator: its own nodes and scale-up links; the cluster's network and storage.
+        p.system = *pool.node;
+        p.system.scale_out = s.system.scale_out;
+        p.system.storage = s.system.storage;
+    }
     p.system.count = pool.count;
-    p.system.per_node = std::min(s.system.per_node, pool.count);
+    p.system.per_node = std::min(p.system.per_node, pool.count);
     p.parallelism.tp = pool.tp;
     p.parallelism.pp = 1;
     p.parallelism.vpp = 1;
@@ -35,6 +40,13 @@ inline scenario pool_scenario(const scenario& s, const serving_pool& pool) {
     p.parallelism.dp = pool.replicas();
     p.inference->disaggregation.reset();
     return p;
+}
+
+// Both pools fit one node of the same accelerator: their caches cross its scale-up links.
+inline bool pools_share_a_node(const scenario& s) {
+    const disaggregation_spec& d = *s.inference->disaggregation;
+    auto name = [&](const serving_pool& p) { return p.accelerator ? p.accelerator->name : s.system.accelerator.name; };
+    return name(d.prefill) == name(d.decode) && d.prefill.count + d.decode.count <= s.system.per_node;
 }
 
 // Time for one request's cache of `tokens` tokens to reach the decode pool.
@@ -49,7 +61,12 @@ inline duration kv_transfer_time(const scenario& s, std::int64_t tokens) {
         if (!bw) throw config_error("/inference/disaggregation/kv_transfer", "'" + l.name + "'", "the catalog does not know its bandwidth");
         return l.latency.value_or(duration{}) + share / *bw;
     }
-    const bool one_node = d.prefill.count + d.decode.count <= s.system.per_node;
+    // Pools of different accelerators sit on different nodes: their caches cross the scale-out network.
+    const bool one_node = pools_share_a_node(s);
+    if (!one_node && !s.system.scale_out)
+        throw config_error("/inference/disaggregation/kv_transfer", "",
+                           "the pools' caches must cross between nodes and the system has no scale-out network",
+                           "a system with scale_out, or kv_transfer: a catalog link");
     return collective_time(collective_op::send_recv, share, s.system, collective_group{2, one_node ? 2 : 1}).time;
 }
 

@@ -31,7 +31,9 @@ inline scheduler_spec engine_scheduler(const inference_setup& mem, std::int64_t 
     // With attention data parallelism every rank of the group caches its own requests: the group's
     // cache is attention_ranks() times one device's (placement inside it is not modelled).
     // The offload tier's share holds more blocks; the step model reloads those it attends (kv_offload).
-    sch.kv_capacity_tokens = static_cast<std::int64_t>((free + mem.offload_capacity).si() / bytes_per_token) * ranks;
+    // At most 2^50 tokens (a petabyte-scale tier): beyond any cache, and no int64 overflow.
+    const double tokens = std::min((free + mem.offload_capacity).si() / bytes_per_token, 0x1p50);
+    sch.kv_capacity_tokens = static_cast<std::int64_t>(tokens) * ranks;
     // Every rank holds its own copy of a shared prefix, the simulated group one: the others' copies
     // are capacity it does not have.
     sch.kv_capacity_tokens -= static_cast<std::int64_t>(ranks - 1) * mem.shared_prefix_tokens;

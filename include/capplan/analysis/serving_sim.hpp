@@ -203,13 +203,15 @@ inline std::vector<trace_row> read_trace_csv_file(const std::string& path);
 // its prefill. The budget keeps any scenario to seconds and well under a GiB (the measurements that
 // set it, 200 k and 1 M closed-loop users, are in docs/reliability.md); 10 M users took minutes.
 inline constexpr std::int64_t max_simulation_work = 1'000'000'000;
-inline double simulation_work(const workload_spec& w, std::int64_t mean_output_tokens) {
-    return static_cast<double>(w.requests + w.warmup_requests) * (static_cast<double>(mean_output_tokens) + 1.0);
+// With several replicas the router also looks at each of the others for every request it places.
+inline double simulation_work(const workload_spec& w, std::int64_t mean_output_tokens, std::int64_t replicas = 1) {
+    return static_cast<double>(w.requests + w.warmup_requests) *
+           (static_cast<double>(mean_output_tokens) + 1.0 + static_cast<double>(std::max<std::int64_t>(0, replicas - 1)));
 }
 // config_error at `field` (the user's key that sets the request count) when `w` is beyond the budget.
 inline void check_simulation_budget(const workload_spec& w, std::int64_t mean_output_tokens, const std::string& field,
-                                    const std::string& value) {
-    const double work = simulation_work(w, mean_output_tokens);
+                                    const std::string& value, std::int64_t replicas = 1) {
+    const double work = simulation_work(w, mean_output_tokens, replicas);
     if (work <= static_cast<double>(max_simulation_work)) return;
     char text[32];
     std::snprintf(text, sizeof text, "%.3g", work);
@@ -643,16 +645,22 @@ private:
         std::int64_t budget = S.max_batched_tokens;
         const std::int64_t positions = 1 + S.draft_tokens;
         // 0. Disaggregated decode pool: requests whose cache arrived join the running batch (no prefill
-        // step; their first decode is this step), FCFS while blocks for their context are free.
-        while (!R.waiting.empty() && reqs_[static_cast<std::size_t>(R.waiting.front())].kv_ready &&
-               static_cast<std::int64_t>(R.running.size()) < S.max_num_seqs) {
-            request& q = reqs_[static_cast<std::size_t>(R.waiting.front())];
+        // step; their first decode is this step), in arrival order while blocks for their context are
+        // free, past any preempted request waiting to recompute. Their first token streams from here:
+        // it reaches the user now (vLLM's and SGLang's PD serving stream from the decode instance).
+        for (auto it = R.waiting.begin(); it != R.waiting.end() && static_cast<std::int64_t>(R.running.size()) < S.max_num_seqs;) {
+            request& q = reqs_[static_cast<std::size_t>(*it)];
+            if (!q.kv_ready) {
+                ++it;
+                continue;
+            }
             const std::int64_t need = ceil_div(q.computed + 1, B) - q.shared_blocks;
             if (need > R.free_blocks) break;
-            R.running.push_back(R.waiting.front());
-            R.waiting.pop_front();
+            R.running.push_back(*it);
+            it = R.waiting.erase(it);
             R.free_blocks -= need;
             q.blocks = need, q.kv_ready = false;
+            q.first = q.last = now_;
         }
         b.decode_positions = positions;
         bool preempted = false;
@@ -698,6 +706,7 @@ private:
                static_cast<std::int64_t>(R.running.size()) < S.max_num_seqs) {
             const std::int32_t id = R.waiting.front();
             request& q = reqs_[static_cast<std::size_t>(id)];
+            if (q.kv_ready) break;  // a transferred cache waits for blocks in step 0; it is never recomputed
             const std::int64_t tokens = q.input + q.generated;  // a preempted request recomputes its output too
             const std::int64_t need =
                 (S.reserve_output && !R.prefill_only ? ceil_div(q.input + q.output, B) : ceil_div(tokens + 1, B)) -

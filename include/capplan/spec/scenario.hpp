@@ -121,6 +121,7 @@ struct serving_pool {
     int tp = 1;
     int ep = 1;      // MoE: routed experts over ep ranks of each replica
     std::optional<accelerator_spec> accelerator;  // another accelerator than the system's
+    std::optional<system_spec> node;              // then its own node (links, size): catalog::accelerator_node
     int replicas() const { return count / tp; }
 };
 struct disaggregation_spec {
