@@ -399,6 +399,7 @@ private:
         std::int64_t free_blocks = 0;
         std::int64_t outstanding = 0;        // routed and unfinished
         std::int64_t prefilling = 0;         // running requests still prefilling
+        std::int64_t ready = 0;              // waiting requests whose cache has arrived (disaggregated decode)
         bool busy = false, dirty = false;
         double step_start = 0;              // when the step in flight began
         double busy_time = 0, occupancy_time = 0;  // integrals over time
@@ -613,6 +614,7 @@ private:
         const std::size_t d = least_loaded(static_cast<std::size_t>(prefill_replicas_), reps_.size());
         q.replica = static_cast<int>(d);
         q.kv_ready = true;
+        ++reps_[d].ready;
         reps_[d].waiting.push_back(id);
         ++reps_[d].outstanding;
         mark(d);
@@ -648,7 +650,8 @@ private:
         // step; their first decode is this step), in arrival order while blocks for their context are
         // free, past any preempted request waiting to recompute. Their first token streams from here:
         // it reaches the user now (vLLM's and SGLang's PD serving stream from the decode instance).
-        for (auto it = R.waiting.begin(); it != R.waiting.end() && static_cast<std::int64_t>(R.running.size()) < S.max_num_seqs;) {
+        for (auto it = R.waiting.begin();
+             R.ready > 0 && it != R.waiting.end() && static_cast<std::int64_t>(R.running.size()) < S.max_num_seqs;) {
             request& q = reqs_[static_cast<std::size_t>(*it)];
             if (!q.kv_ready) {
                 ++it;
@@ -660,6 +663,7 @@ private:
             it = R.waiting.erase(it);
             R.free_blocks -= need;
             q.blocks = need, q.kv_ready = false;
+            --R.ready;
             q.first = q.last = now_;
         }
         b.decode_positions = positions;
