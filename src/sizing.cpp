@@ -73,6 +73,39 @@ scenario sizing_scenario(const sizing_request& q, const system_spec& base, const
     return sc;
 }
 
+// The disaggregated scenario's simulated p99 TTFT and TPOT when they meet the targets (empty: they miss,
+// or the layout cannot run).
+std::optional<inference_result> meets_targets(const sizing_request& q, const scenario& sc, const catalog& cat) {
+    estimate_result r;
+    try {
+        r = estimate(sc, cat);
+    } catch (const config_error&) {
+        return std::nullopt;
+    }
+    if (r.feasible == false || !r.inference || !r.inference->ttft_p99_s) return std::nullopt;
+    const inference_result& i = *r.inference;
+    if (*i.ttft_p99_s > q.ttft_p99.si() || *i.tpot_p99_s > q.tpot_p99.si()) return std::nullopt;
+    return i;
+}
+
+// The aggregated search's simulation (run()): a first wave of the users left out, then max(100, 2 x
+// users) measured requests, seed 1, so the p99s compare like for like.
+void sizing_workload(const sizing_request& q, scenario& sc) {
+    workload_input wi;
+    wi.requests = std::max<std::int64_t>(100, 2 * q.concurrency);
+    wi.warmup_requests = q.concurrency;
+    wi.seed = 1;
+    sc.inference->workload = wi;
+}
+
+// The smallest power-of-two tp within `node` that divides the heads and holds the weights and one request.
+std::optional<int> smallest_pool_tp(const sizing_request& q, const scenario& sc) {
+    std::vector<int> tps;
+    for (int tp = 1; tp <= sc.system.per_node; tp *= 2)
+        if (q.model.heads % tp == 0) tps.push_back(tp);
+    return smallest_fitting_tp(inference_setup::from(sc), 1, q.input_tokens + q.output_tokens, tps);
+}
+
 // Pools of tp-wide replicas on `acc`, tp the smallest power of two (within a node) that divides the heads
 // and holds the weights with room for one request; prefill:decode replica counts by total, then prefill
 // count ascending.
@@ -82,22 +115,12 @@ std::optional<sizing_option> size_disaggregated(const sizing_request& q, const c
                                                 const std::optional<sizing_option>& aggregated) {
     for (const auto& [w, kv] : formats) {
         scenario sc = sizing_scenario(q, base, w, kv);
-        std::vector<int> tps;
-        for (int tp = 1; tp <= base.per_node; tp *= 2)
-            if (q.model.heads % tp == 0) tps.push_back(tp);
-        inference_setup mem = inference_setup::from(sc);
-        const auto tp = smallest_fitting_tp(mem, 1, q.input_tokens + q.output_tokens, tps);
+        const auto tp = smallest_pool_tp(q, sc);
         if (!tp) continue;
         // Fewer devices than the aggregated answer; without one, at most 16 replicas in all (each total
         // tries every split: 120 simulations).
         const int most = aggregated ? (aggregated->count - 1) / *tp : std::min(q.max_replicas, 16);
-        // The aggregated search's simulation (run()): a first wave of the users left out, then
-        // max(100, 2 x users) measured requests, seed 1, so the p99s compare like for like.
-        workload_input wi;
-        wi.requests = std::max<std::int64_t>(100, 2 * q.concurrency);
-        wi.warmup_requests = q.concurrency;
-        wi.seed = 1;
-        sc.inference->workload = wi;
+        sizing_workload(q, sc);
         for (int total = 2; total <= most; ++total) {
             for (int p = 1; p < total; ++p) {
                 disaggregation_spec d;
@@ -105,15 +128,9 @@ std::optional<sizing_option> size_disaggregated(const sizing_request& q, const c
                 d.decode = {(total - p) * *tp, *tp, 1, std::nullopt};
                 sc.inference->disaggregation = d;
                 sc.system.count = std::max(base.count, total * *tp);
-                estimate_result r;
-                try {
-                    r = estimate(sc, cat);
-                } catch (const config_error&) {
-                    continue;
-                }
-                const inference_result& i = *r.inference;
-                if (r.feasible == false || !i.ttft_p99_s || *i.ttft_p99_s > q.ttft_p99.si() || *i.tpot_p99_s > q.tpot_p99.si())
-                    continue;
+                const auto met = meets_targets(q, sc, cat);
+                if (!met) continue;
+                const inference_result& i = *met;
                 sizing_option o{acc.name, preset.empty() ? "inline 8-" + acc.name + " node" : preset, total * *tp, *tp, 1,
                                 total, w, kv, *i.ttft_p99_s * units::s, *i.tpot_p99_s * units::s,
                                 *i.throughput_tokens_per_s, {}, "catalog", 1, false, false, p, total - p};
@@ -121,6 +138,47 @@ std::optional<sizing_option> size_disaggregated(const sizing_request& q, const c
                     o.cost_per_hour = price->second * o.count;
                 return o;
             }
+        }
+    }
+    return std::nullopt;
+}
+
+// Prefill pools of `pre` and decode pools of `dec` (their own nodes; the caches cross the prefill node's
+// scale-out network): replica counts 1..8 each, cheapest first, at most 64 simulations; the first that
+// meets the targets.
+std::optional<sizing_option> size_two_accelerators(const sizing_request& q, const catalog& cat, const accelerator_spec& pre,
+                                                   const accelerator_spec& dec, double pre_price, double dec_price) {
+    std::string preset;
+    system_spec base = accelerator_node(cat, pre, &preset);
+    const system_spec other = accelerator_node(cat, dec);
+    if (!base.scale_out) base.scale_out = other.scale_out;  // the caches cross the cluster's network
+    const bool fp8 = pre.peak("fp8").status == peak_rate::state::known && dec.peak("fp8").status == peak_rate::state::known;
+    std::vector<std::string> weights = q.weights.empty() ? std::vector<std::string>{"bf16", "fp8"} : q.weights;
+    for (const auto& w : weights) {
+        if (w == "fp8" && !fp8) continue;
+        scenario sc = sizing_scenario(q, base, w, w == "fp8" ? "fp8" : "bf16");
+        scenario on_dec = sc;
+        on_dec.system = other;
+        const auto tp_pre = smallest_pool_tp(q, sc), tp_dec = smallest_pool_tp(q, on_dec);
+        if (!tp_pre || !tp_dec) continue;
+        sizing_workload(q, sc);
+        std::vector<std::tuple<double, int, int>> splits;  // (cost per hour, prefill replicas, decode replicas)
+        for (int p = 1; p <= 8; ++p)
+            for (int d = 1; d <= 8; ++d) splits.emplace_back(p * *tp_pre * pre_price + d * *tp_dec * dec_price, p, d);
+        std::sort(splits.begin(), splits.end());
+        for (const auto& [cost, p, d] : splits) {
+            disaggregation_spec pools;
+            pools.prefill = {p * *tp_pre, *tp_pre, 1, std::nullopt, std::nullopt};
+            pools.decode = {d * *tp_dec, *tp_dec, 1, dec, other};
+            sc.inference->disaggregation = pools;
+            sc.system.count = std::max(base.count, p * *tp_pre);
+            const auto met = meets_targets(q, sc, cat);
+            if (!met) continue;
+            sizing_option o{dec.name, preset.empty() ? "inline 8-" + pre.name + " node" : preset, p * *tp_pre + d * *tp_dec,
+                            *tp_dec, 1, p + d, w, w == "fp8" ? "fp8" : "bf16", *met->ttft_p99_s * units::s,
+                            *met->tpot_p99_s * units::s, *met->throughput_tokens_per_s, cost, "catalog", 1, false, false,
+                            p, d, pre.name, *tp_pre};
+            return o;
         }
     }
     return std::nullopt;
@@ -270,6 +328,24 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
         if (best) out.options.push_back(*best);
         if (!best && !split) out.rejected.emplace_back(acc.name, why);
     }
+    // Pools of two accelerators: compute-rich prefill, memory-rich decode. Ranked by cost, so both need prices;
+    // listed unless one of the two accelerators alone is as cheap.
+    if (q.disaggregated && accels.size() >= 2)
+        for (const auto& a : accels)
+            for (const auto& b : accels) {
+                const accelerator_spec& pre = cat.accelerator(a, "/accelerators");
+                const accelerator_spec& dec = cat.accelerator(b, "/accelerators");
+                const auto pa = q.price_per_hour.find(pre.name), pb = q.price_per_hour.find(dec.name);
+                if (pre.name == dec.name || pa == q.price_per_hour.end() || pb == q.price_per_hour.end()) continue;
+                const auto mixed = size_two_accelerators(q, cat, pre, dec, pa->second, pb->second);
+                if (!mixed) continue;
+                const bool beaten = std::any_of(out.options.begin(), out.options.end(), [&](const sizing_option& o) {
+                    return o.prefill_accelerator.empty() && (o.accelerator == pre.name || o.accelerator == dec.name) &&
+                           o.cost_per_hour &&
+                           *o.cost_per_hour <= *mixed->cost_per_hour;
+                });
+                if (!beaten) out.options.push_back(*mixed);
+            }
     std::stable_sort(out.options.begin(), out.options.end(), [](const sizing_option& a, const sizing_option& b) {
         if (a.cost_per_hour && b.cost_per_hour) return *a.cost_per_hour < *b.cost_per_hour;
         if (a.cost_per_hour != b.cost_per_hour) return a.cost_per_hour.has_value();

@@ -322,8 +322,13 @@ def _cmd_size(args) -> str:
             text += f"\n{o['accelerator']}: efficiency table {o['efficiency_table']} (calibration)"
         if "disaggregation" in o:
             d = o["disaggregation"]
-            text += (f"\n{o['accelerator']} ({o['count']} devices): disaggregated, {d['prefill_replicas']} prefill and "
-                     f"{d['decode_replicas']} decode replicas of tp {d['tp']}")
+            if "prefill_accelerator" in d:
+                text += (f"\n{d['prefill_accelerator']} + {o['accelerator']} ({o['count']} devices): disaggregated, "
+                         f"{d['prefill_replicas']} {d['prefill_accelerator']} prefill replicas of tp {d['prefill_tp']} and "
+                         f"{d['decode_replicas']} {o['accelerator']} decode replicas of tp {d['tp']}")
+            else:
+                text += (f"\n{o['accelerator']} ({o['count']} devices): disaggregated, {d['prefill_replicas']} prefill and "
+                         f"{d['decode_replicas']} decode replicas of tp {d['tp']}")
         if args.speculative:
             text += (f"\n{o['accelerator']}: " + ("with speculative decoding (fewer devices, or a lower p99 TPOT at "
                      "the same count)" if o.get("speculative") else "without speculative decoding (it did not pay here)"))

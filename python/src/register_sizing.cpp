@@ -55,6 +55,10 @@ void register_sizing(py::module_& m) {
                       if (o.prefill_replicas > 0)
                           row["disaggregation"] = {{"prefill_replicas", o.prefill_replicas}, {"decode_replicas", o.decode_replicas},
                                                    {"tp", o.tp}};
+                      if (!o.prefill_accelerator.empty()) {
+                          row["disaggregation"]["prefill_accelerator"] = o.prefill_accelerator;
+                          row["disaggregation"]["prefill_tp"] = o.prefill_tp;
+                      }
                       j["options"].push_back(row);
                   }
                   j["rejected"] = nlohmann::ordered_json::array();

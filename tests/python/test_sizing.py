@@ -207,3 +207,19 @@ def test_the_engine_profile_sets_the_sized_engines_defaults():
     assert trt["ttft_p99_s"] != vllm["ttft_p99_s"]
     with pytest.raises(capplan.ConfigError, match="/engine.*vllm-v1, sglang"):
         capplan.size_inference("Llama-3.1-8B", engine="tgi", **kwargs)
+
+
+def test_prefill_on_one_accelerator_and_decode_on_another_when_it_is_cheapest(run_cli):
+    # 96 users, 6,000-token prompts, Llama-3.1-70B in fp8: H100s at $1.50 an hour for the compute-bound
+    # prompts, H200s at $2.00 (more memory and bandwidth) for the decoding.
+    r = capplan.size_inference("Llama-3.1-70B", concurrency=96, input_tokens=6000, output_tokens=300, ttft_p99="2 s",
+                               tpot_p99="40 ms", accelerators=["H100", "H200"], prices={"H100": 1.5, "H200": 2.0},
+                               disaggregated=True, weights=["fp8"])
+    best = r["options"][0]
+    d = best["disaggregation"]
+    assert d["prefill_accelerator"] == "H100-SXM" and best["accelerator"] == "H200"
+    assert best["count"] == d["prefill_replicas"] * d["prefill_tp"] + d["decode_replicas"] * d["tp"]
+    assert best["cost_per_hour"] == pytest.approx(1.5 * d["prefill_replicas"] * d["prefill_tp"] + 2.0 * d["decode_replicas"] * d["tp"])
+    assert best["ttft_p99_s"] <= 2.0 and best["tpot_p99_s"] <= 0.040
+    # Cheaper than anything either accelerator does alone, which is why it is listed.
+    assert all(best["cost_per_hour"] < o["cost_per_hour"] for o in r["options"][1:])

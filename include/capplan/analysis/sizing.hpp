@@ -42,8 +42,9 @@ struct sizing_request {
     // layout; speculative decoding is tried with and without, and the option says which won.
     std::optional<speculative_spec> speculative;
     std::optional<prefix_cache_spec> prefix_cache;
-    // Also try disaggregated prefill and decode pools (the same accelerator for both): an option with
-    // fewer devices than the best aggregated layout is added beside it.
+    // Also try disaggregated prefill and decode pools: of one accelerator (an option with fewer devices
+    // than its best aggregated layout is added beside it), and, given prices, prefill on one accelerator
+    // and decode on another (added when cheaper than both accelerators' own options).
     bool disaggregated = false;
 };
 
@@ -58,8 +59,11 @@ struct sizing_option {
     int ep = 1;                                // MoE: the routed experts spread over ep = tp ranks
     bool attention_dp = false;                 // MoE: attention data parallel, experts over ep = tp
     bool speculative = false;                  // with the request's speculative decoding (it needed fewer devices or met the targets sooner)
-    // Disaggregated: the prefill pool's replicas and the decode pool's (tp each); 0: aggregated.
+    // Disaggregated: the prefill pool's replicas and the decode pool's (tp each); 0: aggregated. With
+    // pools of two accelerators, the prefill pool's accelerator and tp (`accelerator` and `tp`: the decode pool's).
     int prefill_replicas = 0, decode_replicas = 0;
+    std::string prefill_accelerator;
+    int prefill_tp = 0;
 };
 
 struct sizing_result {
