@@ -600,6 +600,13 @@ void estimate_flops(const scenario& s, estimate_result& r) {
     r.flops = f;
 }
 
+// The result's speed note, said for the whole deployment: the efficiencies (`source`) and what was run.
+void speed_note(estimate_result& r, const std::string& source, const std::string& how) {
+    const std::string text = "speed: roofline per operator with " + source + "; " + how;
+    for (auto& n : r.notes)
+        if (n.rfind("speed: ", 0) == 0) n = text;
+}
+
 // A pool of a disaggregated deployment as a static batch of `batch` requests (no simulation): its
 // memory, layout problems and roofline speed. The prefill pool's requests end at their first token.
 estimate_result estimate_pool(const scenario& s, const serving_pool& pool, std::int64_t batch, bool prefill,
@@ -666,13 +673,10 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
         put_simulation(sim, out);
         out.prefill_utilization = sim.prefill_busy_fraction;
         out.decode_utilization = sim.decode_busy_fraction;
-        // The decode pool's speed note described its own static batch: say what was run instead.
-        for (auto& n : r.notes)
-            if (n.rfind("speed: ", 0) == 0)
-                n = n.substr(0, n.find("; a static batch")) + "; latencies are medians (means, p90 and p99 beside them) of a "
-                    "seeded simulation of both pools (" + std::to_string(sim.measured) + " requests): prompts queue for "
-                    "a prefill replica, their caches cross, then a decode replica admits and decodes them; chain = one "
-                    "decode step of the decode pool";
+        speed_note(r, decode.efficiency.source,
+                   "latencies are medians (means, p90 and p99 beside them) of a seeded simulation of both pools (" +
+                       std::to_string(sim.measured) + " requests): prompts queue for a prefill replica, their caches "
+                       "cross, then a decode replica admits and decodes them; chain = one decode step of the decode pool");
     } else {
         // A static batch: its prompts on the prefill pool, their caches across, then the decode pool, which
         // streams the first token. Batch after batch, the pools work at once and the slower one sets the
@@ -685,13 +689,12 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
         out.throughput_tokens_per_s =
             static_cast<double>(users * inf.output_tokens) / std::max({prefill, decoding, crosses ? transfer.si() : 0.0});
         out.prefill_steps = pre.inference->prefill_steps;
-        for (auto& n : r.notes)
-            if (n.rfind("speed: ", 0) == 0)
-                n = n.substr(0, n.find("; a static batch")) + "; a static batch: TTFT is the prefill pool's prefill of its "
-                    "share of the " + std::to_string(users) + " prompts (" + std::to_string(*out.prefill_steps) +
-                    " steps per replica) and the KV transfer, TPOT one decode step of the decode pool at its share "
-                    "of them; throughput = batch x output / max(prefill, transfer, (output - 1) x TPOT), the slowest "
-                    "stage setting the pace; chain = one decode step of the decode pool";
+        speed_note(r, perf_setup::from(pool_scenario(s, d.decode)).efficiency.source,
+                   "a static batch: TTFT is the prefill pool's prefill of its share of the " + std::to_string(users) +
+                       " prompts (" + std::to_string(*out.prefill_steps) + " steps per replica) and the KV transfer, TPOT "
+                       "one decode step of the decode pool at its share of them; throughput = batch x output / "
+                       "max(prefill, transfer, (output - 1) x TPOT), the slowest stage setting the pace; chain = one "
+                       "decode step of the decode pool");
     }
     out.throughput_tokens_per_s_per_device = *out.throughput_tokens_per_s / static_cast<double>(r.system.count);
     out.tokens_per_s_per_user = 1.0 / *out.tpot_s;

@@ -40,6 +40,17 @@ def _integer(lo: int, hi: int):
     return parse
 
 
+def _share(text: str) -> float:
+    """An argparse type: a number in [0, 1] (NaN and infinities refused here, not as malformed JSON)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not 0.0 <= x <= 1.0:  # also false for NaN
+        raise argparse.ArgumentTypeError(f"{text} is out of range; allowed: a number in [0, 1]")
+    return x
+
+
 class _UsageError(Exception):
     pass
 
@@ -346,8 +357,8 @@ def _speculative_flag(text, draft_model):
     parts = [p.strip() for p in text.split(",")]
     try:
         method, tokens, acceptance = parts
-        spec = {"method": method, "tokens": int(tokens), "acceptance": float(acceptance)}
-    except ValueError:
+        spec = {"method": method, "tokens": int(tokens), "acceptance": _share(acceptance)}
+    except (ValueError, argparse.ArgumentTypeError):
         raise _UsageError(f"capplan size: --speculative expects METHOD,TOKENS,ACCEPTANCE (e.g. eagle,3,0.7), got '{text}'") from None
     if draft_model:
         spec["draft_model"] = draft_model
@@ -483,7 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--speculative", default=None, metavar="METHOD,TOKENS,ACCEPTANCE",
                    help="inference: also try speculative decoding, e.g. eagle,3,0.7 (methods draft, eagle, mtp, ngram)")
     z.add_argument("--draft-model", default=None, help="inference: the draft model for --speculative draft,...")
-    z.add_argument("--prefix-hit-rate", type=float, default=None,
+    z.add_argument("--prefix-hit-rate", type=_share, default=None,
                    help="inference: share of each prompt's tokens found in the prefix cache, 0..1")
     z.add_argument("--shared-prefix", type=_integer(0, _MAX_INT), default=None, metavar="TOKENS",
                    help="inference: a prefix every request shares (a system prompt), stored once")

@@ -326,7 +326,6 @@ TEST_CASE("simulation: preemption with speculative decoding and a prefix cache c
     std::int64_t prefilled = 0;
     const sim_result r = simulate(w, sc, [&](const batch_step& b) {
         prefilled += b.prefill_tokens;
-        CHECK(b.prefill_context_tokens >= 0);
         return 0.01 * units::s;
     });
     CHECK(r.preemptions > 0);

@@ -223,3 +223,11 @@ def test_prefill_on_one_accelerator_and_decode_on_another_when_it_is_cheapest(ru
     assert best["ttft_p99_s"] <= 2.0 and best["tpot_p99_s"] <= 0.040
     # Cheaper than anything either accelerator does alone, which is why it is listed.
     assert all(best["cost_per_hour"] < o["cost_per_hour"] for o in r["options"][1:])
+
+
+def test_cli_shares_are_checked_where_they_are_typed(run_cli):
+    for flags, needle in ((("--prefix-hit-rate", "nan"), "--prefix-hit-rate"), (("--prefix-hit-rate", "2"), "--prefix-hit-rate"),
+                          (("--speculative", "eagle,3,nan"), "--speculative expects")):
+        rc, out, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "2", "--input", "200",
+                               "--output", "20", "--accelerators", "H100", *flags)
+        assert rc == 2 and needle in err and "JSON" not in err and len(err.strip().splitlines()) == 1, err

@@ -49,31 +49,38 @@ struct engine_profile {
 };
 
 inline const std::vector<engine_profile>& engine_profiles() {
-    static const std::vector<engine_profile> profiles = {
-        {"vllm-v1", "vLLM V1 (v0.11)", "graph", "on_demand", true, 16, 0.9, {{70, true, 8192, 1024}, {0, false, 2048, 256}},
-         "vllm/engine/arg_utils.py @99d7eb5 (OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with "
-         ">= 70 GiB that are not A100, else 2,048 and 256); block_size 16 and gpu_memory_utilization 0.9 (vLLM's cache "
-         "config); prompts run in piecewise CUDA graphs (cudagraph_mode FULL_AND_PIECEWISE) up to the 512-token "
-         "capture size; chunked prefill and recompute preemption on"},
-        {"sglang", "SGLang (v0.5)", "eager", "on_demand", true, 16, 0.9,
-         {{160, false, 16384, 1024}, {60, false, 8192, 1024}, {35, false, 4096, 256}, {0, false, 2048, 256}},
-         "python/sglang/srt/server_args.py _handle_gpu_memory_settings: chunked_prefill_size 16,384 from 160 GiB (B200, "
-         "MI300), 8,192 from 60 GiB (H100, H200), 4,096 from 35 GiB, 2,048 below; prefill outside CUDA graphs unless "
-         "--enable-piecewise-cuda-graph (capplan's eager dispatch, docs/formulas.md section 14). Not SGLang's own: it "
-         "caps running requests by its KV pool rather than a count (capplan keeps vLLM's 1,024 / 256), sizes "
-         "mem_fraction_static by a formula (capplan keeps 0.9), and pages by token (costed as 16-token blocks)"},
-        {"trtllm-pytorch", "TensorRT-LLM PyTorch backend (1.x LLM API, trtllm-serve)", "eager", "reserve", false, 32, 0.9,
-         {{0, false, 8192, 2048}},
-         "tensorrt_llm/llmapi/llm_args.py: max_num_tokens 8,192, max_batch_size 2,048, KvCacheConfig "
-         "free_gpu_memory_fraction 0.9 and tokens_per_block 32; TorchLlmArgs enable_chunked_prefill False; "
-         "SchedulerConfig capacity_scheduler_policy GUARANTEED_NO_EVICT (reserve); CUDA graphs for decode only "
-         "(prefill dispatched eagerly)"},
-        {"trtllm-tensorrt", "TensorRT-LLM TensorRT engines (1.x LLM API)", "graph", "reserve", false, 32, 0.9,
-         {{0, false, 8192, 2048}},
-         "the LLM API's shared arguments (tensorrt_llm/llmapi/llm_args.py): max_num_tokens 8,192, max_batch_size "
-         "2,048, free_gpu_memory_fraction 0.9, tokens_per_block 32, chunked prefill off, GUARANTEED_NO_EVICT; the "
-         "TensorRT engine runs the whole step as one graph"},
-    };
+    static const std::vector<engine_profile> profiles = [] {
+        std::vector<engine_profile> v = {
+            {"vllm-v1", "vLLM V1 (v0.11)", "graph", "on_demand", true, 16, 0.9, {{70, true, 8192, 1024}, {0, false, 2048, 256}},
+             "vllm/engine/arg_utils.py @99d7eb5 (OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with "
+             ">= 70 GiB that are not A100, else 2,048 and 256); block_size 16 and gpu_memory_utilization 0.9 (vLLM's cache "
+             "config); prompts run in piecewise CUDA graphs (cudagraph_mode FULL_AND_PIECEWISE) up to the 512-token "
+             "capture size; chunked prefill and recompute preemption on"},
+            {"sglang", "SGLang (v0.5)", "eager", "on_demand", true, 16, 0.9,
+             {{160, false, 16384, 1024}, {60, false, 8192, 1024}, {35, false, 4096, 256}, {0, false, 2048, 256}},
+             "python/sglang/srt/server_args.py _handle_gpu_memory_settings: chunked_prefill_size 16,384 from 160 GiB (B200, "
+             "MI300), 8,192 from 60 GiB (H100, H200), 4,096 from 35 GiB, 2,048 below; prefill outside CUDA graphs unless "
+             "--enable-piecewise-cuda-graph (capplan's eager dispatch, docs/formulas.md section 14). Not SGLang's own: it "
+             "caps running requests by its KV pool rather than a count (capplan keeps vLLM's 1,024 / 256), sizes "
+             "mem_fraction_static by a formula (capplan keeps 0.9), and pages by token (costed as 16-token blocks)"},
+            {"trtllm-pytorch", "TensorRT-LLM PyTorch backend (1.x LLM API, trtllm-serve)", "eager", "reserve", false, 32, 0.9,
+             {{0, false, 8192, 2048}},
+             "tensorrt_llm/llmapi/llm_args.py: max_num_tokens 8,192, max_batch_size 2,048, KvCacheConfig "
+             "free_gpu_memory_fraction 0.9 and tokens_per_block 32; TorchLlmArgs enable_chunked_prefill False; "
+             "SchedulerConfig capacity_scheduler_policy GUARANTEED_NO_EVICT (reserve); CUDA graphs for decode only "
+             "(prefill dispatched eagerly)"},
+        };
+        // TensorRT engines share the LLM API's arguments; the engine runs the whole step as one graph.
+        engine_profile trt = v.back();
+        trt.name = "trtllm-tensorrt";
+        trt.engine = "TensorRT-LLM TensorRT engines (1.x LLM API)";
+        trt.prefill_dispatch = "graph";
+        trt.source = "the LLM API's shared arguments (tensorrt_llm/llmapi/llm_args.py): max_num_tokens 8,192, "
+                     "max_batch_size 2,048, free_gpu_memory_fraction 0.9, tokens_per_block 32, chunked prefill off, "
+                     "GUARANTEED_NO_EVICT; the TensorRT engine runs the whole step as one graph";
+        v.push_back(trt);
+        return v;
+    }();
     return profiles;
 }
 
