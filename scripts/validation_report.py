@@ -35,11 +35,12 @@ _ms = _published.ms
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "published_inference.json"
 SERVING = ROOT / "tests" / "data" / "published_serving.json"  # issue #18's features: static batches, speculative decoding
+ALLREDUCE = ROOT / "tests" / "data" / "published_engine_allreduce.json"  # engines' own all-reduce kernels
 DOC = ROOT / "docs" / "validation.md"
 
 ROLES = ("fitted", "held_out")
 QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_loop", "throughput_static",
-              "speculative_speedup", "throughput_pool", "kv_offload")
+              "speculative_speedup", "throughput_pool", "kv_offload", "prefix_cache", "engine_allreduce")
 # Issue #18's targets on held-out rows: median |error| per quantity, and no row beyond ROW_LIMIT
 # without a documented cause.
 TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput_static": 0.15}
@@ -78,10 +79,10 @@ def _modelled(row):
     if engine.startswith(("TensorRT-LLM v0.5", "TensorRT-LLM v0.9.0")):
         # Batch-1 TTFT (gptSessionBenchmark); FP8 engines with an FP8 KV cache; 2 output tokens as the test.
         w = _weights(row)
-        i = _run(model, row["gpu"], row["tp"], w, row["input_tokens"], 2, kv="fp8" if w == "fp8" else None)
+        i = _run(model, row["gpu"], row["tp"], w, row["input_tokens"], 2, kv="fp8" if w == "fp8" else None, nccl=True)
         return [("ttft", "ttft batch 1", _ms(i.ttft_s), row["ttft_ms"]["value"])]
     if engine.startswith("gpt-fast"):  # batch-1 decode after a 5-token prompt
-        i = _run(model, row["gpu"], row["tp"], _weights(row), 5, 200)
+        i = _run(model, row["gpu"], row["tp"], _weights(row), 5, 200, nccl=True)
         return [("tpot", "tpot batch 1", _ms(i.tpot_s), row["tpot_ms"]["value"])]
     if engine.startswith("NVIDIA NIM") and row["concurrency"] == 1:  # NIM's ITL is vLLM's TPOT
         i = _run(model, row["gpu"], row["tp"], "fp8", row["input_tokens"], row["output_tokens"])
@@ -163,7 +164,7 @@ def _static_batch(row):
     # FP8 engines with an FP8 KV cache. Per GPU unless the table gives the tp group's total.
     fmt = row["precision"]
     i = _run(row["model"], row["gpu"], row["tp"], fmt, row["input_tokens"], row["output_tokens"],
-             kv="fp8" if fmt == "fp8" else None, batch=row["batch"],
+             kv="fp8" if fmt == "fp8" else None, batch=row["batch"], nccl=_published.nccl_allreduce(row["engine"]),
              prefill_chunk_tokens=row["batch"] * row["input_tokens"])
     per_gpu = row["throughput_tokens_per_s"]["kind"].endswith("per GPU")
     return float(i.throughput_tokens_per_s) / (row["tp"] if per_gpu else 1)
@@ -228,8 +229,62 @@ def _kv_offload(row):
     return ttft() / ttft(prefix_cache={"hit_rate": 1.0}, kv_offload=offload)
 
 
+# Qwen/Qwen2.5-0.5B-Instruct's config.json sizes (qwen2; the same in every public copy found, e.g. nanoinfer's
+# QWEN25_05B benchmark config and MindSpore's QWEN2_CONFIG): not a catalog model.
+_QWEN25_05B = {"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+               "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
+               "max_position_embeddings": 32768, "tie_word_embeddings": True}
+
+
+def _prefix_cache(row):
+    # The ratio with / without the cache of the row's quantity, the same scenario otherwise.
+    model = {"name": row["model"], "config": _QWEN25_05B} if row["model"] == "Qwen2.5-0.5B-Instruct" else row["model"]
+    out = row["output_tokens"]
+    inference = {"input_tokens": row["input_tokens"], "output_tokens": out["max"] if isinstance(out, dict) else out}
+    if row.get("arrival") == "burst":
+        inference["workload"] = {"arrival": "constant_rate", "rate_per_s": 1e6, "requests": row["requests"]}
+    else:  # one wave of a closed loop, eager (enforce_eager)
+        inference.update(concurrency=row["concurrency"], prefill_dispatch="eager",
+                         workload={"requests": row["requests"], "warmup_requests": 0,
+                                   "output": {"kind": "uniform", "min": out["min"], "max": out["max"]}})
+    def run(cache):
+        extra = {"prefix_cache": {"hit_rate": row["hit_rate"]}} if cache else {}
+        return capplan.estimate({"model": model, "system": {"accelerator": row["gpu"], "count": row["tp"]},
+                                 "precision": {"weights": row["precision"], "compute": row["precision"]},
+                                 "inference": {**inference, **extra}}).inference
+    on, off = run(True), run(False)
+    if row["quantity"] == "ttft_ratio":
+        return float(on.ttft_mean_s) / float(off.ttft_mean_s)
+    return float(on.throughput_tokens_per_s) / float(off.throughput_tokens_per_s)
+
+
+_AR_SYSTEM = {"H100-SXM": "DGX-H100", "H200": "HGX-H200"}
+
+
+def _engine_allreduce_rows(data):
+    # Each published kernel time against the formula of the algorithm the benchmark ran (forced, as its columns are).
+    out = []
+    for n, row in enumerate(data["measurements"]):
+        r = capplan.collective("all_reduce", f"{row['bytes']} B", system=_AR_SYSTEM[row["gpu"]], gpus=row["gpus"],
+                               engine="vllm-v1", algorithm=row["algorithm"])
+        modelled, published = r.time.in_("us"), row["time_us"]["value"]
+        out.append({"id": f"published_engine_allreduce[{n}]",
+                    "label": f"{row['kernel']} {row['algorithm']} {row['gpus']} x {row['gpu']} {row['bytes'] / 1024:g} KiB",
+                    "quantity": "engine_allreduce", "metric": "us per all-reduce", "published": published,
+                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
+                    "fitted_for": row.get("fitted_for"), "source": row["source"].split(" (")[0]})
+    return out
+
+
 def _serving_rows(serving):
     out = []
+    for n, row in enumerate(serving["prefix_cache"]):
+        modelled, published = _prefix_cache(row), row["published"]["value"]
+        out.append({"id": f"published_serving prefix_cache[{n}]",
+                    "label": f"{row['model']} {row['precision']} {row['gpu']} hit {row['hit_rate']:g} {row['quantity']}",
+                    "quantity": "prefix_cache", "metric": row["published"]["kind"].split(" (")[0], "published": published,
+                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
+                    "fitted_for": row.get("fitted_for"), "source": row["source"].split(" (")[0]})
     for n, row in enumerate(serving["kv_offload"]):
         modelled, published = _kv_offload(row), row["published"]["value"]
         out.append({"id": f"published_serving kv_offload[{n}]",
@@ -286,6 +341,7 @@ def collect(data=None, serving=None):
     published, modelled, error (model / published - 1), role, fitted_for, source."""
     data = data or json.loads(DATA.read_text())
     out = _serving_rows(serving or json.loads(SERVING.read_text()))
+    out += _engine_allreduce_rows(json.loads(ALLREDUCE.read_text()))
     for n, row in enumerate(data["latency_measurements"]):
         if row["role"] not in ROLES:
             continue
@@ -349,8 +405,9 @@ def render(rows, provenance, data):
         "",
         "Every figure is capplan's prediction against a published, cited measurement in",
         "`tests/data/published_inference.json`, run as `tests/python/test_inference_speed.py` runs it, or in",
-        "`tests/data/published_serving.json` (static batches, speculative decoding and the pools of a disaggregated",
-        "deployment, issue #18).",
+        "`tests/data/published_serving.json` (static batches, speculative decoding, the pools of a disaggregated",
+        "deployment, KV offload and prefix caching, issue #18), or in `tests/data/published_engine_allreduce.json`",
+        "(serving engines' own tensor-parallel all-reduce kernels).",
         "Error = modelled / published - 1. **Fitted** rows were used to choose a constant of the model (each row's",
         "`fitted_for` says which); they cannot prove the model right. **Held-out** rows were never used to choose",
         f"one. Rows marked `unused` ({unused[0]} latency rows, {unused[1]} saturated-throughput tables) are compared by",

@@ -1,5 +1,7 @@
 #include "capplan/analysis/collectives.hpp"
 
+#include "capplan/analysis/engine_allreduce.hpp"
+
 #include "capplan/detail/closest.hpp"
 #include "capplan/error.hpp"
 #include "capplan/units_parse.hpp"
@@ -10,7 +12,8 @@ coll_algorithm parse_algorithm(std::string_view name, const std::string& field) 
     const std::string key = detail::lower(name);
     std::vector<std::string> names;
     for (auto a : {coll_algorithm::ring, coll_algorithm::tree, coll_algorithm::nvls, coll_algorithm::nvls_tree,
-                   coll_algorithm::collnet, coll_algorithm::direct, coll_algorithm::torus}) {
+                   coll_algorithm::collnet, coll_algorithm::direct, coll_algorithm::torus, coll_algorithm::one_shot,
+                   coll_algorithm::two_shot}) {
         if (algorithm_name(a) == key) return a;
         names.push_back(algorithm_name(a));
     }
@@ -40,6 +43,42 @@ double protocol_efficiency(coll_protocol p, collective_op op) {
 }
 
 }  // namespace
+
+std::optional<byte_rate> engine_allreduce_bandwidth(const system_spec& system, int gpus) {
+    if (gpus < 2 || gpus > system.per_node || !system.scale_up) return std::nullopt;
+    const detail::topology_view v = detail::view(system, gpus);
+    const std::string& topo = system.scale_up_topology;
+    const bool every_peer = topo == "nvswitch" || topo == "full_mesh";
+    if (!every_peer && gpus != 2) return std::nullopt;
+    // On a full mesh v.up already adds the peers' links (each peer is read over its own).
+    if (v.up.si() <= 0) return std::nullopt;
+    return v.up * v.up_efficiency;
+}
+
+collective_result engine_allreduce_result(const engine_allreduce& k, const std::string& engine, data_size bytes,
+                                          const system_spec& system, int gpus, std::optional<allreduce_algorithm> forced) {
+    const auto bandwidth = engine_allreduce_bandwidth(system, gpus);
+    if (k.kernel.empty() || !bandwidth || !k.supports(gpus))
+        throw config_error("/engine", "'" + engine + "'",
+                           "its all-reduce kernel does not run on " + std::to_string(gpus) + " GPUs of this system",
+                           "a group of a supported size inside one node whose GPUs all reach each other (NVSwitch or a full mesh; two GPUs over any peer link), or no engine (NCCL)");
+    if (bytes >= k.max_size)
+        throw config_error("/size", format(bytes, true), "at or beyond " + engine + "'s all-reduce kernel limit (" + format(k.max_size, true) + "): the engine calls NCCL",
+                           "a smaller message, or no engine (NCCL)");
+    const auto a = forced.value_or(k.one_shot(bytes, gpus) ? allreduce_algorithm::one_shot : allreduce_algorithm::two_shot);
+    collective_result r;
+    r.op = collective_op::all_reduce;
+    r.size = bytes;
+    r.gpus = r.per_node = gpus;
+    r.nodes = 1;
+    r.algorithm = a == allreduce_algorithm::one_shot ? coll_algorithm::one_shot : coll_algorithm::two_shot;
+    r.time = engine_allreduce_time(a, bytes, gpus, *bandwidth);
+    r.latency = engine_allreduce_time(a, data_size{}, gpus, *bandwidth);
+    r.algbw = bytes / r.time;
+    r.busbw = r.algbw * bus_factor(collective_op::all_reduce, gpus);
+    r.tiers.push_back({"scale-up", system.scale_up ? system.scale_up->name : "", *bandwidth, r.time - r.latency});
+    return r;
+}
 
 collective_result collective_time(collective_op op, data_size size, const system_spec& system, collective_group group,
                                   const collective_options& options) {

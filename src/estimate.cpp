@@ -315,6 +315,10 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     const engine_profile& profile = find_engine_profile(inf.engine, "/inference/engine");
     r.notes.push_back("engine: profile '" + profile.name + "', " + profile.engine + " defaults (" + profile.source +
                       "); a scenario's own keys override them");
+    if (setup.allreduce_grid.engine_bandwidth && inf.custom_allreduce && profile.allreduce.supports(setup.allreduce_grid.group.gpus))
+        r.notes.push_back("tensor-parallel all-reduces below " + format(profile.allreduce.max_size, true) + ": " +
+                          profile.allreduce.kernel + " (docs/formulas.md section 11b; " + profile.allreduce.source +
+                          "); larger ones, and all with custom_allreduce false, NCCL's");
     out.ttft_s = e.ttft.si();
     out.tpot_s = e.tpot.si();
     out.e2e_latency_s = e.e2e.si();

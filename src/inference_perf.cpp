@@ -1,6 +1,7 @@
 #include "capplan/analysis/inference_perf.hpp"
 
 #include "capplan/error.hpp"
+#include "capplan/spec/engine_profile.hpp"
 #include "capplan/units_parse.hpp"
 
 namespace capplan {
@@ -88,7 +89,13 @@ perf_setup perf_setup::from(const scenario& s) {
         g.seconds.assign(37, -1.0);
         return g;
     };
-    if (tp > 1) out.allreduce_grid = grid(collective_op::all_reduce, tp);
+    if (tp > 1) {
+        out.allreduce_grid = grid(collective_op::all_reduce, tp);
+        if (s.inference && s.inference->custom_allreduce) {
+            out.allreduce_grid.engine = &find_engine_profile(s.inference->engine, "/inference/engine").allreduce;
+            out.allreduce_grid.engine_bandwidth = engine_allreduce_bandwidth(s.system, tp);
+        }
+    }
     if (s.model.is_moe() && s.parallelism.ep > 1) out.alltoall_grid = grid(collective_op::all_to_all, s.parallelism.ep);
     // The first point now: a system that cannot run these groups fails here, with its reason.
     if (!out.allreduce_grid.empty()) out.allreduce_grid.at(out.system, 0);
@@ -118,7 +125,11 @@ perf_setup perf_setup::from(const scenario& s) {
 
 duration perf_setup::collective_grid::at(const system_spec& sys, int k) const {
     double& t = seconds[static_cast<std::size_t>(k)];
-    if (t < 0) t = collective_time(op, std::ldexp(1.0, k) * B, sys, group).time.si();
+    if (t < 0) {
+        const data_size bytes = std::ldexp(1.0, k) * B;
+        const auto own = engine ? engine_allreduce_time(*engine, bytes, group.gpus, engine_bandwidth) : std::nullopt;
+        t = own ? own->si() : collective_time(op, bytes, sys, group).time.si();
+    }
     return t * s;
 }
 

@@ -441,6 +441,7 @@ inference_spec read_inference(object_reader& r, const model_spec& target, const 
     i.runtime_reserve = r.quantity<data_size>("runtime_reserve");
     i.prefill_dispatch = r.choice("prefill_dispatch", prefill_dispatches).value_or(engine.prefill_dispatch);
     i.chunked_prefill = r.boolean("chunked_prefill").value_or(engine.chunked_prefill);
+    i.custom_allreduce = r.boolean("custom_allreduce").value_or(true);
     if (const json* e = r.get("engine_overhead"); e && !e->is_null()) {
         object_reader er(*e, r.path("engine_overhead"), true);
         i.engine_overhead.step = er.quantity<duration>("step");

@@ -181,7 +181,7 @@ def _cmd_collective(args) -> str:
     if args.nodes_of is not None:  # a preset scaled out to more accelerators
         system = {"preset": args.system, "count": args.nodes_of}
     common = dict(system=system, gpus=args.gpus, per_node=args.per_node, algorithm=args.algorithm,
-                  nvls=not args.no_nvls, imbalance=args.imbalance, calibration=args.calibration)
+                  nvls=not args.no_nvls, imbalance=args.imbalance, calibration=args.calibration, engine=args.engine)
     if args.sweep:
         rows = collective_sweep(args.op, args.sweep, **common)
         rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
@@ -429,7 +429,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--per-node", type=_integer(1, _MAX_COUNT), default=None, help="ranks of the group on each node")
     c.add_argument("--size", default=None, help="message size, e.g. 1GiB")
     c.add_argument("--sweep", default=None, help="sizes FROM:TO doubling, e.g. 8B:8GiB (an nccl-tests-like table)")
-    c.add_argument("--algorithm", default=None, help="force ring, tree, nvls, nvls_tree, collnet or direct")
+    c.add_argument("--algorithm", default=None, help="force ring, tree, nvls, nvls_tree, collnet or direct "
+                   "(with --engine: one_shot or two_shot)")
+    c.add_argument("--engine", default=None, help="all_reduce through this serving engine's own kernel (vllm-v1, "
+                   "sglang, trtllm-pytorch, trtllm-tensorrt; see capplan list engines) instead of NCCL")
     c.add_argument("--no-nvls", action="store_true", help="as NCCL_NVLS_ENABLE=0")
     c.add_argument("--imbalance", type=float, default=1.0, help="all_to_all: busiest rank / average (>= 1)")
     c.add_argument("--calibration", default=None, help="a calibration file from calibrate-collectives")

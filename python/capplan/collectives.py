@@ -117,28 +117,32 @@ def _system_count(system: SystemArg) -> int:
 
 
 def _run(op: str, sizes: List[float], system: SystemArg, gpus: Optional[int], per_node: Optional[int],
-         algorithm: Optional[str], nvls: bool, imbalance: float, calibration) -> List[Dict[str, Any]]:
+         algorithm: Optional[str], nvls: bool, imbalance: float, calibration,
+         engine: Optional[str] = None) -> List[Dict[str, Any]]:
     op = _core.collective_op_name(op)  # canonical name; an unknown operation is a ConfigError here
     if gpus is None:
         gpus = _system_count(system)
     lat, bw = _calibration(calibration, op, gpus)
     return json.loads(_core.collective_json(op, sizes, _system_json(system), int(gpus), int(per_node or 0),
-                                            algorithm or "", bool(nvls), float(imbalance), lat, bw))
+                                            algorithm or "", bool(nvls), float(imbalance), lat, bw, engine or ""))
 
 
 def collective(op: str, size, system: SystemArg = "DGX-H100", gpus: Optional[int] = None,
                per_node: Optional[int] = None, algorithm: Optional[str] = None, nvls: bool = True,
-               imbalance: float = 1.0, calibration=None) -> CollectiveResult:
+               imbalance: float = 1.0, calibration=None, engine: Optional[str] = None) -> CollectiveResult:
     """Cost of one collective: ``capplan.collective("all_reduce", "1 GiB", system="DGX-H100", gpus=8)``.
 
     ``system`` is a catalog system name or an object like a scenario's ``system``
     ({"preset": "DGX-H100", "count": 64}); ``gpus`` defaults to the whole system and ``per_node`` to as
     many as fit a node. ``algorithm`` forces one (ring, tree, nvls, nvls_tree, collnet, direct);
     ``nvls=False`` is NCCL_NVLS_ENABLE=0; ``imbalance`` scales the busiest rank of an all-to-all;
-    ``calibration`` is a file or dict from ``capplan calibrate-collectives``.
+    ``calibration`` is a file or dict from ``capplan calibrate-collectives``. ``engine`` (an engine
+    profile: vllm-v1, sglang, trtllm-pytorch, trtllm-tensorrt) costs an all_reduce with that serving
+    engine's own kernel instead of NCCL's, one_shot or two_shot as the engine picks (or ``algorithm``).
     """
     size_si = quantity(size, SIZE, "/size").si
-    return CollectiveResult(_run(op, [size_si], system, gpus, per_node, algorithm, nvls, imbalance, calibration)[0])
+    return CollectiveResult(_run(op, [size_si], system, gpus, per_node, algorithm, nvls, imbalance, calibration,
+                                 engine)[0])
 
 
 def parse_size_range(text: str) -> List[float]:
@@ -161,11 +165,11 @@ def parse_size_range(text: str) -> List[float]:
 
 def collective_sweep(op: str, sizes: Union[str, List[Any]] = "8B:8GiB", system: SystemArg = "DGX-H100",
                      gpus: Optional[int] = None, per_node: Optional[int] = None, algorithm: Optional[str] = None,
-                     nvls: bool = True, imbalance: float = 1.0, calibration=None):
+                     nvls: bool = True, imbalance: float = 1.0, calibration=None, engine: Optional[str] = None):
     """The collective over many sizes (a 'FROM:TO' range doubling, or a list): a pandas DataFrame with
     the nccl-tests columns when pandas is installed, else a list of dicts."""
     si = parse_size_range(sizes) if isinstance(sizes, str) else [quantity(x, SIZE, "/sizes").si for x in sizes]
-    rows = _run(op, si, system, gpus, per_node, algorithm, nvls, imbalance, calibration)
+    rows = _run(op, si, system, gpus, per_node, algorithm, nvls, imbalance, calibration, engine)
     table = [{"size_bytes": r["size_bytes"], "time_us": r["time_s"] / _US,
               "algbw_GBps": r["algbw_bytes_per_s"] / _GBPS, "busbw_GBps": r["busbw_bytes_per_s"] / _GBPS,
               "algorithm": r["algorithm"], "protocol": r["protocol"]} for r in rows]

@@ -39,7 +39,11 @@ void register_catalog(py::module_& m) {
             out.push_back({{"name", p.name}, {"engine", p.engine}, {"prefill_dispatch", p.prefill_dispatch},
                            {"kv_admission", p.kv_admission}, {"chunked_prefill", p.chunked_prefill},
                            {"kv_block_tokens", p.kv_block_tokens}, {"memory_utilization", p.memory_utilization},
-                           {"limits", tiers}, {"source", p.source}});
+                           {"limits", tiers}, {"source", p.source},
+                           {"allreduce", {{"kernel", p.allreduce.kernel},
+                                          {"group_sizes", p.allreduce.group_sizes},
+                                          {"nccl_from_bytes", p.allreduce.max_size.si()},
+                                          {"source", p.allreduce.source}}}});
         }
         return out.dump();
     });

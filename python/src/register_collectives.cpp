@@ -2,6 +2,8 @@
 #include <pybind11/stl.h>
 
 #include "capplan/analysis/collectives.hpp"
+#include "capplan/analysis/engine_allreduce.hpp"
+#include "capplan/spec/engine_profile.hpp"
 #include "capplan/calibration/nccl_tests.hpp"
 #include "capplan/error.hpp"
 #include "capplan/catalog.hpp"
@@ -27,6 +29,27 @@ nlohmann::ordered_json result_json(const collective_result& r) {
             {"protocol", protocol_name(r.protocol)}, {"calibrated", r.calibrated},
             {"tiers", tiers}};
 }
+// All-reduces through a serving engine's own kernel (engine_allreduce.hpp).
+nlohmann::ordered_json engine_rows(collective_op o, const std::vector<double>& sizes, const system_spec& sys, int gpus,
+                                   const std::string& algorithm, const std::string& engine) {
+    if (o != collective_op::all_reduce)
+        throw config_error("/engine", "'" + engine + "'", "engines have their own kernel for all_reduce only", "op all_reduce, or no engine");
+    std::optional<allreduce_algorithm> forced;
+    if (!algorithm.empty()) {
+        const coll_algorithm a = parse_algorithm(algorithm, "/algorithm");
+        if (a != coll_algorithm::one_shot && a != coll_algorithm::two_shot)
+            throw config_error("/algorithm", "'" + algorithm + "'", "not one of the engine's kernels", "one_shot or two_shot");
+        forced = a == coll_algorithm::one_shot ? allreduce_algorithm::one_shot : allreduce_algorithm::two_shot;
+    }
+    const engine_profile& p = find_engine_profile(engine, "/engine");
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (double size : sizes) {
+        auto row = result_json(engine_allreduce_result(p.allreduce, p.name, size * units::B, sys, gpus, forced));
+        row["protocol"] = p.allreduce.kernel;
+        rows.push_back(row);
+    }
+    return rows;
+}
 }  // namespace
 
 void register_collectives(py::module_& m) {
@@ -51,14 +74,21 @@ void register_collectives(py::module_& m) {
     m.def("collective_json",
           [](const std::string& op, const std::vector<double>& sizes, const std::string& system_json, int gpus, int per_node,
              const std::string& algorithm, bool allow_nvls, double imbalance, double calibrated_latency_s,
-             double calibrated_busbw) {
+             double calibrated_busbw, const std::string& engine) {
               std::string out;
               {
                   py::gil_scoped_release release;
                   const collective_op o = parse_collective_op(op, "/op");
                   const system_spec sys = read_system(system_json, default_catalog(), "/system");
+                  if (!engine.empty()) {
+                      out = engine_rows(o, sizes, sys, gpus, algorithm, engine).dump();
+                      return out;
+                  }
                   collective_options opt;
                   if (!algorithm.empty()) opt.algorithm = parse_algorithm(algorithm, "/algorithm");
+                  if (opt.algorithm == coll_algorithm::one_shot || opt.algorithm == coll_algorithm::two_shot)
+                      throw config_error("/algorithm", "'" + algorithm + "'", "a serving engine's kernel, not NCCL's",
+                                         "name the engine too (engine=\"vllm-v1\", --engine), or ring, tree, nvls, nvls_tree, collnet, direct");
                   opt.allow_nvls = allow_nvls;
                   opt.imbalance = imbalance;
                   if (calibrated_busbw > 0) {
@@ -73,7 +103,7 @@ void register_collectives(py::module_& m) {
           },
           py::arg("op"), py::arg("sizes"), py::arg("system"), py::arg("gpus"), py::arg("per_node") = 0,
           py::arg("algorithm") = "", py::arg("allow_nvls") = true, py::arg("imbalance") = 1.0,
-          py::arg("calibrated_latency_s") = 0.0, py::arg("calibrated_busbw") = 0.0,
+          py::arg("calibrated_latency_s") = 0.0, py::arg("calibrated_busbw") = 0.0, py::arg("engine") = "",
           "Collective cost for each size (bytes); system is JSON text (a preset name string or an object).");
 }
 

@@ -3,13 +3,23 @@ scripts/validation_report.py, so the errors docs/validation.md reports are the o
 import capplan
 
 
-def run_published(model, accel, tp, weights, inp, out, kv=None, **inference):
+def nccl_allreduce(engine):
+    """Engines whose tensor-parallel all-reduces ran NCCL, not an engine kernel: gpt-fast (torch.distributed's
+    functional all_reduce) and TensorRT-LLM v0.x builds, whose latency-optimised all-reduce was an opt-in build
+    flag (examples' build.py: '--use_custom_all_reduce', action='store_true', 'instead of NCCL'); their
+    performance pages list no such flag. Later engines (NIM, trtllm-bench, vLLM, SGLang) run their own kernel."""
+    return engine.startswith(("gpt-fast", "TensorRT-LLM v0.", "TRT-LLM v0."))
+
+
+def run_published(model, accel, tp, weights, inp, out, kv=None, nccl=False, **inference):
     """One row's estimate: tp devices of `accel`; integer weight formats are weight-only (GEMMs in bf16);
-    a batch of one unless the row gives its load."""
+    a batch of one unless the row gives its load; `nccl`: all-reduces through NCCL (nccl_allreduce)."""
     precision = {"weights": weights, "compute": "bf16" if weights in ("int8", "int4") else weights}
     if kv:
         precision["kv_cache"] = kv
     load = {"input_tokens": inp, "output_tokens": out, **(inference or {"batch": 1})}
+    if nccl:
+        load["custom_allreduce"] = False
     return capplan.estimate({"model": model, "system": {"accelerator": accel, "count": tp}, "parallelism": {"tp": tp},
                              "precision": precision, "inference": load})
 

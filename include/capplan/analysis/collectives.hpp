@@ -23,7 +23,8 @@
 
 namespace capplan {
 
-enum class coll_algorithm { ring, tree, nvls, nvls_tree, collnet, direct, torus };
+// one_shot and two_shot are serving engines' own all-reduce kernels (engine_allreduce.hpp), not NCCL's.
+enum class coll_algorithm { ring, tree, nvls, nvls_tree, collnet, direct, torus, one_shot, two_shot };
 enum class coll_protocol { ll, ll128, simple };
 
 inline std::string algorithm_name(coll_algorithm a) {
@@ -35,6 +36,8 @@ inline std::string algorithm_name(coll_algorithm a) {
         case coll_algorithm::collnet: return "collnet";
         case coll_algorithm::direct: return "direct";
         case coll_algorithm::torus: return "torus";
+        case coll_algorithm::one_shot: return "one_shot";
+        case coll_algorithm::two_shot: return "two_shot";
     }
     return "unknown";
 }

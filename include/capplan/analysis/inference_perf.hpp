@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "capplan/analysis/collectives.hpp"
+#include "capplan/analysis/engine_allreduce.hpp"
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/kv_cache.hpp"
 #include "capplan/analysis/sharding.hpp"
@@ -120,6 +121,9 @@ struct perf_setup {
         collective_op op = collective_op::all_reduce;
         collective_group group;
         mutable std::vector<double> seconds;  // by log2(bytes); < 0 = not computed yet
+        // All-reduces below the engine's limit run its own kernel at this bandwidth (engine_allreduce.hpp).
+        const engine_allreduce* engine = nullptr;
+        std::optional<byte_rate> engine_bandwidth;
         bool empty() const { return group.gpus <= 1; }
         duration at(const system_spec& sys, int k) const;
     };

@@ -162,6 +162,9 @@ struct inference_spec {
     std::optional<kv_offload_spec> kv_offload;
     std::string engine = "vllm-v1";           // the engine profile (engine_profile.hpp) the defaults above came from
     bool chunked_prefill = true;              // prompts split over steps of prefill_chunk_tokens (TensorRT-LLM: off)
+    // Tensor-parallel all-reduces of decode size through the engine's own kernel (engine_allreduce.hpp);
+    // false: NCCL for every size (vLLM --disable-custom-all-reduce).
+    bool custom_allreduce = true;
 };
 
 // How weights reach the GPUs at start-up (cold_start.hpp has the model).
