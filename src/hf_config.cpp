@@ -9,9 +9,10 @@
 namespace capplan {
 
 const std::vector<std::string>& supported_model_types() {
-    static const std::vector<std::string> types{"llama",     "mistral",     "mixtral", "qwen2", "qwen3",
-                                                "qwen3_moe", "deepseek_v3", "gemma2",  "phi3",  "gpt2",
-                                                "gpt_neox"};
+    static const std::vector<std::string> types{"llama",       "mistral",  "mixtral",      "qwen2",     "qwen3",
+                                                "qwen3_moe",   "qwen3_next", "deepseek_v3", "deepseek_v32", "kimi_k2",
+                                                "glm4_moe",    "gpt_oss",  "gemma2",       "gemma3",    "gemma3_text",
+                                                "llama4",      "phi3",     "gpt2",         "gpt_neox"};
     return types;
 }
 
@@ -27,7 +28,15 @@ const std::vector<std::string>& hf_config_known_keys() {
         "n_shared_experts", "first_k_dense_replace", "moe_layer_freq", "n_group", "topk_group",
         "num_nextn_predict_layers", "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping",
         "original_max_position_embeddings", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
-        "activation_function", "rotary_pct", "use_parallel_residual"};
+        "activation_function", "rotary_pct", "use_parallel_residual",
+        // gpt_oss, qwen3_next, deepseek_v32, glm4_moe, gemma3 (read below or size-neutral)
+        "layer_types", "num_local_experts", "experts_per_token", "swiglu_limit", "initial_context_length",
+        "full_attention_interval", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+        "linear_value_head_dim", "linear_conv_kernel_dim", "shared_expert_intermediate_size", "partial_rotary_factor",
+        "index_n_heads", "index_head_dim", "index_topk", "use_qk_norm", "qkv_bias", "routed_scaling_factor",
+        "scoring_func", "topk_method", "sliding_window_pattern", "rope_local_base_freq", "text_config",
+        "vision_config", "mm_tokens_per_image", "router_aux_loss_coef", "output_router_logits",
+        "attention_chunk_size", "intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers", "no_rope_layers"};
     return keys;
 }
 
@@ -76,17 +85,52 @@ void read_common(object_reader& r, model_spec& m, const std::string& type) {
     m.vocab = r.required_integer("vocab_size", 1, max_vocab);
     m.max_position = r.integer("max_position_embeddings", 1, max_positions).value_or(0);
     // gemma2 ties by default (Gemma2Config); the others default to untied.
-    m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(type == "gemma2");
+    m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(type == "gemma2" || type == "gemma3" || type == "gemma3_text");
     const bool attention_bias = r.boolean("attention_bias").value_or(type == "gpt_neox");
     m.qkv_bias = attention_bias || type == "qwen2";  // Qwen2 always has q/k/v biases (modeling_qwen2.py)
-    m.o_bias = attention_bias;
+    m.o_bias = attention_bias && type != "glm4_moe";  // GLM-4.5's o_proj has none (modeling_glm4_moe.py)
     m.mlp_bias = r.boolean("mlp_bias").value_or(false);
 }
 
+// "layer_types" (transformers >= 4.53: one "sliding_attention" / "full_attention" / "linear_attention" per layer).
+std::optional<std::vector<std::string>> layer_types(object_reader& r, std::int64_t layers) {
+    const json* v = r.get("layer_types");
+    if (!v || v->is_null()) return std::nullopt;
+    if (!v->is_array() || static_cast<std::int64_t>(v->size()) != layers)
+        r.wrong_type("layer_types", *v, "a list of num_hidden_layers (" + std::to_string(layers) + ") layer types");
+    std::vector<std::string> out;
+    for (const auto& x : *v) {
+        const std::string t = x.is_string() ? x.get<std::string>() : "";
+        if (t != "sliding_attention" && t != "full_attention" && t != "linear_attention" && t != "chunked_attention")
+            r.wrong_type("layer_types", *v, "sliding_attention, full_attention, chunked_attention or linear_attention per layer");
+        out.push_back(t);
+    }
+    return out;
+}
+
 void read_sliding_window(object_reader& r, model_spec& m, const std::string& type) {
-    const auto window = r.integer("sliding_window", 1, max_positions);
     m.sliding_layer.assign(static_cast<std::size_t>(m.layers), false);
+    if (type == "gemma3" || type == "gemma3_text") {
+        // Gemma 3: five local layers to one global (Gemma3TextConfig: sliding_window 4096, sliding_window_pattern 6
+        // by default; layer i is global when (i + 1) % 6 == 0; Gemma 3 report arXiv:2503.19786 §2.2).
+        m.sliding_window = r.integer("sliding_window", 1, max_positions).value_or(4096);
+        const auto types = layer_types(r, m.layers);
+        const auto pattern = r.integer("sliding_window_pattern", 1, max_layers).value_or(6);
+        for (std::int64_t i = 0; i < m.layers; ++i)
+            m.sliding_layer[static_cast<std::size_t>(i)] =
+                types ? (*types)[static_cast<std::size_t>(i)] == "sliding_attention" : (i + 1) % pattern != 0;
+        return;
+    }
+    const auto window = r.integer("sliding_window", 1, max_positions);
     if (!window) return;
+    if (type == "gpt_oss") {
+        // gpt-oss alternates banded (128-token) and dense layers, banded first (layer_types; the model card).
+        m.sliding_window = *window;
+        const auto types = layer_types(r, m.layers);
+        for (std::int64_t i = 0; i < m.layers; ++i)
+            m.sliding_layer[static_cast<std::size_t>(i)] = types ? (*types)[static_cast<std::size_t>(i)] == "sliding_attention" : i % 2 == 0;
+        return;
+    }
     if (type == "gemma2") {
         // Gemma 2 alternates local (sliding) and global layers, starting with local
         // (modeling_gemma2.py: is_sliding = not bool(layer_idx % 2); Gemma 2 report §2).
@@ -113,7 +157,16 @@ void read_moe(object_reader& r, model_spec& m, const std::string& type) {
         m.moe.experts_per_token = r.required_integer("num_experts_per_tok", 1, max_experts);
         m.moe.expert_intermediate = m.intermediate;
         m.moe_layer.assign(static_cast<std::size_t>(m.layers), true);
-    } else if (type == "qwen3_moe") {
+    } else if (type == "gpt_oss") {
+        // modeling_gpt_oss.py: every layer's MLP is routed (num_local_experts, top experts_per_token), experts of width
+        // intermediate_size with biases on gate_up and down, a router with a bias.
+        m.moe.routed_experts = r.required_integer("num_local_experts", 1, max_experts);
+        const auto top = r.integer("num_experts_per_tok", 1, max_experts);
+        m.moe.experts_per_token = top ? *top : r.required_integer("experts_per_token", 1, max_experts);
+        m.moe.expert_intermediate = m.intermediate;
+        m.moe.expert_bias = m.moe.router_bias = true;
+        m.moe_layer.assign(static_cast<std::size_t>(m.layers), true);
+    } else if (type == "qwen3_moe" || type == "qwen3_next") {
         // modeling_qwen3_moe.py: a layer is sparse unless listed in mlp_only_layers, and only
         // every decoder_sparse_step-th layer ((i + 1) % step == 0).
         m.moe.routed_experts = r.required_integer("num_experts", 1, max_experts);
@@ -131,12 +184,23 @@ void read_moe(object_reader& r, model_spec& m, const std::string& type) {
         for (std::int64_t i = 0; i < m.layers; ++i)
             m.moe_layer[static_cast<std::size_t>(i)] =
                 std::find(dense_only.begin(), dense_only.end(), i) == dense_only.end() && (i + 1) % step == 0;
-    } else if (type == "deepseek_v3") {
-        // modeling_deepseek_v3.py: MoE from layer first_k_dense_replace on, every moe_layer_freq-th.
+        // Qwen3-Next (modeling_qwen3_next.py Qwen3NextSparseMoeBlock): one shared expert of its own width, gated
+        // by a sigmoid of h x 1. Qwen3-Coder's qwen3_moe config states a width of 0: none.
+        const auto shared = r.integer("shared_expert_intermediate_size", 0, max_expert_intermediate).value_or(0);
+        if (shared > 0) {
+            m.moe.shared_experts = 1;
+            m.moe.shared_intermediate = shared;
+            m.moe.shared_gate = type == "qwen3_next";
+        }
+    } else if (type == "deepseek_v3" || type == "deepseek_v32" || type == "kimi_k2" || type == "glm4_moe") {
+        // modeling_deepseek_v3.py (Kimi K2 and DeepSeek-V3.2 keep its layout; modeling_glm4_moe.py likewise): MoE
+        // from layer first_k_dense_replace on, every moe_layer_freq-th; routers carry a per-expert score-correction
+        // bias (aux-loss-free balancing, DeepSeek-V3 §2.1.2; GLM's e_score_correction_bias).
         m.moe.routed_experts = r.required_integer("n_routed_experts", 1, max_experts);
         m.moe.experts_per_token = r.required_integer("num_experts_per_tok", 1, max_experts);
         m.moe.shared_experts = r.integer("n_shared_experts", 0, max_experts).value_or(0);
         m.moe.expert_intermediate = r.required_integer("moe_intermediate_size", 1, max_expert_intermediate);
+        m.moe.router_bias = true;
         const auto first_dense = r.integer("first_k_dense_replace", 0, max_layers).value_or(0);
         const auto freq = r.integer("moe_layer_freq", 1, max_layers).value_or(1);
         for (std::int64_t i = first_dense; i < m.layers; ++i)
@@ -147,27 +211,172 @@ void read_moe(object_reader& r, model_spec& m, const std::string& type) {
                            "more experts per token than experts", "at most " + std::to_string(m.moe.routed_experts));
 }
 
+// Gemma 3's text model: Gemma3TextConfig's defaults for what a release's config.json leaves out
+// (transformers configuration_gemma3.py: vocab 262,208, 8 heads of 256, 4 KV heads, 131,072 positions).
+void read_gemma3_text(object_reader& r, model_spec& m) {
+    m.hidden = r.integer("hidden_size", 1, max_hidden).value_or(2304);
+    m.layers = r.integer("num_hidden_layers", 1, max_layers).value_or(26);
+    m.heads = r.integer("num_attention_heads", 1, max_heads).value_or(8);
+    m.kv_heads = r.integer("num_key_value_heads", 1, max_heads).value_or(4);
+    if (m.heads % m.kv_heads != 0)
+        throw config_error(r.path("num_key_value_heads"), std::to_string(m.kv_heads),
+                           "must divide num_attention_heads (" + std::to_string(m.heads) + ")", "a divisor of num_attention_heads");
+    m.head_dim = r.integer("head_dim", 1, max_heads).value_or(256);
+    m.intermediate = r.integer("intermediate_size", 1, max_intermediate).value_or(9216);
+    m.vocab = r.integer("vocab_size", 1, max_vocab).value_or(262208);
+    m.max_position = r.integer("max_position_embeddings", 1, max_positions).value_or(131072);
+    m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(true);
+    m.qkv_bias = m.o_bias = r.boolean("attention_bias").value_or(false);
+    m.qk_norm = true;  // Gemma3Attention's q_norm and k_norm
+    m.norms_per_layer = 4;
+}
+
+// A SigLIP vision tower (Gemma 3's, vision_config) and Gemma 3's projector into the text model, counted so that
+// totals match the multimodal releases: per layer q, k, v, o with biases, a 2-matrix MLP with biases and two
+// LayerNorms; patch embedding, one position embedding per patch, a final LayerNorm; the projector (d_v x h) and
+// its RMSNorm (modeling_siglip.py, modeling_gemma3.py Gemma3MultiModalProjector).
+std::int64_t siglip_parameters(object_reader& v, std::int64_t text_hidden) {
+    const std::int64_t d = v.integer("hidden_size", 1, max_hidden).value_or(768);
+    const std::int64_t I = v.integer("intermediate_size", 1, max_intermediate).value_or(3072);
+    const std::int64_t L = v.integer("num_hidden_layers", 1, max_layers).value_or(12);
+    const std::int64_t patch = v.integer("patch_size", 1, 1024).value_or(16);
+    const std::int64_t image = v.integer("image_size", 1, 1 << 16).value_or(224);
+    const std::int64_t channels = v.integer("num_channels", 1, 16).value_or(3);
+    v.allow({"model_type", "num_attention_heads", "vision_use_head", "layer_norm_eps", "hidden_act", "attention_dropout"});
+    const std::int64_t layer = 4 * d * d + 4 * d + 2 * d * I + I + d + 4 * d;
+    const std::int64_t patches = (image / patch) * (image / patch);
+    return L * layer + channels * patch * patch * d + d + patches * d + 2 * d + d * text_hidden + d;
+}
+
+// Llama 4's text model (modeling_llama4.py, Llama4TextConfig): dense layers of intermediate_size_mlp, MoE layers
+// (moe_layers, else every interleave_moe_layer_step-th from step - 1) of num_local_experts routed experts of
+// intermediate_size plus one shared expert of the same width, router without bias; RoPE layers attend within
+// chunks of attention_chunk_size and every fourth (no_rope_layers: 0) is global (iRoPE; the default when the
+// release's config leaves no_rope_layers empty).
+void read_llama4_text(object_reader& r, model_spec& m) {
+    read_common(r, m, "llama4");
+    const std::int64_t expert = r.required_integer("intermediate_size", 1, max_expert_intermediate);
+    m.intermediate = r.integer("intermediate_size_mlp", 1, max_intermediate).value_or(expert);
+    m.moe.routed_experts = r.required_integer("num_local_experts", 1, max_experts);
+    m.moe.experts_per_token = r.integer("num_experts_per_tok", 1, max_experts).value_or(1);
+    m.moe.expert_intermediate = expert;
+    m.moe.shared_experts = 1;
+    const auto step = r.integer("interleave_moe_layer_step", 1, max_layers).value_or(1);
+    m.moe_layer.assign(static_cast<std::size_t>(m.layers), false);
+    const json* listed = r.get("moe_layers");
+    for (std::int64_t i = 0; i < m.layers; ++i) m.moe_layer[static_cast<std::size_t>(i)] = (i + 1) % step == 0;
+    if (listed && listed->is_array() && !listed->empty()) {
+        m.moe_layer.assign(static_cast<std::size_t>(m.layers), false);
+        for (const auto& x : *listed) {
+            if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() >= m.layers)
+                r.wrong_type("moe_layers", *listed, "layer indices below num_hidden_layers");
+            m.moe_layer[static_cast<std::size_t>(x.get<std::int64_t>())] = true;
+        }
+    }
+    m.sliding_layer.assign(static_cast<std::size_t>(m.layers), false);
+    if (const auto chunk = r.integer("attention_chunk_size", 1, max_positions)) {
+        m.sliding_window = *chunk;
+        m.chunked_local = true;
+        const json* rope = r.get("no_rope_layers");
+        const bool given = rope && rope->is_array() && static_cast<std::int64_t>(rope->size()) == m.layers;
+        for (std::int64_t i = 0; i < m.layers; ++i) {
+            const bool uses_rope = given ? (*rope)[static_cast<std::size_t>(i)].get<int>() != 0 : (i + 1) % 4 != 0;
+            m.sliding_layer[static_cast<std::size_t>(i)] = uses_rope;
+        }
+    }
+}
+
+// Llama 4's vision tower and projector (modeling_llama4.py): an unfold patch embedding (no bias), a class
+// embedding, one position embedding per patch and the class token, pre and post LayerNorms, layers of q, k, v, o
+// and a 2-matrix MLP with biases and two LayerNorms, the pixel-shuffle adapter (fc1: hidden / ratio^2 ->
+// projector_input_dim, fc2: projector_input_dim -> projector_output_dim, no biases) and the projector into the
+// text model (vision_output_dim x h, no bias).
+std::int64_t llama4_vision_parameters(object_reader& v, std::int64_t text_hidden) {
+    const std::int64_t d = v.required_integer("hidden_size", 1, max_hidden);
+    const std::int64_t I = v.required_integer("intermediate_size", 1, max_intermediate);
+    const std::int64_t L = v.required_integer("num_hidden_layers", 1, max_layers);
+    const std::int64_t patch = v.required_integer("patch_size", 1, 1024);
+    const std::int64_t image = v.required_integer("image_size", 1, 1 << 16);
+    const std::int64_t channels = v.integer("num_channels", 1, 16).value_or(3);
+    const std::int64_t in = v.required_integer("projector_input_dim", 1, max_intermediate);
+    const std::int64_t out = v.required_integer("projector_output_dim", 1, max_intermediate);
+    const std::int64_t vision_out = v.integer("vision_output_dim", 1, max_intermediate).value_or(out);
+    const auto ratio = v.number("pixel_shuffle_ratio", 0.0).value_or(0.5);
+    for (const char* k : {"model_type", "num_attention_heads", "norm_eps", "hidden_act", "attention_dropout", "initializer_range",
+                          "multi_modal_projector_bias", "projector_dropout", "rope_theta", "torch_dtype", "vision_feature_layer",
+                          "vision_feature_select_strategy"})
+        v.get(k);
+    const std::int64_t layer = 4 * d * d + 4 * d + 2 * d * I + I + d + 4 * d;
+    const std::int64_t patches = (image / patch) * (image / patch);
+    const auto shuffled = static_cast<std::int64_t>(static_cast<double>(d) / (ratio * ratio));
+    return channels * patch * patch * d + d + (patches + 1) * d + 4 * d + L * layer + shuffled * in + in * out +
+           vision_out * text_hidden;
+}
+
+void read_qwen3_next_layers(object_reader& r, model_spec& m) {
+    // Gated DeltaNet layers with full (gated-output) attention every full_attention_interval-th layer
+    // (Qwen3NextConfig: layer i is full attention when (i + 1) % interval == 0, unless layer_types says).
+    auto& l = m.linear;
+    l.key_heads = r.required_integer("linear_num_key_heads", 1, max_heads);
+    l.value_heads = r.required_integer("linear_num_value_heads", 1, max_heads);
+    l.key_head_dim = r.required_integer("linear_key_head_dim", 1, max_heads);
+    l.value_head_dim = r.required_integer("linear_value_head_dim", 1, max_heads);
+    l.conv_kernel = r.required_integer("linear_conv_kernel_dim", 1, 64);
+    const auto interval = r.integer("full_attention_interval", 1, max_layers).value_or(4);
+    const auto types = layer_types(r, m.layers);
+    m.linear_layer.assign(static_cast<std::size_t>(m.layers), false);
+    for (std::int64_t i = 0; i < m.layers; ++i)
+        m.linear_layer[static_cast<std::size_t>(i)] = types ? (*types)[static_cast<std::size_t>(i)] == "linear_attention"
+                                                            : (i + 1) % interval != 0;
+    m.attention_output_gate = true;
+}
+
 }  // namespace
 
 model_spec model_from_hf_json(const json& config, std::string name, const std::string& field, bool strict) {
     object_reader r(config, field, strict);
     const auto type_value = r.get("model_type");
+    const auto& types = supported_model_types();
+    std::string allowed;
+    for (const auto& t : types) allowed += (allowed.empty() ? "" : ", ") + t;
     if (!type_value || !type_value->is_string())
         throw config_error(r.path("model_type"), type_value ? short_value(*type_value) : "",
                            type_value ? "expected a string" : "required field is missing (a Hugging Face config.json has it)",
-                           "one of llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, gemma2, phi3, gpt2, gpt_neox");
+                           "one of " + allowed);
     const std::string type = type_value->get<std::string>();
-    const auto& types = supported_model_types();
-    if (std::find(types.begin(), types.end(), type) == types.end()) {
-        std::string allowed;
-        for (const auto& t : types) allowed += (allowed.empty() ? "" : ", ") + t;
-        throw config_error(r.path("model_type"), "'" + type + "'", "unsupported model_type", allowed);
-    }
+    if (std::find(types.begin(), types.end(), type) == types.end())
+        throw config_error(r.path("model_type"), "'" + type + "'",
+                           "unsupported model_type (a new architecture needs its layer rule in src/hf_config.cpp and "
+                           "its formulas in docs/formulas.md; or give an inline config of a supported type with the same shapes)",
+                           allowed);
 
     model_spec m;
     m.name = std::move(name);
     m.model_type = type;
-    if (type == "gpt2") {
+    if (type == "gemma3" || type == "llama4") {
+        // The multimodal release nests the text model (text_config) beside its vision tower (vision_config).
+        const json* text = r.get("text_config");
+        if (!text || !text->is_object()) r.missing("text_config", "the text model's settings (an object)");
+        object_reader tr(*text, r.path("text_config"), strict);
+        tr.allow({"model_type"});
+        if (type == "gemma3") {
+            read_gemma3_text(tr, m);
+            read_sliding_window(tr, m, type);
+        } else {
+            read_llama4_text(tr, m);
+        }
+        for (const auto& k : hf_config_known_keys()) tr.get(k);
+        tr.finish();
+        if (const json* vision = r.get("vision_config"); vision && vision->is_object()) {
+            object_reader vr(*vision, r.path("vision_config"), strict);
+            m.vision_parameters = type == "gemma3" ? siglip_parameters(vr, m.hidden) : llama4_vision_parameters(vr, m.hidden);
+            vr.finish();
+        }
+        r.allow({"boi_token_index", "eoi_token_index", "image_token_index", "initializer_range", "eos_token_id",
+                 "transformers_version", "image_processor_config"});
+    } else if (type == "gemma3_text") {
+        read_gemma3_text(r, m);
+    } else if (type == "gpt2") {
         read_gpt2(r, m);
     } else {
         read_common(r, m, type);
@@ -179,8 +388,11 @@ model_spec model_from_hf_json(const json& config, std::string name, const std::s
             m.norm = norm_kind::layer_norm;
         }
         if (type == "gemma2") m.norms_per_layer = 4;
-        if (type == "qwen3" || type == "qwen3_moe") m.qk_norm = true;
-        if (type == "deepseek_v3") {
+        if (type == "qwen3" || type == "qwen3_moe" || type == "qwen3_next") m.qk_norm = true;
+        if (type == "glm4_moe") m.qk_norm = r.boolean("use_qk_norm").value_or(false);
+        if (type == "gpt_oss") m.attention_sinks = true;  // one learned sink logit per head (modeling_gpt_oss.py)
+        if (type == "qwen3_next") read_qwen3_next_layers(r, m);
+        if (type == "deepseek_v3" || type == "deepseek_v32" || type == "kimi_k2") {
             m.mla = true;
             m.mla_dims.q_lora_rank = r.integer("q_lora_rank", 1, max_hidden).value_or(0);
             m.mla_dims.kv_lora_rank = r.required_integer("kv_lora_rank", 1, max_hidden);
@@ -189,9 +401,14 @@ model_spec model_from_hf_json(const json& config, std::string name, const std::s
             m.mla_dims.v_head_dim = r.required_integer("v_head_dim", 1, max_heads);
             m.head_dim = m.mla_dims.qk_nope_head_dim + m.mla_dims.qk_rope_head_dim;
         }
+        if (type == "deepseek_v32") {
+            m.sparse.index_heads = r.required_integer("index_n_heads", 1, max_heads);
+            m.sparse.index_head_dim = r.required_integer("index_head_dim", 1, max_heads);
+            m.sparse.topk = r.required_integer("index_topk", 1, max_positions);
+        }
     }
     if (m.sliding_layer.empty()) read_sliding_window(r, m, type);
-    read_moe(r, m, type);
+    if (type != "llama4") read_moe(r, m, type);  // Llama 4 places its experts in read_llama4_text
     // Fields capplan knowingly does not use (they do not change sizes or FLOPs).
     for (const auto& k : hf_config_known_keys()) r.get(k);
     r.finish();

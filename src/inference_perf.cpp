@@ -255,39 +255,74 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         duration tp_allreduce, ep_alltoall;
         bool done = false;
     };
-    layer_cost kinds[2][2];
+    layer_cost kinds[3][2];
     for (std::int64_t i = 0; i < m.layers; ++i) {
-        layer_cost& lc = kinds[m.is_sliding_layer(i) ? 1 : 0][m.is_moe_layer(i) ? 1 : 0];
+        const bool linear = m.is_linear_layer(i);
+        layer_cost& lc = kinds[linear ? 2 : m.is_sliding_layer(i) ? 1 : 0][m.is_moe_layer(i) ? 1 : 0];
         if (!lc.done) {
-            // Projections, each GEMM at its own size: Q/K/V and the output. MLA launches a chain: q_a, its
-            // norm, q_b, kv_a, its norm, the K up-projection (absorbed into q in decode), then W_UV and
-            // o_proj, and its core adds the rotary embedding (vLLM vllm/v1/attention/backends/mla/common.py,
-            // "Decode path"); other attention is one QKV GEMM and the output.
-            const double o_params = o_in * h, qkv_params = attn.block_linear - o_params;
-            const bool q_lora = m.mla && m.mla_dims.q_lora_rank > 0;
-            charge(lc.ops[0], unit::matrix, 2.0 * tokens * qkv_params * FLOP,
-                   (qkv_params * bw + tokens * (h + q_out + kv_out) * ba) * B, m.mla ? (q_lora ? 4 : 3) : 1, qkv_params);
-            if (m.mla) launches(lc.ops[0], q_lora ? 2.0 : 1.0);  // the latent norms
-            charge(lc.ops[0], unit::matrix, 2.0 * tokens * o_params * FLOP, (o_params * bw + tokens * (o_in + h) * ba) * B,
-                   m.mla ? 2 : 1, o_params);
-            // Core: a sliding window caps each token's keys.
-            double pk = prefill_keys, dk = decode_keys, dc = decode_context;
-            if (m.is_sliding_layer(i)) {
-                const double w = static_cast<double>(m.sliding_window);
-                pk = std::min(pk, pt * w);
-                dc = std::min(dc, static_cast<double>(st.decode_requests) * decode_share * w);
-                dk = dc * positions;
+            if (linear) {
+                // Gated DeltaNet: the input projections (q, k, v, the output gate, beta and the decay) and the output
+                // projection at their sizes; the core updates each request's fixed state once per token (chunked in
+                // prefill) and reads and writes it once per step, its convolution and gated norm beside it
+                // (vLLM's fused_recurrent / chunk_gated_delta_rule kernels).
+                const double mats = static_cast<double>(attention_layer_parameters(m, true).matrices) / tp;
+                const double out_params = static_cast<double>(m.linear.value_heads * m.linear.value_head_dim) / tp * h;
+                const double in_params = mats - out_params;
+                charge(lc.ops[0], unit::matrix, 2.0 * tokens * in_params * FLOP, (in_params * bw + tokens * 2.0 * h * ba) * B, 2,
+                       in_params);
+                charge(lc.ops[0], unit::matrix, 2.0 * tokens * out_params * FLOP, (out_params * bw + tokens * 2.0 * h * ba) * B,
+                       1, out_params);
+                const double requests = static_cast<double>(st.decode_requests) * decode_share +
+                                        static_cast<double>(st.prefill_requests) * prefill_share;
+                const data_size state = 2.0 * requests * linear_state_bytes_per_layer(m, p.attention_tp());
+                charge(lc.ops[1], unit::attention, static_cast<double>(detail::linear_flops_per_token(m)) / tp * tokens * FLOP,
+                       state + tokens * 4.0 * (static_cast<double>(m.linear.conv_channels()) / tp) * ba * B, 3);
+            } else {
+                // Projections, each GEMM at its own size: Q/K/V and the output. MLA launches a chain: q_a, its
+                // norm, q_b, kv_a, its norm, the K up-projection (absorbed into q in decode), then W_UV and
+                // o_proj, and its core adds the rotary embedding (vLLM vllm/v1/attention/backends/mla/common.py,
+                // "Decode path"); other attention is one QKV GEMM and the output.
+                const double o_params = o_in * h, qkv_params = attn.block_linear - o_params;
+                const bool q_lora = m.mla && m.mla_dims.q_lora_rank > 0;
+                charge(lc.ops[0], unit::matrix, 2.0 * tokens * qkv_params * FLOP,
+                       (qkv_params * bw + tokens * (h + q_out + kv_out) * ba) * B, m.mla ? (q_lora ? 4 : 3) : 1, qkv_params);
+                if (m.mla) launches(lc.ops[0], q_lora ? 2.0 : 1.0);  // the latent norms
+                charge(lc.ops[0], unit::matrix, 2.0 * tokens * o_params * FLOP, (o_params * bw + tokens * (o_in + h) * ba) * B,
+                       m.mla ? 2 : 1, o_params);
+                // Core: a sliding window caps each token's keys; so does DSA's top-k (its indexer still scores
+                // and reads every cached token's fp8 key).
+                double pk = prefill_keys, dk = decode_keys, dc = decode_context;
+                const double window = m.is_sliding_layer(i) ? static_cast<double>(m.sliding_window)
+                                                            : static_cast<double>(m.sparse.topk);
+                if (window > 0) {
+                    // Chunked local attention (Llama 4) sees the keys since its chunk began: past the first chunk
+                    // a request attends to C / 2 of them on average over its life, not C.
+                    const double reach = m.is_sliding_layer(i) && m.chunked_local ? window / 2.0 : window;
+                    const double requests = static_cast<double>(st.decode_requests) * decode_share;
+                    if (dc > requests * window) dc = requests * reach;
+                    if (pk > pt * window) pk = pt * reach;
+                    dk = dc * positions;
+                }
+                const double prefill_cached = static_cast<double>(st.prefill_context_tokens) * prefill_share;
+                data_size kv_bytes = (dc + prefill_cached + pt) * kv_token;
+                if (m.sparse.active()) {
+                    // The indexer: every cached key's index entry read, 2·Hi·di per query and key (replicated: not / tp).
+                    const data_size index_key = index_key_bytes_per_token_per_layer(m);
+                    kv_bytes = (dc + prefill_cached + pt) * (kv_token - index_key) + (decode_context + prefill_cached + pt) * index_key;
+                    charge(lc.ops[1], unit::attention,
+                           static_cast<double>(detail::index_flops_per_key(m)) * (prefill_keys + decode_keys) * FLOP,
+                           tokens * static_cast<double>(m.sparse.index_heads * m.sparse.index_head_dim) * ba * B, 2);
+                }
+                // Materialised scores (no FlashAttention): QK^T writes them, the fused scale-mask-softmax
+                // reads and writes them, PV reads them: 4 passes of the activation format per score
+                // (Korthikanti et al. 2022 §4.1). Attention dropout reads the probabilities and writes a
+                // 1-byte mask and the dropped copy that PV reads: 2 passes and a byte more. (FlashAttention
+                // draws the dropout inside its kernel: no traffic.)
+                const double per_score = 4.0 * ba + (su.dropout ? 2.0 * ba + 1.0 : 0.0);
+                const data_size scores = su.flash_attention ? data_size{} : (m.heads / tp) * pk * per_score * B;
+                charge(lc.ops[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B + scores,
+                       m.mla ? 3 : 2);
             }
-            const data_size kv_bytes = (dc + static_cast<double>(st.prefill_context_tokens) * prefill_share + pt) * kv_token;
-            // Materialised scores (no FlashAttention): QK^T writes them, the fused scale-mask-softmax
-            // reads and writes them, PV reads them: 4 passes of the activation format per score
-            // (Korthikanti et al. 2022 §4.1). Attention dropout reads the probabilities and writes a
-            // 1-byte mask and the dropped copy that PV reads: 2 passes and a byte more. (FlashAttention
-            // draws the dropout inside its kernel: no traffic.)
-            const double per_score = 4.0 * ba + (su.dropout ? 2.0 * ba + 1.0 : 0.0);
-            const data_size scores = su.flash_attention ? data_size{} : (m.heads / tp) * pk * per_score * B;
-            charge(lc.ops[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B + scores,
-                   m.mla ? 3 : 2);
             // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
             const device_parameters ffn = detail::ffn_on_device(m, i, p);
             // The activation's traffic (read 2, write 1 intermediate-wide rows; non-gated 1 and 1)

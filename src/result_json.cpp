@@ -21,7 +21,7 @@ json breakdown_json(const parameter_breakdown& b) {
             {"lm_head", b.lm_head},       {"attention", b.attention},
             {"dense_mlp", b.dense_mlp},   {"routed_experts", b.routed_experts},
             {"shared_experts", b.shared_experts}, {"router", b.router},
-            {"norms", b.norms}};
+            {"norms", b.norms}, {"vision", b.vision}};
 }
 
 json link_json(const link_spec& l) {
@@ -57,6 +57,9 @@ std::string to_json(const model_spec& m, int indent) {
               {"attention", m.mla ? "mla" : (m.kv_heads == m.heads ? "mha" : (m.kv_heads == 1 ? "mqa" : "gqa"))},
               {"sliding_window", m.sliding_window ? json(m.sliding_window) : json(nullptr)},
               {"sliding_layers", m.sliding_layer_count()},
+              {"local_attention", m.sliding_window ? json(m.chunked_local ? "chunked" : "sliding") : json(nullptr)},
+              {"linear_attention_layers", m.linear_layer_count()},
+              {"sparse_attention_topk", m.sparse.active() ? json(m.sparse.topk) : json(nullptr)},
               {"moe", m.is_moe() ? json{{"routed_experts", m.moe.routed_experts},
                                           {"experts_per_token", m.moe.experts_per_token},
                                           {"shared_experts", m.moe.shared_experts},

@@ -123,7 +123,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         const double dense = mlp(static_cast<double>(m.intermediate) / tpd);
         const double moe = static_cast<double>(m.moe.experts_per_token) *
                                mlp(static_cast<double>(m.moe.expert_intermediate) / p.etp) +
-                           static_cast<double>(m.moe.shared_experts) * mlp(static_cast<double>(m.moe.expert_intermediate) / tpd);
+                           static_cast<double>(m.moe.shared_experts) * mlp(static_cast<double>(m.moe.shared_width()) / tpd);
         const double moe_layers = m.is_moe() ? static_cast<double>(m.moe_layer_count()) : 0.0;
         const double elements = tokens * (static_cast<double>(m.layers) * attention +
                                           (static_cast<double>(m.layers) - moe_layers) * dense + moe_layers * moe);

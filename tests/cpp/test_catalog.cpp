@@ -52,7 +52,8 @@ TEST_CASE("lookups are case-insensitive and accept aliases") {
     CHECK(c.accelerator("h100-sxm").name == "H100-SXM");
     CHECK(c.accelerator("H100").name == "H100-SXM");
     CHECK(c.model("meta-llama/Llama-3.1-8B").name == "Llama-3.1-8B");
-    CHECK(c.model("DeepSeek-R1").name == "DeepSeek-V3");
+    CHECK(c.model("deepseek-ai/DeepSeek-V3-Base").name == "DeepSeek-V3");
+    CHECK(c.model("deepseek-r1").name == "DeepSeek-R1");  // its own entry since issue #19
     CHECK(c.kind_of("HGX-H200") == entry_kind::system);
 }
 

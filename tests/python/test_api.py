@@ -60,7 +60,8 @@ def test_catalog_lookups():
     assert "H100-SXM" in capplan.list_accelerators()
     assert "GB200-NVL72" in capplan.list_systems()
     assert "NVMe-Gen5" in capplan.list_storage()
-    assert capplan.model("deepseek-r1").name == "DeepSeek-V3"
+    assert capplan.model("deepseek-r1").name == "DeepSeek-R1"  # its own entry (issue #19)
+    assert capplan.model("deepseek-ai/DeepSeek-V3-Base").name == "DeepSeek-V3"
     h200 = capplan.accelerator("H200")
     assert str(h200.memory) == "141 GB" and str(h200.peak("bf16")) == "989.5 TFLOP/s"
     assert capplan.accelerator("A100-80GB").peak("fp8") == "unsupported"

@@ -80,6 +80,25 @@ inline std::int64_t attention_flops_per_key(const model_spec& m) {
     return 2 * m.heads * d_qk + 2 * m.heads * d_v;
 }
 
+// DSA's lightning indexer per query token and cached key: index_heads dot products of index_head_dim
+// (DeepSeek-V3.2-Exp report §2.1, eq. 1), 2·Hi·di.
+inline std::int64_t index_flops_per_key(const model_spec& m) { return 2 * m.sparse.index_heads * m.sparse.index_head_dim; }
+
+// A gated DeltaNet layer per token, beside its projections: the delta-rule update of the value_heads x dk x dv
+// state (S k, the rank-one correction, the decay: 6·dk·dv per head; Yang et al. 2024 arXiv:2412.06464 eq. 8
+// in recurrent form) and the read-out S q (2·dk·dv), plus the depthwise convolution (2·kernel per channel).
+inline std::int64_t linear_flops_per_token(const model_spec& m) {
+    const auto& l = m.linear;
+    return 8 * l.value_heads * l.key_head_dim * l.value_head_dim + 2 * l.conv_kernel * l.conv_channels();
+}
+
+// Keys seen by the tokens at positions 0..n-1 of a layer that attends within fixed chunks of C tokens (Llama 4):
+// the token at p sees p - floor(p / C) C + 1 keys; sum over whole chunks C(C+1)/2 each, then the partial one.
+inline std::int64_t chunked_keys(std::int64_t n, std::int64_t chunk) {
+    const std::int64_t whole = n / chunk, rest = n % chunk;
+    return whole * (chunk * (chunk + 1) / 2) + rest * (rest + 1) / 2;
+}
+
 // Keys seen by the tokens at positions 0..n-1 together: sum_{c=1..n} min(c, W) (W = 0: no window).
 inline std::int64_t causal_keys(std::int64_t n, std::int64_t window) {
     if (window <= 0 || n <= window) return n * (n + 1) / 2;
@@ -94,25 +113,18 @@ inline void require(bool ok, const std::string& what, std::int64_t got) {
 
 inline matmul_parameters active_matmul_parameters(const model_spec& m) {
     const parameter_breakdown p = count_parameters(m);
-    std::int64_t moe_layers = 0;
-    for (std::int64_t i = 0; i < m.layers; ++i) moe_layers += m.is_moe_layer(i);
+    const std::int64_t linear_layers = m.linear_layer_count();
+    const std::int64_t moe_layers = m.moe_layer_count();
     const std::int64_t dense_layers = m.layers - moe_layers;
-
-    // Vectors inside count_parameters' attention total: biases and norms (parameters.hpp).
-    std::int64_t attention_vectors = 0;
-    if (m.mla) {
-        attention_vectors = (m.mla_dims.q_lora_rank > 0 ? m.mla_dims.q_lora_rank : 0) + m.mla_dims.kv_lora_rank;
-    } else {
-        if (m.qkv_bias) attention_vectors += m.heads * m.head_dim + 2 * m.kv_heads * m.head_dim;
-        if (m.o_bias) attention_vectors += m.hidden;
-        if (m.qk_norm) attention_vectors += 2 * m.head_dim;
-    }
     const std::int64_t mlp_bias = m.mlp_bias ? ((m.gated_mlp ? 3 : 2) - 1) * m.intermediate + m.hidden : 0;
-    const std::int64_t router_bias = m.model_type == "deepseek_v3" ? m.moe.routed_experts : 0;
+    const std::int64_t router_bias = m.moe.router_bias ? m.moe.routed_experts : 0;
 
     matmul_parameters w;
-    w.attention = p.attention - m.layers * attention_vectors;
-    w.mlp = (p.dense_mlp - dense_layers * mlp_bias) + (p.routed_experts - p.inactive_experts) + p.shared_experts;
+    w.attention = (m.layers - linear_layers) * attention_layer_parameters(m, false).matrices +
+                  (linear_layers > 0 ? linear_layers * attention_layer_parameters(m, true).matrices : 0);
+    const std::int64_t active_experts = moe_layers * m.moe.experts_per_token * expert_parameters(m).matrices;
+    const std::int64_t shared = moe_layers * m.moe.shared_experts * 3 * m.hidden * m.moe.shared_width();
+    w.mlp = (p.dense_mlp - dense_layers * mlp_bias) + active_experts + shared;
     w.router = p.router - moe_layers * router_bias;
     w.lm_head = m.vocab * m.hidden;
     return w;
@@ -129,17 +141,31 @@ inline forward_flops chunk_forward_flops(const model_spec& m, std::int64_t cache
     const double n = static_cast<double>(new_tokens);
     const double head_tokens = logits == logits_for::all_positions ? n : (new_tokens > 0 ? 1.0 : 0.0);
 
-    std::int64_t keys = 0;  // sum over layers of the keys all new tokens see
+    std::int64_t keys = 0;     // sum over attention layers of the keys all new tokens see
+    std::int64_t indexed = 0;  // DSA: keys the indexer scores (all of the causal context)
+    std::int64_t linear = 0;   // linear-attention layers
     const std::int64_t end = cached + new_tokens;
     for (std::int64_t i = 0; i < m.layers; ++i) {
-        const std::int64_t window = m.is_sliding_layer(i) ? m.sliding_window : 0;
-        keys += detail::causal_keys(end, window) - detail::causal_keys(cached, window);
+        if (m.is_linear_layer(i)) {
+            ++linear;
+            continue;
+        }
+        // DSA's core attends to the indexer's top-k keys: a window of k in key count.
+        const std::int64_t window = m.is_sliding_layer(i) ? m.sliding_window : m.sparse.topk;
+        if (m.is_sliding_layer(i) && m.chunked_local)
+            keys += detail::chunked_keys(end, window) - detail::chunked_keys(cached, window);
+        else
+            keys += detail::causal_keys(end, window) - detail::causal_keys(cached, window);
+        if (m.sparse.active()) indexed += detail::causal_keys(end, 0) - detail::causal_keys(cached, 0);
     }
 
     forward_flops f;
     f.lm_head = 2.0 * static_cast<double>(w.lm_head) * head_tokens * units::FLOP;
     f.matmul = 2.0 * static_cast<double>(w.blocks()) * n * units::FLOP + f.lm_head;
-    f.attention = static_cast<double>(detail::attention_flops_per_key(m)) * static_cast<double>(keys) * units::FLOP;
+    f.attention = (static_cast<double>(detail::attention_flops_per_key(m)) * static_cast<double>(keys) +
+                   static_cast<double>(detail::index_flops_per_key(m)) * static_cast<double>(indexed) +
+                   static_cast<double>(detail::linear_flops_per_token(m)) * static_cast<double>(linear) * n) *
+                  units::FLOP;
     return f;
 }
 

@@ -5,6 +5,8 @@
 //                   (+ norm r_kv), kv_b: r_kv*H*(d_nope+d_v), o: H*d_v*h           (DeepSeek-V2 §2.1)
 //   gated MLP       3*h*I (gate, up, down; SwiGLU, Shazeer 2020); plain MLP 2*h*I
 //   MoE layer       E routed + S shared experts of 3*h*I_e, router h*E               (Fedus et al. 2022)
+//   gated DeltaNet  h*(2*K*dk + 2*V*dv) + h*2V + V*dv*h, conv (2*K*dk + V*dv)*kernel  (Qwen3-Next; Yang et al. 2024)
+//   DSA indexer     r_q*Hi*di + h*di + h*Hi, its key norm 2*di                       (DeepSeek-V3.2-Exp)
 //   embeddings      V*h, plus an untied LM head V*h, plus learned positions P*h (GPT-2/3)
 // Active parameters per token drop the (E - k) routed experts a token does not visit.
 #pragma once
@@ -21,60 +23,98 @@ struct parameter_breakdown {
     std::int64_t embedding = 0;           // token embeddings
     std::int64_t position_embedding = 0;  // learned absolute positions (GPT-2/3)
     std::int64_t lm_head = 0;             // 0 when tied to the embeddings
-    std::int64_t attention = 0;           // all layers, biases and q/k norms included
+    std::int64_t attention = 0;           // all layers (linear-attention layers included), biases, sinks and norms of q/k
     std::int64_t dense_mlp = 0;           // dense FFN layers
-    std::int64_t routed_experts = 0;      // all routed experts of all MoE layers
-    std::int64_t shared_experts = 0;
+    std::int64_t routed_experts = 0;      // all routed experts of all MoE layers (their biases included)
+    std::int64_t shared_experts = 0;      // with their gate
     std::int64_t router = 0;
     std::int64_t norms = 0;               // layer norms incl. the final one
+    std::int64_t vision = 0;              // a multimodal release's vision tower and projector (never run by capplan)
     std::int64_t inactive_experts = 0;    // routed-expert parameters a token does not use
 
     std::int64_t total() const {
         return embedding + position_embedding + lm_head + attention + dense_mlp + routed_experts + shared_experts +
-               router + norms;
+               router + norms + vision;
     }
-    std::int64_t active() const { return total() - inactive_experts; }
+    // What a text token uses: the vision tower is not, nor the routed experts it is not sent to.
+    std::int64_t active() const { return total() - inactive_experts - vision; }
     // Transformer-block matrices: what weight quantization (int4, fp8, ...) applies to.
     std::int64_t block_linear() const { return attention + dense_mlp + routed_experts + shared_experts; }
 };
+
+// One layer's attention: its weight matrices and its vectors (biases, norms, sinks), apart (FLOPs count matrices only).
+struct layer_parameters {
+    std::int64_t matrices = 0, vectors = 0;
+    std::int64_t total() const { return matrices + vectors; }
+};
+
+inline layer_parameters attention_layer_parameters(const model_spec& m, bool linear_layer) {
+    const std::int64_t h = m.hidden;
+    layer_parameters a;
+    if (linear_layer) {
+        // Gated DeltaNet (transformers modeling_qwen3_next.py Qwen3NextGatedDeltaNet): in_proj_qkvz h -> q, k
+        // (key_heads x key_head_dim each), v and the output gate z (value_heads x value_head_dim each); in_proj_ba
+        // h -> 2 x value_heads (beta and the decay's input); a depthwise causal conv over q, k, v; out_proj.
+        const auto& l = m.linear;
+        const std::int64_t v = l.value_heads * l.value_head_dim;
+        a.matrices = h * (2 * l.key_heads * l.key_head_dim + 2 * v) + h * 2 * l.value_heads + v * h;
+        // The conv weights, dt_bias and A_log per value head, and the gated RMSNorm over a value head.
+        a.vectors = l.conv_channels() * l.conv_kernel + 2 * l.value_heads + l.value_head_dim;
+        return a;
+    }
+    if (m.mla) {
+        const auto& d = m.mla_dims;
+        const std::int64_t qk = d.qk_nope_head_dim + d.qk_rope_head_dim;
+        a.matrices = d.q_lora_rank > 0 ? h * d.q_lora_rank + d.q_lora_rank * m.heads * qk : h * m.heads * qk;
+        a.matrices += h * (d.kv_lora_rank + d.qk_rope_head_dim) + d.kv_lora_rank * m.heads * (d.qk_nope_head_dim + d.v_head_dim);
+        a.matrices += m.heads * d.v_head_dim * h;
+        a.vectors = (d.q_lora_rank > 0 ? d.q_lora_rank : 0) + d.kv_lora_rank;  // the latents' norms
+        if (m.sparse.active()) {
+            // The lightning indexer (DeepSeek-V3.2-Exp inference/model.py, Indexer): wq_b from the query latent,
+            // wk from the hidden state, weights_proj (one weight per index head) and a LayerNorm on its key.
+            const auto& x = m.sparse;
+            const std::int64_t q_in = d.q_lora_rank > 0 ? d.q_lora_rank : h;
+            a.matrices += q_in * x.index_heads * x.index_head_dim + h * x.index_head_dim + h * x.index_heads;
+            a.vectors += 2 * x.index_head_dim;
+        }
+        return a;
+    }
+    const std::int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
+    a.matrices = h * q * (m.attention_output_gate ? 2 : 1) + 2 * h * kv + q * h;
+    if (m.qkv_bias) a.vectors += q + 2 * kv;
+    if (m.o_bias) a.vectors += h;
+    if (m.qk_norm) a.vectors += 2 * m.head_dim;
+    if (m.attention_sinks) a.vectors += m.heads;
+    return a;
+}
+
+// One routed expert (gated: gate, up, down), its biases where the model has them (gpt-oss: 2I + h).
+inline layer_parameters expert_parameters(const model_spec& m) {
+    const std::int64_t h = m.hidden, w = m.moe.expert_intermediate;
+    return {3 * h * w, m.moe.expert_bias ? 2 * w + h : 0};
+}
 
 inline parameter_breakdown count_parameters(const model_spec& m) {
     parameter_breakdown p;
     const std::int64_t h = m.hidden;
     const std::int64_t norm_size = m.norm == norm_kind::layer_norm ? 2 * h : h;  // LayerNorm: weight + bias
 
-    std::int64_t attn = 0;
-    if (m.mla) {
-        const auto& a = m.mla_dims;
-        const std::int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
-        attn += a.q_lora_rank > 0 ? h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * m.heads * qk
-                                  : h * m.heads * qk;
-        attn += h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank;
-        attn += a.kv_lora_rank * m.heads * (a.qk_nope_head_dim + a.v_head_dim);
-        attn += m.heads * a.v_head_dim * h;
-    } else {
-        const std::int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
-        attn += h * q + 2 * h * kv + q * h;
-        if (m.qkv_bias) attn += q + 2 * kv;
-        if (m.o_bias) attn += h;
-        if (m.qk_norm) attn += 2 * m.head_dim;
-    }
-    p.attention = attn * m.layers;
-
     const std::int64_t matrices = m.gated_mlp ? 3 : 2;
     const std::int64_t dense_layer = matrices * h * m.intermediate +
                                      (m.mlp_bias ? (matrices - 1) * m.intermediate + h : 0);
-    const std::int64_t expert = 3 * h * m.moe.expert_intermediate;
-    // DeepSeek-V3 routers carry a per-expert score-correction bias (aux-loss-free balancing, §2.1.2).
-    const std::int64_t router = h * m.moe.routed_experts + (m.model_type == "deepseek_v3" ? m.moe.routed_experts : 0);
+    const std::int64_t expert = expert_parameters(m).total();
+    const std::int64_t shared = m.moe.shared_experts * 3 * h * m.moe.shared_width() + (m.moe.shared_gate ? h : 0);
+    const std::int64_t router = h * m.moe.routed_experts + (m.moe.router_bias ? m.moe.routed_experts : 0);
+    const std::int64_t full_attention = attention_layer_parameters(m, false).total();
+    const std::int64_t linear_attention = m.linear_layer.empty() ? 0 : attention_layer_parameters(m, true).total();
     for (std::int64_t i = 0; i < m.layers; ++i) {
-        const bool moe = m.is_moe_layer(i);
-        if (!moe) {
+        p.attention += m.is_linear_layer(i) ? linear_attention : full_attention;
+        if (!m.is_moe_layer(i)) {
             p.dense_mlp += dense_layer;
             continue;
         }
         p.routed_experts += m.moe.routed_experts * expert;
-        p.shared_experts += m.moe.shared_experts * expert;
+        p.shared_experts += shared;
         p.router += router;
         p.inactive_experts += (m.moe.routed_experts - m.moe.experts_per_token) * expert;
     }
@@ -83,6 +123,7 @@ inline parameter_breakdown count_parameters(const model_spec& m) {
     p.embedding = m.vocab * h;
     p.lm_head = m.tied_embeddings ? 0 : m.vocab * h;
     p.position_embedding = m.learned_positions ? m.max_position * h : 0;
+    p.vision = m.vision_parameters;
     return p;
 }
 

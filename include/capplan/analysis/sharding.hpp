@@ -58,10 +58,15 @@ inline double kv_heads_per_rank(const model_spec& m, int tp) {
     return m.kv_heads >= tp ? static_cast<double>(m.kv_heads) / tp : 1.0;
 }
 
-// Attention parameters of one layer on one rank (projections, biases, q/k norms).
-inline device_parameters attention_on_device(const model_spec& m, const parallelism_spec& p) {
+// Attention parameters of one layer on one rank (projections, biases, q/k norms); a linear-attention layer's
+// heads split over tp like attention heads (vLLM's gated DeltaNet shards them).
+inline device_parameters attention_on_device(const model_spec& m, const parallelism_spec& p, bool linear_layer = false) {
     device_parameters d;
     const double h = static_cast<double>(m.hidden), tp = p.attention_tp();
+    if (linear_layer) {
+        d.block_linear += static_cast<double>(attention_layer_parameters(m, true).total()) / tp;
+        return d;
+    }
     if (m.mla) {
         const auto& a = m.mla_dims;
         const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
@@ -76,13 +81,20 @@ inline device_parameters attention_on_device(const model_spec& m, const parallel
         d.other += static_cast<double>(a.kv_lora_rank);
         d.block_linear += a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim);
         d.block_linear += heads * a.v_head_dim * h;
+        if (m.sparse.active()) {  // the indexer is replicated on every rank (vLLM: ReplicatedLinear)
+            const auto& x = m.sparse;
+            const double q_in = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : h;
+            d.block_linear += q_in * x.index_heads * x.index_head_dim + h * x.index_head_dim + h * x.index_heads;
+            d.other += 2.0 * x.index_head_dim;
+        }
     } else {
         const double q = m.heads * static_cast<double>(m.head_dim) / tp;
         const double kv = detail::kv_heads_per_rank(m, p.attention_tp()) * m.head_dim;
-        d.block_linear += h * q + 2 * h * kv + q * h;
+        d.block_linear += h * q * (m.attention_output_gate ? 2 : 1) + 2 * h * kv + q * h;
         if (m.qkv_bias) d.block_linear += q + 2 * kv;
         if (m.o_bias) d.other += h;
         if (m.qk_norm) d.other += 2.0 * m.head_dim;
+        if (m.attention_sinks) d.other += m.heads / tp;
     }
     return d;
 }
@@ -101,17 +113,18 @@ inline device_parameters ffn_on_device(const model_spec& m, std::int64_t i, cons
         }
         return d;
     }
-    const double expert = 3 * h * m.moe.expert_intermediate;
+    const double expert = static_cast<double>(expert_parameters(m).total());
     const double routed = m.moe.routed_experts * expert / (static_cast<double>(p.ep) * p.etp);
-    d.block_linear += routed + m.moe.shared_experts * expert / tp;
+    const double shared = static_cast<double>(m.moe.shared_experts * 3 * m.hidden * m.moe.shared_width());
+    d.block_linear += routed + shared / tp;
     d.routed_experts += routed;
-    d.other += h * m.moe.routed_experts + (m.model_type == "deepseek_v3" ? m.moe.routed_experts : 0);
+    d.other += h * m.moe.routed_experts + (m.moe.router_bias ? m.moe.routed_experts : 0) + (m.moe.shared_gate ? h : 0);
     return d;
 }
 
 // One transformer layer's parameters on one rank, norms included.
 inline device_parameters layer_on_device(const model_spec& m, std::int64_t i, const parallelism_spec& p) {
-    device_parameters d = attention_on_device(m, p);
+    device_parameters d = attention_on_device(m, p, m.is_linear_layer(i));
     d += ffn_on_device(m, i, p);
     d.other += m.norms_per_layer * (m.norm == norm_kind::layer_norm ? 2.0 : 1.0) * static_cast<double>(m.hidden);
     return d;
@@ -163,6 +176,9 @@ inline weight_sharding shard_weights(const model_spec& m, const parallelism_spec
         if (st.has_embedding) {
             st.params.other += static_cast<double>(m.vocab) * h / p.attention_tp();  // vocab-parallel embedding
             if (m.learned_positions) st.params.other += static_cast<double>(m.max_position) * h;
+            // A multimodal release's vision tower sits beside the embedding, whole on every rank (vLLM loads it
+            // unless told not to; capplan does not run it).
+            st.params.other += static_cast<double>(m.vision_parameters);
         }
         if (st.has_lm_head) {
             st.params.other += norm;  // final norm

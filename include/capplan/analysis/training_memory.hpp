@@ -158,7 +158,7 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     } else {
         const double E = static_cast<double>(m.moe.routed_experts);
         replicated += e * h + 8.0 * E;
-        const double shared = static_cast<double>(m.moe.shared_experts * m.moe.expert_intermediate) / tp;
+        const double shared = static_cast<double>(m.moe.shared_experts * m.moe.shared_width()) / tp;
         split += 2.0 * e * shared + g * shared;
         const double copies = tokens * static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
                               static_cast<double>(p.etp) / tp;

@@ -21,8 +21,29 @@ struct mla_spec {                 // DeepSeek-V2/V3 multi-head latent attention 
 struct moe_spec {
     std::int64_t routed_experts = 0;           // experts a token may be routed to
     std::int64_t experts_per_token = 0;        // top-k
-    std::int64_t shared_experts = 0;           // always-active experts (DeepSeek)
+    std::int64_t shared_experts = 0;           // always-active experts (DeepSeek, Llama 4, Qwen3-Next)
     std::int64_t expert_intermediate = 0;      // FFN width of one expert
+    std::int64_t shared_intermediate = 0;      // a shared expert's width when it differs (Qwen3-Next: 512); 0 = expert_intermediate
+    bool expert_bias = false;                  // biases on the experts' projections (gpt-oss)
+    bool router_bias = false;                  // a bias per expert on the router (gpt-oss; DeepSeek's score correction)
+    bool shared_gate = false;                  // a sigmoid gate (h x 1) on the shared expert's output (Qwen3-Next)
+
+    std::int64_t shared_width() const { return shared_intermediate > 0 ? shared_intermediate : expert_intermediate; }
+};
+
+// Gated linear attention / state-space layers (Qwen3-Next's gated DeltaNet, Yang et al. 2024 arXiv:2412.06464;
+// Mamba-2, Dao & Gu 2024 arXiv:2405.21060): each request keeps a fixed-size recurrent state per layer, value_heads
+// x key_head_dim x value_head_dim, and a short causal convolution's last conv_kernel - 1 inputs, whatever its context.
+struct linear_attention_spec {
+    std::int64_t key_heads = 0, value_heads = 0, key_head_dim = 0, value_head_dim = 0, conv_kernel = 0;
+    std::int64_t conv_channels() const { return 2 * key_heads * key_head_dim + value_heads * value_head_dim; }
+};
+
+// DeepSeek Sparse Attention (DeepSeek-V3.2): a lightning indexer (index_heads x index_head_dim, fp8) scores every
+// cached key, and the MLA core attends only to the top `topk` of them (DeepSeek-V3.2-Exp report §2.1).
+struct sparse_attention_spec {
+    std::int64_t index_heads = 0, index_head_dim = 0, topk = 0;
+    bool active() const { return topk > 0; }
 };
 
 struct model_spec {
@@ -53,10 +74,20 @@ struct model_spec {
     mla_spec mla_dims;
     moe_spec moe;
 
+    bool attention_sinks = false;   // a learned logit per head and layer (gpt-oss)
+    bool attention_output_gate = false;  // q_proj also yields a sigmoid gate on the output (Qwen3-Next: 2x its width)
+    linear_attention_spec linear;
+    sparse_attention_spec sparse;
+    std::int64_t vision_parameters = 0;  // a vision tower and projector (multimodal releases): counted, never run
+
     std::int64_t sliding_window = 0;  // 0 = full attention everywhere
-    // Per layer: true where the layer is a mixture of experts / uses the sliding window.
+    // Local layers attend within fixed chunks of sliding_window tokens instead of a sliding window (Llama 4's
+    // chunked attention, attention_chunk_size): a token at position p sees p - floor(p / W) x W + 1 keys.
+    bool chunked_local = false;
+    // Per layer: true where the layer is a mixture of experts / uses the sliding window / is a linear-attention layer.
     std::vector<bool> moe_layer;
     std::vector<bool> sliding_layer;
+    std::vector<bool> linear_layer;
 
     bool is_moe() const { return moe.routed_experts > 0; }
     // Layer i is a mixture of experts / keeps only the sliding window.
@@ -67,9 +98,19 @@ struct model_spec {
         return sliding_window > 0 && i >= 0 && static_cast<std::size_t>(i) < sliding_layer.size() &&
                sliding_layer[static_cast<std::size_t>(i)];
     }
+    bool is_linear_layer(std::int64_t i) const {
+        return i >= 0 && static_cast<std::size_t>(i) < linear_layer.size() && linear_layer[static_cast<std::size_t>(i)];
+    }
     std::int64_t moe_layer_count() const;
     std::int64_t sliding_layer_count() const;
+    std::int64_t linear_layer_count() const;
 };
+
+inline std::int64_t model_spec::linear_layer_count() const {
+    std::int64_t n = 0;
+    for (bool b : linear_layer) n += b;
+    return n;
+}
 
 inline std::int64_t model_spec::moe_layer_count() const {
     std::int64_t n = 0;

@@ -1,0 +1,143 @@
+// Issue #19's architectures from their catalog entries (each built from the release's config.json):
+// banded/dense alternation and sinks (gpt-oss), chunked local attention and shared experts (Llama 4), 5:1
+// local/global (Gemma 3), gated DeltaNet hybrids (Qwen3-Next) and DeepSeek Sparse Attention (V3.2).
+// Every expected value is counted by hand in the comment beside it.
+#include <doctest/doctest.h>
+
+#include "test_support.hpp"
+
+#include "capplan/analysis/flops.hpp"
+#include "capplan/analysis/inference_perf.hpp"
+#include "capplan/spec/scenario_io.hpp"
+#include "capplan/analysis/kv_cache.hpp"
+#include "capplan/analysis/parameters.hpp"
+#include "capplan/dtype.hpp"
+
+using namespace capplan;
+using namespace capplan::units;
+
+namespace {
+const model_spec& model(const char* name) { return test::shipped_catalog().model(name); }
+const number_format& bf16() { return find_format("bf16"); }
+double per_token(const char* name) { return kv_bytes_per_token(model(name), 1, bf16(), all_layers(model(name))).in(B); }
+double per_request(const char* name, std::int64_t context) {
+    return kv_bytes_per_request(model(name), 1, bf16(), all_layers(model(name)), context, 16).in(B);
+}
+constexpr std::int64_t k128 = 131'072;
+}  // namespace
+
+TEST_CASE("gpt-oss-120b: attention with biases and sinks, experts with biases") {
+    const model_spec& m = model("gpt-oss-120b");
+    // q 2880 x 4096 + k, v 2880 x 512 each + o 4096 x 2880, biases 4096 + 2 x 512 + 2880, 64 sinks = 26,550,144.
+    CHECK(attention_layer_parameters(m, false).total() == 26'550'144);
+    // gate_up 2880 x 5760 + 5760, down 2880 x 2880 + 2880 = 24,891,840.
+    CHECK(expert_parameters(m).total() == 24'891'840);
+    CHECK(m.sliding_layer_count() == 18);
+    CHECK(m.sliding_window == 128);
+}
+
+TEST_CASE("KV cache per token and per 128k-token request, by hand (bf16, one device, 16-token blocks)") {
+    // gpt-oss-120b: 8 KV heads x 64 x 2 (K, V) x 2 B = 2,048 B per token and layer, 36 layers: 73,728 B;
+    // at 128k the 18 dense layers hold 131,072 tokens, the 18 banded ones 128: 4,831,838,208 + 4,718,592.
+    CHECK(per_token("gpt-oss-120b") == 73'728.0);
+    CHECK(per_request("gpt-oss-120b", k128) == 4'836'556'800.0);
+    // Llama-4-Scout: 8 x 128 x 2 x 2 = 4,096 B, 48 layers: 196,608 B; 12 global layers x 131,072 tokens and
+    // 36 chunked layers x 8,192 tokens (a chunk at most): 6,442,450,944 + 1,207,959,552.
+    CHECK(per_token("Llama-4-Scout-17B-16E") == 196'608.0);
+    CHECK(per_request("Llama-4-Scout-17B-16E", k128) == 7'650'410'496.0);
+    // Gemma-3-27B: 16 x 128 x 2 x 2 = 8,192 B, 62 layers: 507,904 B; 10 global layers (5, 11, ..., 59) x 131,072
+    // and 52 local layers x 1,024: 10,737,418,240 + 436,207,616.
+    CHECK(per_token("Gemma-3-27B") == 507'904.0);
+    CHECK(per_request("Gemma-3-27B", k128) == 11'173'625'856.0);
+    // Qwen3-Next-80B-A3B: 12 attention layers of 2 KV heads x 256 x 2 x 2 = 2,048 B: 24,576 B per token; each of 36
+    // gated DeltaNet layers keeps 32 x 128 x 128 state + 3 x (2 x 16 x 128 + 32 x 128) conv inputs = 548,864 x 2 B.
+    CHECK(per_token("Qwen3-Next-80B-A3B") == 24'576.0);
+    CHECK(linear_state_bytes(model("Qwen3-Next-80B-A3B"), 1, all_layers(model("Qwen3-Next-80B-A3B"))).in(B) == 36.0 * 1'097'728.0);
+    CHECK(per_request("Qwen3-Next-80B-A3B", k128) == 3'221'225'472.0 + 39'518'208.0);
+    // A one-token request already holds the whole state: the hybrid's cache starts at 39.5 MB, then grows 12x slower.
+    CHECK(per_request("Qwen3-Next-80B-A3B", 1) == 16.0 * 24'576.0 + 39'518'208.0);
+}
+
+TEST_CASE("DeepSeek-V3.2: the indexer's fp8 key joins the latent; attention stops growing past top-k keys") {
+    const model_spec& m = model("DeepSeek-V3.2");
+    // 512 + 64 latent elements x 2 B + 128 fp8 + one 4 B scale = 1,284 B per token and layer, 61 layers.
+    CHECK(per_token("DeepSeek-V3.2") == 61.0 * 1'284.0);
+    // A decode token at context c: MLA core against min(c, 2,048) keys, the indexer against all c.
+    const double core = static_cast<double>(detail::attention_flops_per_key(m));
+    const double index = 2.0 * 64 * 128;
+    const double at100k = token_forward_flops(m, 100'000).attention.in(FLOP);
+    const double at200k = token_forward_flops(m, 200'000).attention.in(FLOP);
+    CHECK(at100k == doctest::Approx(61.0 * (core * 2'048 + index * 100'000)));
+    CHECK(at200k - at100k == doctest::Approx(61.0 * index * 100'000));
+    // The indexer adds wq_b 1,536 x 8,192 + wk 7,168 x 128 + weights_proj 7,168 x 64 + its LayerNorm 256 per layer.
+    const std::int64_t indexer = 1'536 * 8'192 + 7'168 * 128 + 7'168 * 64 + 256;
+    CHECK(count_parameters(m).attention - count_parameters(model("DeepSeek-R1")).attention == 61 * indexer);
+}
+
+TEST_CASE("chunked local attention counts keys from the chunk's start; Llama 4's layer plan") {
+    // Positions 0..9 in chunks of 4: 1+2+3+4, 1+2+3+4, 1+2 = 23.
+    CHECK(detail::chunked_keys(10, 4) == 23);
+    const model_spec& scout = model("Llama-4-Scout-17B-16E");
+    CHECK(scout.chunked_local);
+    CHECK(scout.sliding_layer_count() == 36);  // three of every four layers use RoPE and chunks
+    CHECK_FALSE(scout.is_sliding_layer(3));
+    CHECK(scout.moe_layer_count() == 48);
+    const model_spec& maverick = model("Llama-4-Maverick-17B-128E");
+    CHECK(maverick.moe_layer_count() == 24);  // interleave_moe_layer_step 2: layers 1, 3, ..., 47
+    CHECK(maverick.is_moe_layer(1));
+    CHECK_FALSE(maverick.is_moe_layer(0));
+    // Dense layers 16,384 wide; each MoE layer 128 experts + 1 shared of 8,192; router 5,120 x 128.
+    const parameter_breakdown p = count_parameters(maverick);
+    CHECK(p.dense_mlp == 24LL * 3 * 5'120 * 16'384);
+    CHECK(p.shared_experts == 24LL * 3 * 5'120 * 8'192);
+    CHECK(p.router == 24LL * 5'120 * 128);
+    // The vision tower: patches 3 x 14 x 14 x 1,408, class 1,408, positions 577 x 1,408, two LayerNorms 4 x 1,408,
+    // 34 layers of 23,807,872, the adapter 5,632 x 4,096 + 4,096 x 4,096, the projector 4,096 x 5,120.
+    const std::int64_t vision = 3 * 14 * 14 * 1'408 + 1'408 + 577 * 1'408 + 4 * 1'408 + 34LL * 23'807'872 +
+                                5'632LL * 4'096 + 4'096LL * 4'096 + 4'096LL * 5'120;
+    CHECK(p.vision == vision);
+}
+
+TEST_CASE("Gemma 3 keeps five local layers to one global; Qwen3-Next every fourth layer full attention") {
+    const model_spec& g = model("Gemma-3-27B");
+    CHECK(g.sliding_layer_count() == 52);
+    CHECK_FALSE(g.is_sliding_layer(5));
+    CHECK(g.is_sliding_layer(6));
+    CHECK(g.tied_embeddings);
+    const model_spec& q = model("Qwen3-Next-80B-A3B");
+    CHECK(q.linear_layer_count() == 36);
+    CHECK_FALSE(q.is_linear_layer(3));
+    // Full attention with its output gate: q 2,048 x 8,192 (16 heads of 256, doubled), k, v 2,048 x 512 each,
+    // o 4,096 x 2,048, QK-norm 2 x 256.
+    CHECK(attention_layer_parameters(q, false).total() == 2'048LL * 8'192 + 2 * 2'048LL * 512 + 4'096LL * 2'048 + 512);
+    // Gated DeltaNet: in_proj_qkvz 2,048 x 12,288, in_proj_ba 2,048 x 64, out_proj 4,096 x 2,048; conv 8,192 x 4,
+    // dt_bias and A_log 32 each, the gated norm 128.
+    CHECK(attention_layer_parameters(q, true).total() ==
+          2'048LL * 12'288 + 2'048LL * 64 + 4'096LL * 2'048 + 8'192 * 4 + 64 + 128);
+}
+
+TEST_CASE("a hybrid model's decode step costs each layer once: 36 gated DeltaNet and 12 attention layers") {
+    const scenario sc = read_scenario(R"({"model": "Qwen3-Next-80B-A3B", "system": {"accelerator": "H200", "count": 1},
+                                          "inference": {"input_tokens": 1000, "output_tokens": 10}})",
+                                      test::shipped_catalog());
+    const perf_setup su = perf_setup::from(sc);
+    batch_step one;
+    one.decode_requests = 1;
+    one.context_tokens = 1000;
+    const step_breakdown b = step_time_breakdown(su, one);
+    auto flops_of = [&](const char* op) {
+        for (const auto& o : b.ops)
+            if (o.op == op) return o.flops.in(FLOP);
+        return -1.0;
+    };
+    const model_spec& m = sc.model;
+    // One token through every layer's projections: 2 x (36 linear + 12 attention layers' matrices).
+    CHECK(flops_of("attention projections") ==
+          doctest::Approx(2.0 * (36.0 * attention_layer_parameters(m, true).matrices + 12.0 * attention_layer_parameters(m, false).matrices)));
+    // The cores: 36 state updates (8 x 32 x 128 x 128 + 2 x 4 x 8,192 each) and 12 layers x 1,000 keys x
+    // 2 x 16 x (256 + 256).
+    CHECK(flops_of("attention core") ==
+          doctest::Approx(36.0 * (8.0 * 32 * 128 * 128 + 2.0 * 4 * 8'192) + 12.0 * 1'000 * 2.0 * 16 * 512));
+    // Every one of the 48 MoE layers: 10 routed experts + the shared one (3 x 2,048 x 512 each) and the router.
+    CHECK(flops_of("mlp / experts") == doctest::Approx(48.0 * 2.0 * (11.0 * 3 * 2'048 * 512 + 2'048.0 * 512)));
+}
