@@ -27,6 +27,38 @@ NOTEBOOKS = {
                       "print(f'One 128K-token conversation holds {kv} of KV cache (131 kB per token); '\n"
                       "      f'an fp8 cache halves it: {capplan.model(\"Llama-3.1-8B\").kv_cache_bytes(128000, kv_cache=\"fp8\")}.')"),
     ],
+    "kv_by_architecture": [
+        new_markdown_cell("# How does the KV cache grow with context, by architecture?\n\nFour 2025 designs on one chart: "
+                          "a dense GQA model (every layer keeps every token), local/global attention (Gemma 3 keeps a "
+                          "1,024-token window on five of six layers), DeepSeek Sparse Attention (the MLA latent plus "
+                          "the indexer's fp8 key per token; attention work stops growing past 2,048 keys, the cache "
+                          "does not), and a gated-DeltaNet hybrid (Qwen3-Next: a fixed state per request on 36 of 48 "
+                          "layers, KV on the other 12). One request, bf16 KV, one device, 16-token blocks:"),
+        new_code_cell("import capplan\n" + SVG +
+                      "models = ['Llama-3.1-70B', 'Gemma-3-27B', 'DeepSeek-V3.2', 'Qwen3-Next-80B-A3B']\n"
+                      "contexts = [1024, 4096, 16384, 65536, 131072]\n"
+                      "series = []\n"
+                      "for name in models:\n"
+                      "    m = capplan.model(name)\n"
+                      "    series.append((name, [(c, m.kv_cache_bytes(c, block_tokens=16).in_('GB')) for c in contexts]))\n"
+                      "display(SVG(line_chart('KV cache of one request', 'context (tokens)', 'GB', series, log_x=True)))\n"
+                      "for name, pts in series:\n"
+                      "    print(f'{name:20s} ' + '  '.join(f'{c:>6}: {gb:7.2f} GB' for c, gb in pts))"),
+        new_markdown_cell("The hybrid holds a fixed 39.5 MB state per request (whatever its length) plus 24.6 kB per "
+                          "token on its 12 attention layers: the smallest cache here at every length. The local layers "
+                          "cap Gemma 3's growth at its ten global layers. DeepSeek-V3.2's cache grows like DeepSeek-V3's "
+                          "(plus 132 bytes per token and layer for the indexer), but its FLOPs per decoded token grow "
+                          "far slower than DeepSeek-R1's: the MLA core stops at the 2,048 keys it selects and only the "
+                          "fp8 indexer still scans every key:"),
+        new_code_cell("def attention_flops(name, context):\n"
+                      "    r = capplan.estimate({'model': name, 'system': {'preset': 'HGX-H200', 'count': 8}, 'parallelism': {'tp': 8},\n"
+                      "                          'precision': {'weights': 'fp8', 'compute': 'fp8'},\n"
+                      "                          'inference': {'input_tokens': context, 'output_tokens': 2, 'batch': 1}})\n"
+                      "    return r.to_dict()['flops']['decode_token_flops'] / 1e9\n"
+                      "pts = {n: [(c, attention_flops(n, c)) for c in [4096, 16384, 65536, 131072]] for n in ['DeepSeek-R1', 'DeepSeek-V3.2']}\n"
+                      "display(SVG(line_chart('FLOPs per decoded token', 'context (tokens)', 'GFLOP', list(pts.items()), log_x=True)))\n"
+                      "pts"),
+    ],
     "concurrency_latency": [
         new_markdown_cell("# Why does latency swing when many ask at once?\n\nA continuous-batching server shares "
                           "each decode step among all users; prompts wait for a slot. Simulated with Llama-3.1-70B on 8x H200:"),

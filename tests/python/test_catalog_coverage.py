@@ -1,0 +1,58 @@
+"""Issue #19's catalog: today's models and hardware are there, each shows its sources, and a part without
+measurements says whose efficiencies it borrows."""
+import json
+
+import pytest
+
+import capplan
+
+NEW_MODELS = ["gpt-oss-120b", "gpt-oss-20b", "Llama-4-Scout-17B-16E", "Llama-4-Maverick-17B-128E", "Kimi-K2", "DeepSeek-R1",
+              "DeepSeek-V3.2", "GLM-4.5", "GLM-4.5-Air", "Gemma-3-27B", "Gemma-3-4B", "Gemma-3-1B", "Qwen3-Next-80B-A3B",
+              "Qwen3-Coder-480B-A35B", "Qwen3-235B-A22B-2507", "Qwen3-14B", "Qwen3-4B", "Qwen3-1.7B", "Qwen3-0.6B", "Phi-4",
+              "Mistral-Large-2"]
+NEW_ACCELERATORS = ["B300", "GB300", "MI350X", "MI355X", "TPU7x", "Trainium3", "RTX-PRO-6000-Server", "Ascend-910C", "Rubin",
+                    "GH200", "GH200-96GB", "H200-NVL"]
+NEW_SYSTEMS = ["GB300-NVL72", "HGX-B300", "MI355X-Platform", "TPU7x-Slice", "Trn2-UltraServer"]
+
+
+def test_at_least_45_models_and_32_accelerators():
+    assert len(capplan.list_models()) >= 45
+    assert len(capplan.list_accelerators()) >= 32
+    assert set(NEW_MODELS) <= set(capplan.list_models())
+    assert set(NEW_ACCELERATORS) <= set(capplan.list_accelerators())
+    assert set(NEW_SYSTEMS) <= set(capplan.list_systems())
+
+
+@pytest.mark.parametrize("name", NEW_MODELS + NEW_ACCELERATORS + NEW_SYSTEMS)
+def test_show_prints_the_entry_s_sources(run_cli, name):
+    code, out, _ = run_cli("show", name, "--format", "json")
+    assert code == 0
+    entry = json.loads(out)
+    assert entry["name"] == name and len(entry["source"]) > 40  # a citation, not a word
+
+
+def test_common_aliases_users_type():
+    assert capplan.model("Llama-3.3-70B").name == "Llama-3.1-70B"  # same layer shapes (the entry's notes)
+    assert capplan.model("openai/gpt-oss-120b").name == "gpt-oss-120b"
+    assert capplan.model("Qwen/Qwen3-Coder-480B-A35B-Instruct").name == "Qwen3-Coder-480B-A35B"
+    assert capplan.model("mistralai/Mistral-Large-Instruct-2407").name == "Mistral-Large-2"
+
+
+def _speed_note(system):
+    r = capplan.estimate({"model": "Llama-3.1-70B", "system": {"preset": system, "count": 8}, "parallelism": {"tp": 8},
+                          "inference": {"input_tokens": 1000, "output_tokens": 100}})
+    return next(n for n in r.notes if n.startswith("speed:"))
+
+
+def test_borrowed_and_missing_efficiencies_are_said_in_the_result():
+    assert "B200 catalog, shared by B300" in _speed_note("HGX-B300")
+    assert "MI300X catalog, shared by MI355X" in _speed_note("MI355X-Platform")
+    assert "mean of measured accelerators" in _speed_note("TPU7x-Slice")  # no measured sibling
+
+
+def test_new_formats_are_in_the_peaks():
+    b300 = capplan.accelerator("B300").to_dict()["peak_dense_flops_per_s"]
+    assert b300["fp4"] == pytest.approx(14e15)   # Blackwell Ultra's dense FP4 (datasheet's per-GPU row)
+    assert b300["int8"] == pytest.approx(153.5e12)  # the fast INT8 path removed
+    mi355x = capplan.accelerator("MI355X").to_dict()["peak_dense_flops_per_s"]
+    assert mi355x["fp6"] == pytest.approx(mi355x["fp4"])  # CDNA 4 runs MXFP6 at the MXFP4 rate
