@@ -741,12 +741,16 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
 
     // Weights per device: the largest pipeline stage's share on one tensor/expert-parallel rank.
     const weight_sharding shards = shard_weights(m, par);
-    r.memory.weights_total = weight_bytes(r.model.breakdown, s.precision.weights);
-    r.memory.weights = device_weight_bytes(shards.per_device(), s.precision.weights);
+    const number_format* experts = s.precision.expert_weights ? &*s.precision.expert_weights : nullptr;
+    r.memory.weights_total = weight_bytes(r.model.breakdown, s.precision.weights, experts);
+    r.memory.weights = device_weight_bytes(shards.per_device(), s.precision.weights, experts);
     r.memory.capacity = s.system.accelerator.memory_capacity;
     r.notes.push_back("weights: block matrices in " + s.precision.weights.name + " (" +
                       format_number(s.precision.weights.bytes_per_element()) +
-                      " B/parameter incl. block scales); embeddings, LM head, norms and routers in 16-bit when quantized");
+                      " B/parameter incl. block scales); embeddings, LM head, norms and routers in 16-bit when quantized" +
+                      (experts ? "; routed experts in " + experts->name + " (" + format_number(experts->bytes_per_element()) +
+                                     " B/parameter" + (m.released_expert_format == experts->name ? ", as released" : "") + ")"
+                               : std::string()));
     if (s.inference && s.inference->speculative && s.inference->speculative->method == "draft") {
         // The draft model is split as the target is (one pipeline stage): it must divide the same way.
         const model_spec& d = *s.inference->speculative->draft_model;

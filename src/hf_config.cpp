@@ -36,7 +36,8 @@ const std::vector<std::string>& hf_config_known_keys() {
         "index_n_heads", "index_head_dim", "index_topk", "use_qk_norm", "qkv_bias", "routed_scaling_factor",
         "scoring_func", "topk_method", "sliding_window_pattern", "rope_local_base_freq", "text_config",
         "vision_config", "mm_tokens_per_image", "router_aux_loss_coef", "output_router_logits",
-        "attention_chunk_size", "intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers", "no_rope_layers"};
+        "attention_chunk_size", "intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers", "no_rope_layers",
+        "quantization_config"};
     return keys;
 }
 
@@ -390,7 +391,13 @@ model_spec model_from_hf_json(const json& config, std::string name, const std::s
         if (type == "gemma2") m.norms_per_layer = 4;
         if (type == "qwen3" || type == "qwen3_moe" || type == "qwen3_next") m.qk_norm = true;
         if (type == "glm4_moe") m.qk_norm = r.boolean("use_qk_norm").value_or(false);
-        if (type == "gpt_oss") m.attention_sinks = true;  // one learned sink logit per head (modeling_gpt_oss.py)
+        if (type == "gpt_oss") {
+            m.attention_sinks = true;  // one learned sink logit per head (modeling_gpt_oss.py)
+            // The release quantises the experts alone (quantization_config: quant_method mxfp4, attention, router,
+            // embeddings and LM head in modules_to_not_convert).
+            if (const json* q = r.get("quantization_config"); q && q->is_object() && q->value("quant_method", "") == "mxfp4")
+                m.released_expert_format = "mxfp4";
+        }
         if (type == "qwen3_next") read_qwen3_next_layers(r, m);
         if (type == "deepseek_v3" || type == "deepseek_v32" || type == "kimi_k2") {
             m.mla = true;

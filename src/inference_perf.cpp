@@ -104,13 +104,19 @@ perf_setup perf_setup::from(const scenario& s) {
     // the 16-bit matrix multiply. Assumed operation counts per element (not measured): int8 2
     // (convert, scale), int4 3 (unpack, convert, scale); vector rate = the fp32 peak.
     const std::string& wf = s.precision.weights.name;
-    if ((wf == "int8" || wf == "int4") && s.precision.compute.peak_key != "int8" && s.precision.compute.peak_key != "int4") {
-        const peak_rate fp32 = a.peak("fp32");
-        if (fp32.status == peak_rate::state::known) {
-            out.vector_peak = fp32.value;
-            out.dequant_ops = wf == "int8" ? 2.0 : 3.0;
-        }
-    }
+    const peak_rate fp32 = a.peak("fp32");
+    if (fp32.status == peak_rate::state::known) out.vector_peak = fp32.value;
+    if ((wf == "int8" || wf == "int4") && s.precision.compute.peak_key != "int8" && s.precision.compute.peak_key != "int4" &&
+        fp32.status == peak_rate::state::known)
+        out.dequant_ops = wf == "int8" ? 2.0 : 3.0;
+    // 4-bit experts (gpt-oss's MXFP4) on a compute format other than fp4: unpacked and scaled like int4 (3
+    // operations per element, assumed), unless the tensor cores take them whole.
+    const number_format& ef = s.precision.experts();
+    if (s.precision.expert_weights && ef.element_bits == 4.0 && s.precision.compute.peak_key != ef.peak_key &&
+        fp32.status == peak_rate::state::known)
+        out.expert_dequant_ops = 3.0;
+    else
+        out.expert_dequant_ops = out.dequant_ops;
     if (s.parallelism.pp > 1 && s.system.count >= 2) {
         // Stage to stage: a send/recv between neighbouring ranks, across nodes when stages span them.
         const int group = std::min(2, s.system.count);
@@ -193,6 +199,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
 
     const double h = static_cast<double>(m.hidden), tp = p.attention_tp();
     const double bw = su.precision.weights.bytes_per_element();
+    const double be = su.precision.experts().bytes_per_element();  // routed experts (gpt-oss: MXFP4 as released)
     const double bo = su.precision.weights.quantized() ? 2.0 : bw;  // embeddings, head, router
     const double ba = su.precision.activations.bytes_per_element();
     const perf_efficiency& eff = su.efficiency;
@@ -202,19 +209,20 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                      {"mlp / experts", {}, {}, {}, {}, {}},          {"norms and elementwise", {}, {}, {}, {}, {}},
                      {"lm head and embedding", {}, {}, {}, {}, {}}};
     // Dequantising weight-only formats adds vector work per weight element read (serial with the load).
-    auto dequant = [&](double weight_elements) {
-        return su.dequant_ops > 0 ? (weight_elements * su.dequant_ops * FLOP) / su.vector_peak : duration{};
+    auto dequant = [&](double weight_elements, double ops) {
+        return ops > 0 ? (weight_elements * ops * FLOP) / su.vector_peak : duration{};
     };
     // Efficiencies by the work of one of the op's kernels (the op's work split evenly over them).
     enum class unit { matrix, grouped_matrix, attention, norm };
-    auto charge = [&](op_sum& o, unit u, flop_count f, data_size b, int kernels, double weight_elements = 0.0) {
+    auto charge = [&](op_sum& o, unit u, flop_count f, data_size b, int kernels, double weight_elements = 0.0,
+                      double dequant_ops = -1.0) {
         const double share = 1.0 / kernels;
         const double ge = u == unit::attention        ? eff.attention_at(f.si() * share)
                           : u == unit::grouped_matrix ? eff.grouped_gemm_at(f.si() * share)
                                                       : eff.gemm_at(f.si() * share);
         const double me = u == unit::norm ? eff.norm_at(b.si() * share) : eff.memory_at(b.si() * share);
         const duration c = f / (su.peak * ge);
-        const duration mem = b / (su.memory_bandwidth * me) + dequant(weight_elements);
+        const duration mem = b / (su.memory_bandwidth * me) + dequant(weight_elements, dequant_ops < 0 ? su.dequant_ops : dequant_ops);
         o.flops += f;
         o.bytes += b;
         o.compute_part += c;
@@ -357,8 +365,8 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 // router and the shared experts dense ones.
                 const bool has_shared = m.moe.shared_experts > 0;
                 charge(lc.ops[2], unit::grouped_matrix, 2.0 * slots * expert * FLOP,
-                       (touched * expert * bw + slots * (2.0 * h + 3.0 * m.moe.expert_intermediate / p.etp) * ba) * B, 2,
-                       touched * expert);
+                       (touched * expert * be + slots * (2.0 * h + 3.0 * m.moe.expert_intermediate / p.etp) * ba) * B, 2,
+                       touched * expert, su.expert_dequant_ops);
                 charge(lc.ops[2], unit::matrix, 2.0 * tokens * (shared + router) * FLOP,
                        (shared * bw + router * bo + tokens * 2.0 * h * ba) * B, has_shared ? 3 : 1, shared);
                 launches(lc.ops[2], has_shared ? 5.0 : 4.0);

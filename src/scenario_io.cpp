@@ -176,6 +176,7 @@ precision_spec read_precision(object_reader& r) {
         return find_format(*s, r.path(key));
     };
     if (auto w = fmt("weights")) p.weights = *w;
+    p.expert_weights = fmt("expert_weights");
     if (auto a = fmt("activations")) p.activations = *a;
     p.kv_cache = fmt("kv_cache").value_or(p.activations);
     // Weight-only integer formats (W4A16, W8A16) compute in the activation format.
@@ -635,6 +636,9 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
     if (sc.training && sc.inference)
         throw config_error("/inference", "", "a scenario describes training or inference, not both",
                            "either a training or an inference object");
+    // Served as released: experts the release quantises alone stay in that format unless the scenario says.
+    if (!sc.training && !sc.precision.expert_weights && !sc.model.released_expert_format.empty())
+        sc.precision.expert_weights = find_format(sc.model.released_expert_format, "/precision/expert_weights");
     root.finish();
     return sc;
 }

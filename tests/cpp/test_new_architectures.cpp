@@ -141,3 +141,22 @@ TEST_CASE("a hybrid model's decode step costs each layer once: 36 gated DeltaNet
     // Every one of the 48 MoE layers: 10 routed experts + the shared one (3 x 2,048 x 512 each) and the router.
     CHECK(flops_of("mlp / experts") == doctest::Approx(48.0 * 2.0 * (11.0 * 3 * 2'048 * 512 + 2'048.0 * 512)));
 }
+
+TEST_CASE("gpt-oss is served as released: MXFP4 experts, everything else in bf16 (fits one 80 GB GPU)") {
+    const model_spec& m = model("gpt-oss-120b");
+    CHECK(m.released_expert_format == "mxfp4");
+    const parameter_breakdown p = count_parameters(m);
+    // Experts 114,701,598,720 x (4 + 8/32) / 8 B = 60,935,224,320 B; the other 2,127,557,952 parameters x 2 B.
+    CHECK(p.routed_experts == 114'701'598'720);
+    const number_format& mx = find_format("mxfp4");
+    CHECK(weight_bytes(p, bf16(), &mx).in(B) == 60'935'224'320.0 + 2'127'557'952.0 * 2);
+    auto read = [](const std::string& body) {
+        return read_scenario(R"({"model": "gpt-oss-120b", "system": {"accelerator": "H100-SXM", "count": 1}, )" + body + "}",
+                             test::shipped_catalog());
+    };
+    // Inference takes the release's format unless told otherwise; training does not.
+    CHECK(read(R"("inference": {"input_tokens": 10, "output_tokens": 10})").precision.experts().name == "mxfp4");
+    CHECK(read(R"("precision": {"expert_weights": "bf16"}, "inference": {"input_tokens": 10, "output_tokens": 10})")
+              .precision.experts().name == "bf16");
+    CHECK_FALSE(read(R"("training": {"seq_len": 1024, "global_batch": 8})").precision.expert_weights);
+}

@@ -56,3 +56,20 @@ def test_new_formats_are_in_the_peaks():
     assert b300["int8"] == pytest.approx(153.5e12)  # the fast INT8 path removed
     mi355x = capplan.accelerator("MI355X").to_dict()["peak_dense_flops_per_s"]
     assert mi355x["fp6"] == pytest.approx(mi355x["fp4"])  # CDNA 4 runs MXFP6 at the MXFP4 rate
+
+
+def test_gpt_oss_120b_fits_one_80_gb_gpu_as_released_and_not_in_bf16():
+    # OpenAI's model card: the MXFP4 experts let gpt-oss-120b run within 80 GB. Experts 114.70B x 0.53125 B + the
+    # other 2.13B parameters x 2 B = 65.19 GB.
+    def run(**precision):
+        sc = {"model": "gpt-oss-120b", "system": {"accelerator": "H100-SXM", "count": 1},
+              "inference": {"input_tokens": 2000, "output_tokens": 500, "batch": 1}}
+        if precision:
+            sc["precision"] = precision
+        return capplan.estimate(sc)
+    released, bf16 = run(), run(expert_weights="bf16")
+    assert released.to_dict()["memory"]["weights_bytes"] == pytest.approx(65_190_340_224)
+    assert released.inference.max_batch > 0 and bf16.inference.max_batch == 0
+    assert any("routed experts in mxfp4" in n and "as released" in n for n in released.notes)
+    with pytest.raises(capplan.ConfigError, match="^/precision/expert_weights"):
+        run(expert_weights="fp5")

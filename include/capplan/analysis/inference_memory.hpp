@@ -139,7 +139,8 @@ inline inference_memory inference_budget(const inference_setup& s, std::int64_t 
         const std::int64_t shared = here > 0 ? std::min(s.shared_prefix_tokens, context) : 0;
         data_size kv = static_cast<double>(here) * kv_bytes_own(m, kv_tp, s.precision.kv_cache, r, context, shared, s.block_tokens) +
                        request_kv(shared);
-        data_size w = device_weight_bytes(st.params, s.precision.weights);
+        data_size w = device_weight_bytes(st.params, s.precision.weights,
+                                          s.precision.expert_weights ? &*s.precision.expert_weights : nullptr);
         if (st.has_lm_head && s.drafter) {
             w += s.drafter_weights;
             kv += static_cast<double>(here) * kv_bytes_per_request(*s.drafter, kv_tp, s.precision.kv_cache,

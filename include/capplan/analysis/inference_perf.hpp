@@ -132,6 +132,7 @@ struct perf_setup {
     system_spec system;
     flop_rate vector_peak;     // fp32 (non-tensor) peak: dequantising weight-only formats runs there
     double dequant_ops = 0.0;  // operations per weight element to dequantise (0: none)
+    double expert_dequant_ops = 0.0;  // the same for the routed experts (their own format, precision.expert_weights)
     bool flash_attention = true;  // false: the s x s scores computed in full and kept in memory (training_perf_setup)
     bool dropout = false;         // training with attention and hidden dropout (training_perf_setup)
     duration pipeline_send_latency;

@@ -130,9 +130,13 @@ inline parameter_breakdown count_parameters(const model_spec& m) {
 // Bytes of all weights when block matrices are stored in `weights`; embeddings, LM head, norms
 // and routers stay at 16 bits when `weights` is a quantized format (as GPTQ/AWQ checkpoints and
 // DeepSeek-V3's FP8 release do), else they use `weights` too.
-inline data_size weight_bytes(const parameter_breakdown& p, const number_format& weights) {
+// With `experts`, the routed experts are stored in that format instead (gpt-oss's MXFP4 release).
+inline data_size weight_bytes(const parameter_breakdown& p, const number_format& weights,
+                              const number_format* experts = nullptr) {
     const double other_bpe = weights.quantized() ? 2.0 : weights.bytes_per_element();
-    const double quantized = static_cast<double>(p.block_linear()) * weights.bytes_per_element();
+    const double routed = static_cast<double>(p.routed_experts);
+    const double quantized = (static_cast<double>(p.block_linear()) - routed) * weights.bytes_per_element() +
+                             routed * (experts ? experts : &weights)->bytes_per_element();
     const double kept = static_cast<double>(p.total() - p.block_linear()) * other_bpe;
     return (quantized + kept) * units::B;
 }

@@ -196,9 +196,12 @@ inline weight_sharding shard_weights(const model_spec& m, const parallelism_spec
 
 // Bytes of a device's parameters: block matrices in `weights`, the rest in 16 bits when
 // `weights` is quantized (the same rule as weight_bytes()).
-inline data_size device_weight_bytes(const device_parameters& d, const number_format& weights) {
+inline data_size device_weight_bytes(const device_parameters& d, const number_format& weights,
+                                     const number_format* experts = nullptr) {
     const double other_bpe = weights.quantized() ? 2.0 : weights.bytes_per_element();
-    return (d.block_linear * weights.bytes_per_element() + d.other * other_bpe) * units::B;
+    const double expert_bpe = (experts ? experts : &weights)->bytes_per_element();
+    return ((d.block_linear - d.routed_experts) * weights.bytes_per_element() + d.routed_experts * expert_bpe +
+            d.other * other_bpe) * units::B;
 }
 
 }  // namespace capplan

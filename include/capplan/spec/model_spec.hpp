@@ -79,6 +79,9 @@ struct model_spec {
     linear_attention_spec linear;
     sparse_attention_spec sparse;
     std::int64_t vision_parameters = 0;  // a vision tower and projector (multimodal releases): counted, never run
+    // The routed experts' format as released when only they are quantised (gpt-oss: "mxfp4", from its
+    // quantization_config); a scenario's precision.expert_weights overrides it.
+    std::string released_expert_format;
 
     std::int64_t sliding_window = 0;  // 0 = full attention everywhere
     // Local layers attend within fixed chunks of sliding_window tokens instead of a sliding window (Llama 4's

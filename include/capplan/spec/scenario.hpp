@@ -22,6 +22,10 @@ struct precision_spec {
     number_format activations = find_format("bf16");
     number_format kv_cache = find_format("bf16");
     number_format compute = find_format("bf16");
+    // The routed experts' own format when it differs (gpt-oss ships them in MXFP4, the rest in bf16).
+    std::optional<number_format> expert_weights;
+
+    const number_format& experts() const { return expert_weights ? *expert_weights : weights; }
 };
 
 struct parallelism_spec {
