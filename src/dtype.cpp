@@ -17,6 +17,9 @@ const std::vector<number_format>& number_formats() {
         {"int4", 4, 128, 16 + 4, "int4",
          "4-bit integer, group size 128 with an fp16 scale and a 4-bit zero point per group "
          "(GPTQ, Frantar et al. 2022 arXiv:2210.17323; AWQ, Lin et al. 2023 arXiv:2306.00978)"},
+        {"mxfp6", 6, 32, 8, "fp6",
+         "OCP Microscaling Formats (MX) v1.0: FP6 E2M3/E3M2 elements, blocks of 32 sharing an E8M0 scale "
+         "(runs at the accelerator's fp6 peak: MI355X at its fp4 rate, Blackwell at its fp8 rate)"},
         {"mxfp4", 4, 32, 8, "fp4",
          "OCP Microscaling Formats (MX) v1.0: FP4 E2M1 elements, blocks of 32 sharing an E8M0 scale"},
         {"nvfp4", 4, 16, 8, "fp4",
@@ -27,7 +30,7 @@ const std::vector<number_format>& number_formats() {
 
 const number_format& find_format(std::string_view name, std::string_view field) {
     const std::string key = detail::lower(name);
-    const std::string wanted = key == "fp4" ? "mxfp4" : key == "float16" ? "fp16" : key == "bfloat16" ? "bf16"
+    const std::string wanted = key == "fp4" ? "mxfp4" : key == "fp6" ? "mxfp6" : key == "float16" ? "fp16" : key == "bfloat16" ? "bf16"
                              : key == "float32" ? "fp32" : key == "float8" ? "fp8" : key;
     std::vector<std::string> names;
     std::string allowed;
@@ -39,7 +42,7 @@ const number_format& find_format(std::string_view name, std::string_view field) 
     const auto near = detail::closest(name, names);
     std::string problem = "unknown number format";
     if (!near.empty()) problem += "; did you mean " + near.front() + "?";
-    throw config_error(std::string(field), "'" + std::string(name) + "'", problem, allowed + " (fp4 = mxfp4)");
+    throw config_error(std::string(field), "'" + std::string(name) + "'", problem, allowed + " (fp4 = mxfp4, fp6 = mxfp6)");
 }
 
 }  // namespace capplan

@@ -13,9 +13,14 @@ Scenario = Union[Dict[str, Any], str, Path]
 
 
 def _jsonable(value: Any) -> Any:
-    """Quantities become exact unit strings; everything else must already be JSON."""
+    """Quantities become exact unit strings, a Model its name or inline config; everything else must
+    already be JSON."""
+    from .catalog import Model
     if isinstance(value, Quantity):
         return value.to_json_text()
+    if isinstance(value, Model):
+        ref, is_config = value._ref()
+        return {**json.loads(ref), "name": value.name} if is_config else ref  # inline config fields (open)
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -105,7 +105,8 @@ class Model(_Record):
             if not path.is_file():
                 raise _core.ConfigError(f"/model: config.json file not found (got '{config}')")
             text = path.read_text()
-            name = name or path.resolve().parent.name
+            # Named after its folder (a checkpoint's config.json), or after the file when it is named for the model.
+            name = name or (path.resolve().parent.name if path.name == "config.json" else path.stem)
         return cls(json.loads(_core.model_from_hf_config_json(text, str(name))), config_text=text)
 
     def __repr__(self) -> str:

@@ -242,9 +242,7 @@ def _cmd_calibrate(args) -> str:
         run = measure_cpu(formats=args.format or ["fp32"], array=args.array, max_time=args.max_time, tokens=tokens,
                           threads=args.threads)
     else:
-        model: Any = args.model
-        if Path(args.model).is_file() or Path(args.model, "config.json").is_file():
-            model = Model.from_hf_config(args.model)
+        model = _model_arg(args.model)
         command = "capplan calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else ""
         if cuda:
             run = calibrate_cuda(model, accelerator=args.accelerator, layer_tokens=layer_tokens, gemm_tokens=tokens,
@@ -278,12 +276,19 @@ def _cmd_calibrate(args) -> str:
     return text if args.model is None else "\n".join([head, *lines, "", text])
 
 
+def _model_arg(text: str) -> Any:
+    """--model: a catalog name, or a Hugging Face config.json (or the folder holding one) read as it is."""
+    if Path(text).is_file() or Path(text, "config.json").is_file():
+        return Model.from_hf_config(text)
+    return text
+
+
 def _cmd_size_training(args) -> str:
     from .sizing import search_training
     if args.price:
         raise _UsageError("--price: ranks inference sizing by cost; training sizing does not use it (allowed with `size inference`)")
     system: Any = {"preset": args.system, "count": args.count} if args.count is not None else args.system
-    scenario = {"model": args.model, "system": system,
+    scenario = {"model": _model_arg(args.model), "system": system,
                 "training": {"seq_len": args.seq_len, "global_batch": args.global_batch}}
     r = search_training(scenario, top_k=args.top)
     if args.format == "json":
@@ -312,7 +317,7 @@ def _cmd_size(args) -> str:
     if args.concurrency is None or args.input is None or args.output is None:
         raise _UsageError("capplan size inference: give --concurrency, --input and --output")
     accels = [a.strip() for a in (args.accelerators or "").split(",") if a.strip()]
-    r = size_inference(args.model, args.concurrency, args.input, args.output, ttft_p99=args.ttft_p99,
+    r = size_inference(_model_arg(args.model), args.concurrency, args.input, args.output, ttft_p99=args.ttft_p99,
                        tpot_p99=args.tpot_p99, accelerators=accels, prices=prices,
                        weights=[w.strip() for w in (args.weights or "").split(",") if w.strip()],
                        calibrations=args.calibration or [], prefill_dispatch=args.prefill_dispatch,
@@ -469,7 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     z = sub.add_parser("size", help="the cheapest hardware and layout that meets a latency target")
     z.add_argument("workload", choices=["inference", "training"])
-    z.add_argument("--model", required=True)
+    z.add_argument("--model", required=True, help="a catalog name, or a Hugging Face config.json (or its folder)")
     z.add_argument("--concurrency", type=_integer(1, _MAX_INT), help="inference: users with a request in flight")
     z.add_argument("--input", type=_integer(1, _MAX_INT), help="inference: prompt tokens")
     z.add_argument("--output", type=_integer(1, _MAX_INT), help="inference: answer tokens")

@@ -1,6 +1,7 @@
 """Issue #19's catalog: today's models and hardware are there, each shows its sources, and a part without
 measurements says whose efficiencies it borrows."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,23 @@ def test_gpt_oss_120b_fits_one_80_gb_gpu_as_released_and_not_in_bf16():
     assert any("routed experts in mxfp4" in n and "as released" in n for n in released.notes)
     with pytest.raises(capplan.ConfigError, match="^/precision/expert_weights"):
         run(expert_weights="fp5")
+
+
+def test_cli_size_takes_a_config_json_of_any_new_architecture(run_cli, tmp_path):
+    # `--model path/to/config.json` (issue #19 item 4): the file as released, read as it is.
+    configs = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
+    code, out, err = run_cli("size", "inference", "--model", str(configs / "qwen3-next-80b-a3b.json"),
+                             "--concurrency", "8", "--input", "2000", "--output", "200", "--tpot-p99", "100ms",
+                             "--accelerators", "H200", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["options"][0]["accelerator"] == "H200"
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps({"model_type": "nemotron_h", "hidden_size": 8}))
+    code, _, err = run_cli("size", "inference", "--model", str(bad), "--concurrency", "8", "--input", "2000",
+                           "--output", "200")
+    assert code == 2 and "unsupported model_type" in err and "qwen3_next" in err and "src/hf_config.cpp" in err
+    # A Model built from a file goes into any scenario dict, named after the file.
+    m = capplan.Model.from_hf_config(configs / "gpt-oss-20b.json")
+    assert m.name == "gpt-oss-20b"
+    r = capplan.estimate({"model": m, "system": {"accelerator": "H100-SXM"}, "inference": {"input_tokens": 100, "output_tokens": 10}})
+    assert r.to_dict()["model"]["parameters"] == capplan.model("gpt-oss-20b").parameters
