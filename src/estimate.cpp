@@ -279,6 +279,11 @@ void note_prefix_cache(const scenario& s, const inference_setup& engine, const p
     if (engine.shared_prefix_tokens > 0)
         text += "; the shared prefix's " + std::to_string(engine.shared_prefix_tokens / engine.block_tokens) +
                 " whole blocks (" + tokens_text(engine.shared_prefix_tokens) + ") are stored once per device";
+    if (s.model.linear_layer_count() > 0)
+        text += "; the " + std::to_string(s.model.linear_layer_count()) +
+                " linear-attention layers resume from their state at the cached prefix's end, which assumes the engine "
+                "keeps such states for cached prefixes (hybrid prefix caching; engines without it recompute the prompt); "
+                "the saved states' memory is not counted";
     r.notes.push_back(text);
 }
 

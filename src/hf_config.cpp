@@ -87,7 +87,8 @@ void read_common(object_reader& r, model_spec& m, const std::string& type) {
     m.max_position = r.integer("max_position_embeddings", 1, max_positions).value_or(0);
     // gemma2 ties by default (Gemma2Config); the others default to untied.
     m.tied_embeddings = r.boolean("tie_word_embeddings").value_or(type == "gemma2" || type == "gemma3" || type == "gemma3_text");
-    const bool attention_bias = r.boolean("attention_bias").value_or(type == "gpt_neox");
+    // GPTNeoXConfig and GptOssConfig default to biased projections.
+    const bool attention_bias = r.boolean("attention_bias").value_or(type == "gpt_neox" || type == "gpt_oss");
     m.qkv_bias = attention_bias || type == "qwen2";  // Qwen2 always has q/k/v biases (modeling_qwen2.py)
     m.o_bias = attention_bias && type != "glm4_moe";  // GLM-4.5's o_proj has none (modeling_glm4_moe.py)
     m.mlp_bias = r.boolean("mlp_bias").value_or(false);
@@ -122,7 +123,8 @@ void read_sliding_window(object_reader& r, model_spec& m, const std::string& typ
                 types ? (*types)[static_cast<std::size_t>(i)] == "sliding_attention" : (i + 1) % pattern != 0;
         return;
     }
-    const auto window = r.integer("sliding_window", 1, max_positions);
+    const auto window = type == "gpt_oss" ? r.integer("sliding_window", 1, max_positions).value_or(128)  // GptOssConfig
+                                          : r.integer("sliding_window", 1, max_positions);
     if (!window) return;
     if (type == "gpt_oss") {
         // gpt-oss alternates banded (128-token) and dense layers, banded first (layer_types; the model card).
@@ -139,7 +141,7 @@ void read_sliding_window(object_reader& r, model_spec& m, const std::string& typ
         for (std::int64_t i = 0; i < m.layers; i += 2) m.sliding_layer[static_cast<std::size_t>(i)] = true;
         return;
     }
-    if (type == "qwen2" || type == "qwen3" || type == "qwen3_moe") {
+    if (type == "qwen2" || type == "qwen3" || type == "qwen3_moe" || type == "qwen3_next") {
         // Qwen: window only when use_sliding_window, on layers >= max_window_layers.
         if (!r.boolean("use_sliding_window").value_or(false)) return;
         const auto from = r.integer("max_window_layers", 0, max_layers).value_or(0);
@@ -266,11 +268,12 @@ void read_llama4_text(object_reader& r, model_spec& m) {
     m.moe_layer.assign(static_cast<std::size_t>(m.layers), false);
     const json* listed = r.get("moe_layers");
     for (std::int64_t i = 0; i < m.layers; ++i) m.moe_layer[static_cast<std::size_t>(i)] = (i + 1) % step == 0;
-    if (listed && listed->is_array() && !listed->empty()) {
-        m.moe_layer.assign(static_cast<std::size_t>(m.layers), false);
+    if (listed && !listed->is_null()) {
+        if (!listed->is_array()) r.wrong_type("moe_layers", *listed, "a list of layer indices below num_hidden_layers");
+        if (!listed->empty()) m.moe_layer.assign(static_cast<std::size_t>(m.layers), false);
         for (const auto& x : *listed) {
             if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() >= m.layers)
-                r.wrong_type("moe_layers", *listed, "layer indices below num_hidden_layers");
+                r.wrong_type("moe_layers", *listed, "a list of layer indices below num_hidden_layers");
             m.moe_layer[static_cast<std::size_t>(x.get<std::int64_t>())] = true;
         }
     }
@@ -278,10 +281,20 @@ void read_llama4_text(object_reader& r, model_spec& m) {
     if (const auto chunk = r.integer("attention_chunk_size", 1, max_positions)) {
         m.sliding_window = *chunk;
         m.chunked_local = true;
+        // no_rope_layers: one 0/1 per layer (1: RoPE and chunked); empty or absent: transformers' default.
         const json* rope = r.get("no_rope_layers");
-        const bool given = rope && rope->is_array() && static_cast<std::int64_t>(rope->size()) == m.layers;
+        const bool given = rope && rope->is_array() && !rope->empty();
+        const std::string expected = "a list of num_hidden_layers (" + std::to_string(m.layers) + ") values 0 or 1";
+        if (rope && !rope->is_null() && !rope->is_array()) r.wrong_type("no_rope_layers", *rope, expected);
+        if (given && static_cast<std::int64_t>(rope->size()) != m.layers) r.wrong_type("no_rope_layers", *rope, expected);
         for (std::int64_t i = 0; i < m.layers; ++i) {
-            const bool uses_rope = given ? (*rope)[static_cast<std::size_t>(i)].get<int>() != 0 : (i + 1) % 4 != 0;
+            bool uses_rope = (i + 1) % 4 != 0;
+            if (given) {
+                const json& x = (*rope)[static_cast<std::size_t>(i)];
+                if (!x.is_number_integer() || (x.get<std::int64_t>() != 0 && x.get<std::int64_t>() != 1))
+                    r.wrong_type("no_rope_layers", *rope, expected);
+                uses_rope = x.get<std::int64_t>() == 1;
+            }
             m.sliding_layer[static_cast<std::size_t>(i)] = uses_rope;
         }
     }
@@ -289,9 +302,9 @@ void read_llama4_text(object_reader& r, model_spec& m) {
 
 // Llama 4's vision tower and projector (modeling_llama4.py): an unfold patch embedding (no bias), a class
 // embedding, one position embedding per patch and the class token, pre and post LayerNorms, layers of q, k, v, o
-// and a 2-matrix MLP with biases and two LayerNorms, the pixel-shuffle adapter (fc1: hidden / ratio^2 ->
-// projector_input_dim, fc2: projector_input_dim -> projector_output_dim, no biases) and the projector into the
-// text model (vision_output_dim x h, no bias).
+// and a 2-matrix MLP with biases and two LayerNorms, the pixel-shuffle adapter (Llama4VisionMLP2: fc1
+// intermediate_size -> projector_input_dim, fc2 projector_output_dim -> projector_output_dim, no biases) and the
+// projector into the text model (vision_output_dim x h, no bias).
 std::int64_t llama4_vision_parameters(object_reader& v, std::int64_t text_hidden) {
     const std::int64_t d = v.required_integer("hidden_size", 1, max_hidden);
     const std::int64_t I = v.required_integer("intermediate_size", 1, max_intermediate);
@@ -302,15 +315,13 @@ std::int64_t llama4_vision_parameters(object_reader& v, std::int64_t text_hidden
     const std::int64_t in = v.required_integer("projector_input_dim", 1, max_intermediate);
     const std::int64_t out = v.required_integer("projector_output_dim", 1, max_intermediate);
     const std::int64_t vision_out = v.integer("vision_output_dim", 1, max_intermediate).value_or(out);
-    const auto ratio = v.number("pixel_shuffle_ratio", 0.0).value_or(0.5);
-    for (const char* k : {"model_type", "num_attention_heads", "norm_eps", "hidden_act", "attention_dropout", "initializer_range",
+    for (const char* k : {"pixel_shuffle_ratio", "model_type", "num_attention_heads", "norm_eps", "hidden_act", "attention_dropout", "initializer_range",
                           "multi_modal_projector_bias", "projector_dropout", "rope_theta", "torch_dtype", "vision_feature_layer",
                           "vision_feature_select_strategy"})
         v.get(k);
     const std::int64_t layer = 4 * d * d + 4 * d + 2 * d * I + I + d + 4 * d;
     const std::int64_t patches = (image / patch) * (image / patch);
-    const auto shuffled = static_cast<std::int64_t>(static_cast<double>(d) / (ratio * ratio));
-    return channels * patch * patch * d + d + (patches + 1) * d + 4 * d + L * layer + shuffled * in + in * out +
+    return channels * patch * patch * d + d + (patches + 1) * d + 4 * d + L * layer + I * in + out * out +
            vision_out * text_hidden;
 }
 
@@ -395,8 +406,11 @@ model_spec model_from_hf_json(const json& config, std::string name, const std::s
             m.attention_sinks = true;  // one learned sink logit per head (modeling_gpt_oss.py)
             // The release quantises the experts alone (quantization_config: quant_method mxfp4, attention, router,
             // embeddings and LM head in modules_to_not_convert).
-            if (const json* q = r.get("quantization_config"); q && q->is_object() && q->value("quant_method", "") == "mxfp4")
-                m.released_expert_format = "mxfp4";
+            if (const json* q = r.get("quantization_config"); q && q->is_object()) {
+                const auto method = q->find("quant_method");
+                if (method != q->end() && method->is_string() && method->get<std::string>() == "mxfp4")
+                    m.released_expert_format = "mxfp4";
+            }
         }
         if (type == "qwen3_next") read_qwen3_next_layers(r, m);
         if (type == "deepseek_v3" || type == "deepseek_v32" || type == "kimi_k2") {

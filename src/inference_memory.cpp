@@ -61,7 +61,8 @@ inference_setup inference_setup::from(const scenario& s) {
             params = detail::layer_on_device(d, 0, p);
             params.block_linear += 2.0 * static_cast<double>(d.hidden) * static_cast<double>(d.hidden) / p.attention_tp();
         }
-        out.drafter_weights = device_weight_bytes(params, s.precision.weights);
+        out.drafter_weights = device_weight_bytes(params, s.precision.weights,
+                                                  s.precision.expert_weights ? &*s.precision.expert_weights : nullptr);
     }
     return out;
 }

@@ -109,14 +109,18 @@ perf_setup perf_setup::from(const scenario& s) {
     if ((wf == "int8" || wf == "int4") && s.precision.compute.peak_key != "int8" && s.precision.compute.peak_key != "int4" &&
         fp32.status == peak_rate::state::known)
         out.dequant_ops = wf == "int8" ? 2.0 : 3.0;
-    // 4-bit experts (gpt-oss's MXFP4) on a compute format other than fp4: unpacked and scaled like int4 (3
-    // operations per element, assumed), unless the tensor cores take them whole.
+    // The routed experts by their own format (gpt-oss's MXFP4): 8-bit integers 2 operations per element, 4-bit
+    // formats 3 (unpack, convert, scale; assumed, as above), unless the compute format takes them whole.
     const number_format& ef = s.precision.experts();
-    if (s.precision.expert_weights && ef.element_bits == 4.0 && s.precision.compute.peak_key != ef.peak_key &&
-        fp32.status == peak_rate::state::known)
-        out.expert_dequant_ops = 3.0;
+    const std::string& ck = s.precision.compute.peak_key;
+    if (fp32.status != peak_rate::state::known)
+        out.expert_dequant_ops = 0.0;
+    else if (ef.name == "int8")
+        out.expert_dequant_ops = ck != "int8" ? 2.0 : 0.0;
+    else if (ef.element_bits == 4.0)
+        out.expert_dequant_ops = ck != ef.peak_key ? 3.0 : 0.0;
     else
-        out.expert_dequant_ops = out.dequant_ops;
+        out.expert_dequant_ops = 0.0;
     if (s.parallelism.pp > 1 && s.system.count >= 2) {
         // Stage to stage: a send/recv between neighbouring ranks, across nodes when stages span them.
         const int group = std::min(2, s.system.count);
@@ -131,11 +135,7 @@ perf_setup perf_setup::from(const scenario& s) {
 
 duration perf_setup::collective_grid::at(const system_spec& sys, int k) const {
     double& t = seconds[static_cast<std::size_t>(k)];
-    if (t < 0) {
-        const data_size bytes = std::ldexp(1.0, k) * B;
-        const auto own = engine ? engine_allreduce_time(*engine, bytes, group.gpus, engine_bandwidth) : std::nullopt;
-        t = own ? own->si() : collective_time(op, bytes, sys, group).time.si();
-    }
+    if (t < 0) t = collective_time(op, std::ldexp(1.0, k) * B, sys, group).time.si();
     return t * s;
 }
 
@@ -248,6 +248,25 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
     const double decode_context = static_cast<double>(st.context_tokens) * decode_share;
     const double decode_keys = decode_context * positions;
     const double per_key = static_cast<double>(detail::attention_flops_per_key(m)) / tp;
+    // Keys on a layer that keeps at most W of them (a sliding window, DSA's top-k) or attends within chunks of W
+    // (Llama 4): prefill counted exactly for this step's average request (flops.hpp's sums); decode per request
+    // min(context, W), or for chunks the mean over a request's decode life, which falls from W at a context of W
+    // to W / 2 from 2W on (its context sweeps through whole chunks).
+    auto windowed_prefill_keys = [&](std::int64_t w, bool chunked) {
+        if (!su.flash_attention || chunk <= 0) return prefill_keys;  // materialised scores: the whole matrix
+        const auto c0 = static_cast<std::int64_t>(std::llround(static_cast<double>(st.prefill_context_tokens) / pr));
+        const auto n = static_cast<std::int64_t>(std::llround(chunk));
+        const double per_request = chunked ? static_cast<double>(detail::chunked_keys(c0 + n, w) - detail::chunked_keys(c0, w))
+                                           : static_cast<double>(detail::causal_keys(c0 + n, w) - detail::causal_keys(c0, w));
+        return per_request * pt / chunk;
+    };
+    auto windowed_decode_context = [&](double w, bool chunked) {
+        const double requests = static_cast<double>(st.decode_requests) * decode_share;
+        if (requests <= 0) return 0.0;
+        const double a = decode_context / requests;
+        const double keys = !chunked ? std::min(a, w) : a <= w ? a : a < 2.0 * w ? w - (a - w) / 2.0 : w / 2.0;
+        return keys * requests;
+    };
     const data_size kv_token = kv_bytes_per_token_per_layer(m, p.attention_tp(), su.precision.kv_cache);
     const device_parameters attn = detail::attention_on_device(m, p);
     const double q_out = m.mla ? m.heads / tp * (m.mla_dims.qk_nope_head_dim + m.mla_dims.qk_rope_head_dim)
@@ -303,12 +322,9 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 const double window = m.is_sliding_layer(i) ? static_cast<double>(m.sliding_window)
                                                             : static_cast<double>(m.sparse.topk);
                 if (window > 0) {
-                    // Chunked local attention (Llama 4) sees the keys since its chunk began: past the first chunk
-                    // a request attends to C / 2 of them on average over its life, not C.
-                    const double reach = m.is_sliding_layer(i) && m.chunked_local ? window / 2.0 : window;
-                    const double requests = static_cast<double>(st.decode_requests) * decode_share;
-                    if (dc > requests * window) dc = requests * reach;
-                    if (pk > pt * window) pk = pt * reach;
+                    const bool chunked = m.is_sliding_layer(i) && m.chunked_local;
+                    pk = windowed_prefill_keys(static_cast<std::int64_t>(window), chunked);
+                    dc = windowed_decode_context(window, chunked);
                     dk = dc * positions;
                 }
                 const double prefill_cached = static_cast<double>(st.prefill_context_tokens) * prefill_share;

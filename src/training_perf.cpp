@@ -95,9 +95,11 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         const duration hop = collective_time(collective_op::send_recv, kv, s.system,
                                              {g.gpus, g.gpus % g.per_node == 0 ? g.per_node : 1}).time;
         const duration per_layer = 3.0 * (p.cp - 1) * hop;
-        const duration core_per_layer = 3.0 * attention_core / static_cast<double>(m.layers);
-        cp_comm = static_cast<double>(m.layers) / stages * per_layer;
-        cp_exposed = static_cast<double>(m.layers) / stages * std::max(duration{}, per_layer - core_per_layer);
+        // Only attention layers pass K/V around the ring (linear-attention layers have none to pass).
+        const double rings = static_cast<double>(attention_layers(m, all_layers(m)));
+        const duration core_per_layer = 3.0 * attention_core / rings;
+        cp_comm = rings / stages * per_layer;
+        cp_exposed = rings / stages * std::max(duration{}, per_layer - core_per_layer);
     }
     // Expert parallelism: dispatch and combine all-to-alls of each rank's routed tokens (its 1/tp
     // sequence shard x k), forward and backward, per MoE layer (Lepikhin et al. 2020 GShard §2;

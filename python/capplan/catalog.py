@@ -82,9 +82,11 @@ class Model(_Record):
     def _ref(self):
         return (self._config_text, True) if self._config_text else (self._data["name"], False)
 
-    def weights_bytes(self, fmt: str = "bf16") -> Quantity:
-        """All weights in a number format (block matrices in ``fmt``; embeddings/norms 16-bit when quantized)."""
-        return Quantity.from_si(_core.model_weight_bytes(*self._ref(), fmt), SIZE)
+    def weights_bytes(self, fmt: str = "bf16", experts: str = None) -> Quantity:
+        """All weights in a number format (block matrices in ``fmt``; embeddings/norms 16-bit when quantized);
+        the routed experts in ``experts``, by default the release's own format where it quantises only them
+        (gpt-oss: mxfp4), else ``fmt``."""
+        return Quantity.from_si(_core.model_weight_bytes(*self._ref(), fmt, experts or ""), SIZE)
 
     def kv_cache_bytes(self, contexts, tp: int = 1, kv_cache: str = "bf16", block_tokens: int = 1) -> Quantity:
         """KV-cache bytes on one tensor-parallel rank for requests with the given context lengths

@@ -64,10 +64,13 @@ void register_catalog(py::module_& m) {
             const model_spec m = resolve_model(model, is_config);
             return kv_bytes_for_batch(m, tp, find_format(fmt, "/kv_cache"), all_layers(m), contexts, block).si();
         }, py::arg("model"), py::arg("is_config"), py::arg("contexts"), py::arg("tp"), py::arg("fmt"), py::arg("block_tokens"));
-    m.def("model_weight_bytes", [](const std::string& model, bool is_config, const std::string& fmt) {
+    m.def("model_weight_bytes", [](const std::string& model, bool is_config, const std::string& fmt, const std::string& experts) {
             const model_spec m = resolve_model(model, is_config);
-            return weight_bytes(count_parameters(m), find_format(fmt, "/weights")).si();
-        }, py::arg("model"), py::arg("is_config"), py::arg("fmt"));
+            // The routed experts: the format asked for, else the release's own (gpt-oss: mxfp4), else fmt.
+            const std::string e = !experts.empty() ? experts : m.released_expert_format;
+            const number_format* ef = e.empty() ? nullptr : &find_format(e, "/expert_weights");
+            return weight_bytes(count_parameters(m), find_format(fmt, "/weights"), ef).si();
+        }, py::arg("model"), py::arg("is_config"), py::arg("fmt"), py::arg("experts") = "");
     m.def("system_json", [](const std::string& name) { return to_json(default_catalog().system(name, "/system")); }, py::arg("name"));
     m.def("supported_model_types", &supported_model_types);
     m.def("hf_config_known_keys", &hf_config_known_keys);

@@ -102,3 +102,17 @@ TEST_CASE("capplan collective --engine: the engine's kernel as a collective resu
     CHECK(error_of([&] { engine_allreduce_result(k, "vllm-v1", 8 * MiB, preset("HGX-H200", 8), 8); }).field() == "/size");
     CHECK(error_of([&] { engine_allreduce_result(k, "vllm-v1", 1 * KiB, preset("DGX-H100", 16), 16); }).field() == "/engine");
 }
+
+TEST_CASE("the step model prices an engine all-reduce at its exact size, not across the kernel's switch points") {
+    // 384 KiB on 4 H100s (h = 8,192, 24 decode tokens): one-shot below 512 KiB: 5.6 + 3 x 393,216 / 360e9 = 8.877 us;
+    // 500 KiB: 5.6 + 3 x 512,000 / 360e9 = 9.867 us. A grid interpolated between 256 KiB and 512 KiB would blend in
+    // the two-shot time at 512 KiB.
+    const perf_setup su = perf_setup::from(read_scenario(
+        R"({"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": 4}, "parallelism": {"tp": 4},
+            "inference": {"input_tokens": 100, "output_tokens": 10}})", shipped_catalog()));
+    CHECK(su.allreduce(384 * KiB).si() / 1e-6 == doctest::Approx(8.877).epsilon(1e-3));
+    CHECK(su.allreduce(500 * KiB).si() / 1e-6 == doctest::Approx(9.867).epsilon(1e-3));
+    // From 8 MiB the engine calls NCCL: the collective model's time.
+    CHECK(su.allreduce(8 * MiB).si() == doctest::Approx(
+        collective_time(collective_op::all_reduce, 8 * MiB, preset("DGX-H100", 4), {4, 4}).time.si()).epsilon(1e-9));
+}

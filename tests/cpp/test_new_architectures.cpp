@@ -6,6 +6,7 @@
 
 #include "test_support.hpp"
 
+#include "capplan/analysis/disaggregation.hpp"
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/spec/scenario_io.hpp"
@@ -159,4 +160,65 @@ TEST_CASE("gpt-oss is served as released: MXFP4 experts, everything else in bf16
     CHECK(read(R"("precision": {"expert_weights": "bf16"}, "inference": {"input_tokens": 10, "output_tokens": 10})")
               .precision.experts().name == "bf16");
     CHECK_FALSE(read(R"("training": {"seq_len": 1024, "global_batch": 8})").precision.expert_weights);
+}
+
+TEST_CASE("the step model's attention work on one prompt equals the FLOP model's, for every new layer kind") {
+    // Two implementations: the per-step operator model (inference_perf.cpp) and the exact causal sums of flops.hpp.
+    // One request, one device, the whole prompt in one step: the attention cores must agree to rounding.
+    struct probe {
+        const char* model;
+        std::int64_t tokens;
+    };
+    for (const probe pr : {probe{"Llama-4-Scout-17B-16E", 12'288}, probe{"Llama-4-Scout-17B-16E", 16'383},
+                           probe{"DeepSeek-V3.2", 4'096}, probe{"gpt-oss-120b", 1'000}, probe{"Gemma-3-27B", 3'000},
+                           probe{"Qwen3-Next-80B-A3B", 5'000}}) {
+        CAPTURE(pr.model);
+        CAPTURE(pr.tokens);
+        const scenario sc = read_scenario(std::string(R"({"model": ")") + pr.model + R"(", "system": {"accelerator": "H200", "count": 1},
+                                              "inference": {"input_tokens": 20000, "output_tokens": 10, "prefill_chunk_tokens": 20000}})",
+                                          test::shipped_catalog());
+        batch_step prompt;
+        prompt.prefill_tokens = pr.tokens;
+        prompt.prefill_requests = 1;
+        const step_breakdown b = step_time_breakdown(perf_setup::from(sc), prompt);
+        double core = 0;
+        for (const auto& o : b.ops)
+            if (o.op == "attention core") core = o.flops.in(FLOP);
+        CHECK(core == doctest::Approx(chunk_forward_flops(sc.model, 0, pr.tokens).attention.in(FLOP)).epsilon(1e-9));
+    }
+}
+
+TEST_CASE("chunked attention's decode cost changes smoothly with context") {
+    // Llama-4-Scout, one request: one token more context must not cut the step's attention work by a third.
+    const scenario sc = read_scenario(R"({"model": "Llama-4-Scout-17B-16E", "system": {"accelerator": "H200", "count": 1},
+                                          "inference": {"input_tokens": 100, "output_tokens": 10}})",
+                                      test::shipped_catalog());
+    const perf_setup su = perf_setup::from(sc);
+    auto core = [&](std::int64_t context) {
+        batch_step one;
+        one.decode_requests = 1;
+        one.context_tokens = context;
+        for (const auto& o : step_time_breakdown(su, one).ops)
+            if (o.op == "attention core") return o.flops.in(FLOP);
+        return -1.0;
+    };
+    CHECK(core(8'193) == doctest::Approx(core(8'192)).epsilon(1e-3));
+    // Past two chunks a chunked layer attends to C / 2 = 4,096 keys on average: 36 chunked layers x 4,096 + 12 global
+    // layers x the context, times 2 x 40 x (128 + 128) per key.
+    CHECK(core(100'000) == doctest::Approx((36.0 * 4'096 + 12.0 * 100'000) * 2.0 * 40 * 256));
+}
+
+TEST_CASE("a disaggregated request sends what it holds: windows capped, the linear layers' state included") {
+    // Over IB-NDR (50 GB/s, no latency), one rank pair. Qwen3-Next at 1,000 tokens: 12 x 2,048 B x 1,000 + 36 x
+    // 1,097,728 B = 64,094,208 B -> 1.28188 ms. gpt-oss-120b: 18 dense layers x 1,000 + 18 banded x 128 tokens, x 2,048 B
+    // = 41,582,592 B -> 0.831652 ms (not 36 x 1,000 x 2,048).
+    auto transfer_ms = [](const char* name) {
+        const scenario sc = read_scenario(std::string(R"({"model": ")") + name + R"(", "system": {"preset": "HGX-H200"},
+            "inference": {"input_tokens": 1000, "output_tokens": 100, "batch": 1,
+                          "disaggregation": {"prefill": {"count": 4, "tp": 4}, "decode": {"count": 4, "tp": 1}, "kv_transfer": "IB-NDR"}}})",
+                                          test::shipped_catalog());
+        return kv_transfer_time(sc, 1000).in(units::ms);
+    };
+    CHECK(transfer_ms("Qwen3-Next-80B-A3B") == doctest::Approx(64'094'208.0 / 50e9 * 1e3));
+    CHECK(transfer_ms("gpt-oss-120b") == doctest::Approx(41'582'592.0 / 50e9 * 1e3));
 }

@@ -94,3 +94,35 @@ def test_cli_size_takes_a_config_json_of_any_new_architecture(run_cli, tmp_path)
     assert m.name == "gpt-oss-20b"
     r = capplan.estimate({"model": m, "system": {"accelerator": "H100-SXM"}, "inference": {"input_tokens": 100, "output_tokens": 10}})
     assert r.to_dict()["model"]["parameters"] == capplan.model("gpt-oss-20b").parameters
+
+
+def _config(name):
+    return json.loads((Path(__file__).resolve().parents[1] / "data" / "hf_configs" / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda c: c["text_config"].update(no_rope_layers=["a"] * 48), "text_config/no_rope_layers"),
+    (lambda c: c["text_config"].update(no_rope_layers=[1] * 47), "text_config/no_rope_layers"),
+    (lambda c: c["text_config"].update(moe_layers="x"), "text_config/moe_layers"),
+])
+def test_malformed_llama4_layer_lists_are_config_errors(edit, field):
+    cfg = _config("llama-4-scout-17b-16e")
+    edit(cfg)
+    with pytest.raises(capplan.ConfigError, match=field):
+        capplan.Model.from_hf_config(cfg)
+
+
+def test_release_defaults_and_malformed_quantization():
+    cfg = _config("gpt-oss-20b")
+    for key in ("sliding_window", "attention_bias"):
+        cfg.pop(key)
+    m = capplan.Model.from_hf_config(cfg)  # GptOssConfig: 128-token bands, biased projections
+    assert m.to_dict()["sliding_window"] == 128 and m.parameters == capplan.model("gpt-oss-20b").parameters
+    cfg["quantization_config"] = {"quant_method": 5}
+    assert capplan.Model.from_hf_config(cfg).parameters == m.parameters  # not MXFP4: read as it stands, no crash
+    nxt = _config("qwen3-next-80b-a3b")
+    nxt["sliding_window"] = 4096  # with use_sliding_window false it is not used
+    assert capplan.Model.from_hf_config(nxt).to_dict()["sliding_layers"] == 0
+    # Python's weight size follows the release's expert format too.
+    assert capplan.model("gpt-oss-120b").weights_bytes().in_("GB") == pytest.approx(65.190340224)
+    assert capplan.model("gpt-oss-120b").weights_bytes(experts="bf16").in_("GB") == pytest.approx(233.658313344)

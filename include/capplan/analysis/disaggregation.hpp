@@ -49,12 +49,13 @@ inline bool pools_share_a_node(const scenario& s) {
     return name(d.prefill) == name(d.decode) && d.prefill.count + d.decode.count <= s.system.per_node;
 }
 
-// Time for one request's cache of `tokens` tokens to reach the decode pool.
+// Time for one request's cache of `tokens` tokens to reach the decode pool: what the request holds (windowed layers
+// their window, linear-attention layers their fixed state), split over the rank pairs that send it.
 inline duration kv_transfer_time(const scenario& s, std::int64_t tokens) {
     const disaggregation_spec& d = *s.inference->disaggregation;
-    const data_size per_token = kv_bytes_per_token(s.model, 1, s.precision.kv_cache, all_layers(s.model));
+    const data_size request = kv_bytes_per_request(s.model, 1, s.precision.kv_cache, all_layers(s.model), tokens, 1);
     const int pairs = std::min(d.prefill.tp, d.decode.tp);
-    const data_size share = static_cast<double>(tokens) * per_token / static_cast<double>(pairs);
+    const data_size share = request / static_cast<double>(pairs);
     if (d.kv_transfer) {
         const link_spec& l = *d.kv_transfer;
         const auto bw = l.measured_bandwidth_per_direction ? l.measured_bandwidth_per_direction : l.bandwidth_per_direction;

@@ -121,7 +121,8 @@ struct perf_setup {
         collective_op op = collective_op::all_reduce;
         collective_group group;
         mutable std::vector<double> seconds;  // by log2(bytes); < 0 = not computed yet
-        // All-reduces below the engine's limit run its own kernel at this bandwidth (engine_allreduce.hpp).
+        // All-reduces below the engine's limit run its own kernel at this bandwidth (engine_allreduce.hpp),
+        // costed at their exact size by allreduce(); the grid holds NCCL's times.
         const engine_allreduce* engine = nullptr;
         std::optional<byte_rate> engine_bandwidth;
         bool empty() const { return group.gpus <= 1; }
@@ -152,7 +153,14 @@ struct perf_setup {
     } kv_offload;
 
     static perf_setup from(const scenario& s);
-    duration allreduce(data_size bytes) const { return interpolate(allreduce_grid, bytes); }
+    // An engine's own kernel at the message's exact size (its switch points fall between grid sizes), else NCCL's grid.
+    duration allreduce(data_size bytes) const {
+        if (allreduce_grid.engine && !allreduce_grid.empty())
+            if (const auto t = engine_allreduce_time(*allreduce_grid.engine, bytes, allreduce_grid.group.gpus,
+                                                     allreduce_grid.engine_bandwidth))
+                return *t;
+        return interpolate(allreduce_grid, bytes);
+    }
     duration alltoall(data_size bytes) const { return interpolate(alltoall_grid, bytes); }
     duration interpolate(const collective_grid& grid, data_size bytes) const;
 };

@@ -88,8 +88,10 @@ inline const std::vector<engine_profile>& engine_profiles() {
         v[2].allreduce = {"TensorRT-LLM custom all-reduce (AllReduceStrategy AUTO: one-shot / two-shot, then NCCL)",
                           {2, 4, 8}, {{2, 8 * MiB}, {4, 1 * MiB}, {8, 512 * KiB}}, 8 * MiB,
                           "cpp/tensorrt_llm/common/customAllReduceUtils.h @005b299b, AUTO's table for SM90 without "
-                          "fusion: on 8 GPUs one-shot up to 256 KiB, two-shot from 512 KiB to 4 MiB, NCCL from 8 MiB; "
-                          "2 GPUs one-shot up to 8 MiB; 4 GPUs one-shot below 1 MiB (the earlier heuristic)"};
+                          "fusion: on 8 GPUs one-shot up to 256 KiB, two-shot from 512 KiB to 4 MiB, NCCL from 8 MiB "
+                          "(the table's entries are powers of two: capplan takes one-shot below 512 KiB, how AUTO "
+                          "rounds between 256 and 512 KiB is not documented); 2 GPUs one-shot up to 8 MiB; 4 GPUs "
+                          "one-shot below 1 MiB (the earlier heuristic)"};
         // TensorRT engines share the LLM API's arguments; the engine runs the whole step as one graph.
         engine_profile trt = v.back();
         trt.name = "trtllm-tensorrt";
