@@ -276,8 +276,28 @@ def _engine_allreduce_rows(data):
     return out
 
 
+def _new_model_saturated(row, shape):
+    # As _saturated for the TensorRT-LLM tables, with the row's own precision and parallelism.
+    inp, out = (int(x) for x in shape.split("/"))
+    parallelism = {"tp": row["tp"], "ep": row["tp"], "attention_dp": True} if row["attention_dp"] else {"tp": row["tp"]}
+    r = capplan.estimate({"model": row["model"], "system": {"accelerator": row["gpu"], "count": row["tp"]},
+                          "parallelism": parallelism, "precision": row["precision"],
+                          "inference": {"input_tokens": inp, "output_tokens": out, "kv_admission": "reserve",
+                                        "workload": {"arrival": "poisson", "rate_per_s": 1e5,
+                                                     "requests": 3000 if inp < 8000 else 1500, "seed": 1}}})
+    return float(r.inference.throughput_tokens_per_s) / row["tp"]
+
+
 def _serving_rows(serving):
     out = []
+    for n, row in enumerate(serving["new_model_saturated"]):
+        for shape, published in row["output_tokens_per_s"].items():
+            modelled = _new_model_saturated(row, shape)
+            out.append({"id": f"published_serving new_model_saturated[{n}]",
+                        "label": f"{row['model']} {row['gpu']} tp{row['tp']}{' attention-dp' if row['attention_dp'] else ''} {shape}",
+                        "quantity": "throughput_saturated", "metric": "output tokens/s per GPU", "published": published,
+                        "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
+                        "fitted_for": row.get("fitted_for"), "source": "TensorRT-LLM perf-overview (trtllm-bench)"})
     for n, row in enumerate(serving["prefix_cache"]):
         modelled, published = _prefix_cache(row), row["published"]["value"]
         out.append({"id": f"published_serving prefix_cache[{n}]",
@@ -406,7 +426,8 @@ def render(rows, provenance, data):
         "Every figure is capplan's prediction against a published, cited measurement in",
         "`tests/data/published_inference.json`, run as `tests/python/test_inference_speed.py` runs it, or in",
         "`tests/data/published_serving.json` (static batches, speculative decoding, the pools of a disaggregated",
-        "deployment, KV offload and prefix caching, issue #18), or in `tests/data/published_engine_allreduce.json`",
+        "deployment, KV offload and prefix caching, issue #18; saturated throughput of issue #19's new models), or in",
+        "`tests/data/published_engine_allreduce.json`",
         "(serving engines' own tensor-parallel all-reduce kernels).",
         "Error = modelled / published - 1. **Fitted** rows were used to choose a constant of the model (each row's",
         "`fitted_for` says which); they cannot prove the model right. **Held-out** rows were never used to choose",
