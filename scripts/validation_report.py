@@ -288,16 +288,19 @@ def _new_model_saturated(row, shape):
     return float(r.inference.throughput_tokens_per_s) / row["tp"]
 
 
+def _saturated_entry(id_, label, metric, published, modelled, row):
+    return {"id": id_, "label": label, "quantity": "throughput_saturated", "metric": metric, "published": published,
+            "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
+            "fitted_for": row.get("fitted_for"), "source": "TensorRT-LLM perf-overview (trtllm-bench)"}
+
+
 def _serving_rows(serving):
     out = []
     for n, row in enumerate(serving["new_model_saturated"]):
-        for shape, published in row["output_tokens_per_s"].items():
-            modelled = _new_model_saturated(row, shape)
-            out.append({"id": f"published_serving new_model_saturated[{n}]",
-                        "label": f"{row['model']} {row['gpu']} tp{row['tp']}{' attention-dp' if row['attention_dp'] else ''} {shape}",
-                        "quantity": "throughput_saturated", "metric": "output tokens/s per GPU", "published": published,
-                        "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
-                        "fitted_for": row.get("fitted_for"), "source": "TensorRT-LLM perf-overview (trtllm-bench)"})
+        adp = " attention-dp" if row["attention_dp"] else ""
+        out += [_saturated_entry(f"published_serving new_model_saturated[{n}]", f"{row['model']} {row['gpu']} tp{row['tp']}{adp} {shape}",
+                                 "output tokens/s per GPU", published, _new_model_saturated(row, shape), row)
+                for shape, published in row["output_tokens_per_s"].items()]
     for n, row in enumerate(serving["prefix_cache"]):
         modelled, published = _prefix_cache(row), row["published"]["value"]
         out.append({"id": f"published_serving prefix_cache[{n}]",
@@ -373,13 +376,10 @@ def collect(data=None, serving=None):
         if table["role"] not in ROLES:
             continue
         adp = " attention-dp" if table.get("parallelism", {}).get("attention_dp") else ""
-        for shape, published in table["output_tokens_per_s"].items():
-            modelled = _saturated(table, shape)
-            out.append({"id": f"saturated_throughput.tables[{n}] {shape}",
-                        "label": f"{table['model']} fp8 {table['accelerator']} tp{table['tp']}{adp} {shape}",
-                        "quantity": "throughput_saturated", "metric": "output tokens/s", "published": published,
-                        "modelled": modelled, "error": modelled / published - 1, "role": table["role"],
-                        "fitted_for": table.get("fitted_for"), "source": "TensorRT-LLM perf-overview (trtllm-bench)"})
+        out += [_saturated_entry(f"saturated_throughput.tables[{n}] {shape}",
+                                 f"{table['model']} fp8 {table['accelerator']} tp{table['tp']}{adp} {shape}",
+                                 "output tokens/s", published, _saturated(table, shape), table)
+                for shape, published in table["output_tokens_per_s"].items()]
     return out
 
 
