@@ -491,13 +491,21 @@ void estimate_training_speed(const scenario& s, estimate_result& r) {
 // Checkpoint size and save/restore time on the system's storage, the Young/Daly interval for the
 // job's failure rate (Llama 3's, by default) and the expected goodput (checkpoint.hpp).
 void estimate_checkpoints(const scenario& s, const catalog& cat, estimate_result& r) {
+    // The size does not depend on where the checkpoint goes (issue #20): always given.
+    const checkpoint_size size = checkpoint_bytes(s.model, r.model.breakdown, s.precision, *s.training, s.parallelism);
+    const duration mtbf = system_mtbf(default_failure_model(), s.system.count, s.system.per_node);
     if (!s.system.storage) {
-        r.notes.push_back("checkpoints not computed: the system names no storage tier (system.storage)");
+        checkpoint_summary c;
+        c.io = false;
+        c.size_bytes = size.total.si();
+        c.mtbf_s = mtbf.si();
+        c.failures_per_day = (24.0 * units::hour) / mtbf;
+        r.checkpoint = c;
+        r.notes.push_back("checkpoints: save and restore times, interval and goodput not computed: the system names no "
+                          "storage tier (system.storage); the size is");
         return;
     }
-    const checkpoint_size size = checkpoint_bytes(s.model, r.model.breakdown, s.precision, *s.training, s.parallelism);
     const checkpoint_io io = checkpoint_time(size, s.system, s.training->async_checkpoint, {}, cat);
-    const duration mtbf = system_mtbf(default_failure_model(), s.system.count, s.system.per_node);
     const duration restart = io.restore + (r.cold_start ? r.cold_start->total - r.cold_start->load : duration{});
     std::optional<duration> step;
     if (r.training) step = r.training->step_time_s * units::s;

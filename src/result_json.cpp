@@ -216,9 +216,11 @@ std::string to_json(const estimate_result& r, int indent) {
     }
     if (r.checkpoint) {
         const auto& c = *r.checkpoint;
-        j["checkpoint"] = {{"size_bytes", c.size_bytes}, {"save_s", c.save_s}, {"restore_s", c.restore_s},
-                           {"stall_s", c.stall_s}, {"bottleneck", c.bottleneck}, {"interval_s", c.interval_s},
-                           {"mtbf_s", c.mtbf_s}, {"goodput", c.goodput}, {"failures_per_day", c.failures_per_day}};
+        auto io = [&](double v) { return c.io ? json(v) : json(nullptr); };
+        j["checkpoint"] = {{"size_bytes", c.size_bytes}, {"save_s", io(c.save_s)}, {"restore_s", io(c.restore_s)},
+                           {"stall_s", io(c.stall_s)}, {"bottleneck", c.io ? json(c.bottleneck) : json(nullptr)},
+                           {"interval_s", io(c.interval_s)}, {"mtbf_s", c.mtbf_s}, {"goodput", io(c.goodput)},
+                           {"failures_per_day", c.failures_per_day}};
     }
     if (r.roofline) {
         const auto& rf = *r.roofline;

@@ -184,7 +184,10 @@ class Result(Section):
                 rows.append(("time to train", t(tr["time_to_train_s"]), f"{tr['gpu_hours']:.0f} GPU-hours" +
                              (f", cost {tr['cost']:.0f}" if "cost" in tr else "")))
         ck = d.get("checkpoint")
-        if ck:
+        if ck and ck["save_s"] is None:  # no storage tier: the size and the failure rate only
+            rows.append(("checkpoint", str(Quantity.from_si(ck["size_bytes"], SIZE)),
+                         f"MTBF {t(ck['mtbf_s'])}; save time: name a storage tier (system.storage)"))
+        elif ck:
             rows.append(("checkpoint", str(Quantity.from_si(ck["size_bytes"], SIZE)),
                          f"save {t(ck['save_s'])} (stall {t(ck['stall_s'])}), restore {t(ck['restore_s'])}, "
                          f"every {t(ck['interval_s'])}; MTBF {t(ck['mtbf_s'])}; goodput {100 * ck['goodput']:.1f}%"))

@@ -106,6 +106,17 @@ def test_checkpoint_and_goodput_in_the_result():
     assert "checkpoint" in repr(r) and "training step" in repr(r)
 
 
+def test_checkpoint_size_without_a_storage_tier():
+    # The size does not depend on the storage (issue #20 item 5): a system without storage still gets it, the
+    # same 14 B per parameter, and no save time.
+    r = capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "HGX-B200", "count": 8},
+                          "training": {"seq_len": 4096, "global_batch": 64}})
+    c = r.to_dict()["checkpoint"]
+    assert c["size_bytes"] == pytest.approx(14 * 8_030_261_248, rel=0.01)
+    assert c["save_s"] is None and c["goodput"] is None and c["mtbf_s"] > 0
+    assert "save time: name a storage tier" in repr(r)
+
+
 def test_thousands_of_gpus_within_10_percent():
     # Korthikanti et al. 2022 §6.3: the 530B model of Table 5 (tp 8, pp 35, vpp 3, selective recompute
     # + SP, micro-batch 1) scaled to 8-way data parallelism on 2240 A100s with the batch x 8: 39.15 s.

@@ -115,6 +115,7 @@ struct roofline_summary {
 };
 
 struct checkpoint_summary {
+    bool io = true;  // false: no storage tier, so only the size and the failure rate (the I/O fields are null)
     double size_bytes = 0.0, save_s = 0.0, restore_s = 0.0, stall_s = 0.0;
     std::string bottleneck;
     double interval_s = 0.0;        // Young/Daly optimal compute time between checkpoints
