@@ -12,7 +12,7 @@ const std::vector<std::string>& supported_model_types() {
     static const std::vector<std::string> types{"llama",       "mistral",  "mixtral",      "qwen2",     "qwen3",
                                                 "qwen3_moe",   "qwen3_next", "deepseek_v3", "deepseek_v32", "kimi_k2",
                                                 "glm4_moe",    "gpt_oss",  "gemma2",       "gemma3",    "gemma3_text",
-                                                "llama4",      "phi3",     "gpt2",         "gpt_neox"};
+                                                "llama4",      "nemotron_h", "phi3",   "gpt2",         "gpt_neox"};
     return types;
 }
 
@@ -37,7 +37,9 @@ const std::vector<std::string>& hf_config_known_keys() {
         "scoring_func", "topk_method", "sliding_window_pattern", "rope_local_base_freq", "text_config",
         "vision_config", "mm_tokens_per_image", "router_aux_loss_coef", "output_router_logits",
         "attention_chunk_size", "intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers", "no_rope_layers",
-        "quantization_config"};
+        "quantization_config", "hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "n_groups",
+        "ssm_state_size", "conv_kernel", "moe_shared_expert_intermediate_size", "mamba_ssm_cache_dtype",
+        "mlp_hidden_act", "use_conv_bias", "mamba_proj_bias"};
     return keys;
 }
 
@@ -325,6 +327,51 @@ std::int64_t llama4_vision_parameters(object_reader& v, std::int64_t text_hidden
            vision_out * text_hidden;
 }
 
+// Nemotron-H (modeling_nemotron_h.py): a stack of single-purpose blocks, hybrid_override_pattern naming each: M a
+// Mamba-2 mixer, * attention, - a ReLU^2 MLP, E a mixture of ReLU^2 experts with a shared expert; one RMSNorm per
+// block. capplan's layers are the blocks, each without the part it lacks.
+void read_nemotron_h(object_reader& r, model_spec& m) {
+    const std::string pattern = r.required_string("hybrid_override_pattern");
+    if (static_cast<std::int64_t>(pattern.size()) != m.layers || pattern.find_first_not_of("M*-E") != std::string::npos)
+        throw config_error(r.path("hybrid_override_pattern"), "'" + pattern.substr(0, 64) + "'",
+                           "not one of M, *, - or E per layer", "num_hidden_layers (" + std::to_string(m.layers) + ") such letters");
+    const auto n = static_cast<std::size_t>(m.layers);
+    m.linear_layer.assign(n, false);
+    m.moe_layer.assign(n, false);
+    m.sliding_layer.assign(n, false);
+    m.mixer_free_layer.assign(n, false);
+    m.ffn_free_layer.assign(n, false);
+    for (std::size_t i = 0; i < n; ++i) {
+        const char c = pattern[i];
+        m.linear_layer[i] = c == 'M';
+        m.moe_layer[i] = c == 'E';
+        m.mixer_free_layer[i] = c == '-' || c == 'E';
+        m.ffn_free_layer[i] = c == 'M' || c == '*';
+    }
+    auto& l = m.linear;
+    l.mamba2 = true;
+    l.value_heads = r.required_integer("mamba_num_heads", 1, max_heads);
+    l.value_head_dim = r.required_integer("mamba_head_dim", 1, max_heads);
+    l.key_heads = r.integer("n_groups", 1, max_heads).value_or(1);
+    l.key_head_dim = r.required_integer("ssm_state_size", 1, max_heads);
+    l.conv_kernel = r.integer("conv_kernel", 1, 64).value_or(4);
+    if (r.string("mamba_ssm_cache_dtype").value_or("") == "float32") l.state_element_bytes = 4.0;
+    m.gated_mlp = false;  // ReLU^2: up and down
+    m.norms_per_layer = 1;
+    if (m.moe_layer_count() > 0) {
+        m.moe.routed_experts = r.required_integer("n_routed_experts", 1, max_experts);
+        m.moe.experts_per_token = r.required_integer("num_experts_per_tok", 1, max_experts);
+        m.moe.expert_intermediate = r.required_integer("moe_intermediate_size", 1, max_expert_intermediate);
+        m.moe.shared_experts = r.integer("n_shared_experts", 0, max_experts).value_or(0);
+        m.moe.shared_intermediate = r.integer("moe_shared_expert_intermediate_size", 1, max_expert_intermediate).value_or(0);
+        m.moe.gated = false;
+        m.moe.router_bias = true;  // the score-correction bias of its DeepSeek-style router
+        if (m.moe.experts_per_token > m.moe.routed_experts)
+            throw config_error(r.path("num_experts_per_tok"), std::to_string(m.moe.experts_per_token),
+                               "more experts per token than experts", "at most " + std::to_string(m.moe.routed_experts));
+    }
+}
+
 void read_qwen3_next_layers(object_reader& r, model_spec& m) {
     // Gated DeltaNet layers with full (gated-output) attention every full_attention_interval-th layer
     // (Qwen3NextConfig: layer i is full attention when (i + 1) % interval == 0, unless layer_types says).
@@ -413,6 +460,7 @@ model_spec model_from_hf_json(const json& config, std::string name, const std::s
             }
         }
         if (type == "qwen3_next") read_qwen3_next_layers(r, m);
+        if (type == "nemotron_h") read_nemotron_h(r, m);
         if (type == "deepseek_v3" || type == "deepseek_v32" || type == "kimi_k2") {
             m.mla = true;
             m.mla_dims.q_lora_rank = r.integer("q_lora_rank", 1, max_hidden).value_or(0);
@@ -429,7 +477,7 @@ model_spec model_from_hf_json(const json& config, std::string name, const std::s
         }
     }
     if (m.sliding_layer.empty()) read_sliding_window(r, m, type);
-    if (type != "llama4") read_moe(r, m, type);  // Llama 4 places its experts in read_llama4_text
+    if (type != "llama4" && type != "nemotron_h") read_moe(r, m, type);  // these place their experts themselves
     // Fields capplan knowingly does not use (they do not change sizes or FLOPs).
     for (const auto& k : hf_config_known_keys()) r.get(k);
     r.finish();

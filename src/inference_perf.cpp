@@ -282,12 +282,16 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         duration tp_allreduce, ep_alltoall;
         bool done = false;
     };
-    layer_cost kinds[3][2];
+    // Kinds: full, windowed, linear or no mixer; dense, MoE or no feed-forward (hybrid block stacks).
+    layer_cost kinds[4][3];
     for (std::int64_t i = 0; i < m.layers; ++i) {
         const bool linear = m.is_linear_layer(i);
-        layer_cost& lc = kinds[linear ? 2 : m.is_sliding_layer(i) ? 1 : 0][m.is_moe_layer(i) ? 1 : 0];
+        const int mixer = !m.has_mixer(i) ? 3 : linear ? 2 : m.is_sliding_layer(i) ? 1 : 0;
+        layer_cost& lc = kinds[mixer][!m.has_ffn(i) ? 2 : m.is_moe_layer(i) ? 1 : 0];
         if (!lc.done) {
-            if (linear) {
+            if (!m.has_mixer(i)) {
+                // A feed-forward block alone (Nemotron-H's MLP and MoE blocks): no attention work.
+            } else if (linear) {
                 // Gated DeltaNet: the input projections (q, k, v, the output gate, beta and the decay) and the output
                 // projection at their sizes; the core updates each request's fixed state once per token (chunked in
                 // prefill) and reads and writes it once per step, its convolution and gated norm beside it
@@ -347,61 +351,65 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                 charge(lc.ops[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B + scores,
                        m.mla ? 3 : 2);
             }
-            // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
-            const device_parameters ffn = detail::ffn_on_device(m, i, p);
-            // The activation's traffic (read 2, write 1 intermediate-wide rows; non-gated 1 and 1)
-            // counts with the GEMMs' (fused or overlapped).
-            const double act_passes = m.gated_mlp ? 3.0 : 2.0;
-            if (!m.is_moe_layer(i)) {
-                // Up (+gate) and down GEMMs at their own sizes; the activation kernel between them
-                // adds its launch.
-                const double width = m.intermediate / tp;
-                const double up = ffn.block_linear * (m.gated_mlp ? 2.0 / 3.0 : 0.5), down = ffn.block_linear - up;
-                charge(lc.ops[2], unit::matrix, 2.0 * tokens * up * FLOP,
-                       (up * bw + tokens * (h + (act_passes - 1.0) * width) * ba) * B, 1, up);
-                charge(lc.ops[2], unit::matrix, 2.0 * tokens * down * FLOP, (down * bw + tokens * (width + h) * ba) * B, 1,
-                       down);
-                launches(lc.ops[2], 1.0);
-            } else {
-                const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
-                // The slots this device's experts receive: balanced routing, times the busiest expert-
-                // parallel rank's excess (it sets the pace).
-                const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
-                const double slots = imbalance * step_tokens * static_cast<double>(m.moe.experts_per_token) /
-                                     (st.experts_route_rank_tokens ? tp : static_cast<double>(p.ep));
-                // Distinct local experts hit by `slots` uniform picks (expected value).
-                const double touched = experts_here * (1.0 - std::pow(1.0 - 1.0 / experts_here, slots));
-                const double expert = 3.0 * h * m.moe.expert_intermediate / p.etp;
-                const double shared = ffn.block_linear - ffn.routed_experts;
-                const double router = h * m.moe.routed_experts;
-                // Kernels as vLLM's fused MoE launches them (vllm/model_executor/layers/fused_moe/fused_moe.py):
-                // the router GEMM, top-k, moe_align_block_size, the two expert GEMMs with silu_and_mul
-                // between, moe_sum; shared experts add their up, activation and down. The two expert
-                // GEMMs are grouped kernels (at most the catalog's grouped_matmul efficiency); the
-                // router and the shared experts dense ones.
-                const bool has_shared = m.moe.shared_experts > 0;
-                charge(lc.ops[2], unit::grouped_matrix, 2.0 * slots * expert * FLOP,
-                       (touched * expert * be + slots * (2.0 * h + 3.0 * m.moe.expert_intermediate / p.etp) * ba) * B, 2,
-                       touched * expert, su.expert_dequant_ops);
-                charge(lc.ops[2], unit::matrix, 2.0 * tokens * (shared + router) * FLOP,
-                       (shared * bw + router * bo + tokens * 2.0 * h * ba) * B, has_shared ? 3 : 1, shared);
-                launches(lc.ops[2], has_shared ? 5.0 : 4.0);
-                // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
-                // Each rank sends its routed slots: with shared tokens the step's on this rank (its own
-                // share under attention data parallelism) x k, with rank-routed tokens its own shard's
-                // (= the slots it receives). Not when the expert group lies within the attention's
-                // tensor-parallel group: every rank already holds all the step's tokens, runs its own
-                // experts on those routed to them, and the tensor-parallel all-reduce after the layer
-                // combines the partial outputs (vLLM FusedMoE dispatches only with data parallelism;
-                // TensorRT-LLM's MoE all-to-all needs attention DP).
-                const bool tokens_replicated = !st.experts_route_rank_tokens && p.ep * p.etp <= p.attention_tp();
-                const double sent = st.experts_route_rank_tokens ? slots : imbalance * tokens * static_cast<double>(m.moe.experts_per_token);
-                if (p.ep > 1 && !tokens_replicated) lc.ep_alltoall += 2.0 * su.alltoall(sent * h * ba * B);
+            if (m.has_ffn(i)) {
+                // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
+                const device_parameters ffn = detail::ffn_on_device(m, i, p);
+                // The activation's traffic (read 2, write 1 intermediate-wide rows; non-gated 1 and 1)
+                // counts with the GEMMs' (fused or overlapped).
+                const double act_passes = m.gated_mlp ? 3.0 : 2.0;
+                if (!m.is_moe_layer(i)) {
+                    // Up (+gate) and down GEMMs at their own sizes; the activation kernel between them
+                    // adds its launch.
+                    const double width = m.intermediate / tp;
+                    const double up = ffn.block_linear * (m.gated_mlp ? 2.0 / 3.0 : 0.5), down = ffn.block_linear - up;
+                    charge(lc.ops[2], unit::matrix, 2.0 * tokens * up * FLOP,
+                           (up * bw + tokens * (h + (act_passes - 1.0) * width) * ba) * B, 1, up);
+                    charge(lc.ops[2], unit::matrix, 2.0 * tokens * down * FLOP, (down * bw + tokens * (width + h) * ba) * B, 1,
+                           down);
+                    launches(lc.ops[2], 1.0);
+                } else {
+                    const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
+                    // The slots this device's experts receive: balanced routing, times the busiest expert-
+                    // parallel rank's excess (it sets the pace).
+                    const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
+                    const double slots = imbalance * step_tokens * static_cast<double>(m.moe.experts_per_token) /
+                                         (st.experts_route_rank_tokens ? tp : static_cast<double>(p.ep));
+                    // Distinct local experts hit by `slots` uniform picks (expected value).
+                    const double touched = experts_here * (1.0 - std::pow(1.0 - 1.0 / experts_here, slots));
+                    const double expert = static_cast<double>(expert_parameters(m).matrices) / p.etp;
+                    const double shared = ffn.block_linear - ffn.routed_experts;
+                    const double router = h * m.moe.routed_experts;
+                    // Kernels as vLLM's fused MoE launches them (vllm/model_executor/layers/fused_moe/fused_moe.py):
+                    // the router GEMM, top-k, moe_align_block_size, the two expert GEMMs with silu_and_mul
+                    // between, moe_sum; shared experts add their up, activation and down. The two expert
+                    // GEMMs are grouped kernels (at most the catalog's grouped_matmul efficiency); the
+                    // router and the shared experts dense ones.
+                    const bool has_shared = m.moe.shared_experts > 0;
+                    charge(lc.ops[2], unit::grouped_matrix, 2.0 * slots * expert * FLOP,
+                           (touched * expert * be + slots * (2.0 * h + (m.moe.gated ? 3.0 : 2.0) * m.moe.expert_intermediate / p.etp) * ba) * B, 2,
+                           touched * expert, su.expert_dequant_ops);
+                    charge(lc.ops[2], unit::matrix, 2.0 * tokens * (shared + router) * FLOP,
+                           (shared * bw + router * bo + tokens * 2.0 * h * ba) * B, has_shared ? 3 : 1, shared);
+                    launches(lc.ops[2], has_shared ? 5.0 : 4.0);
+                    // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
+                    // Each rank sends its routed slots: with shared tokens the step's on this rank (its own
+                    // share under attention data parallelism) x k, with rank-routed tokens its own shard's
+                    // (= the slots it receives). Not when the expert group lies within the attention's
+                    // tensor-parallel group: every rank already holds all the step's tokens, runs its own
+                    // experts on those routed to them, and the tensor-parallel all-reduce after the layer
+                    // combines the partial outputs (vLLM FusedMoE dispatches only with data parallelism;
+                    // TensorRT-LLM's MoE all-to-all needs attention DP).
+                    const bool tokens_replicated = !st.experts_route_rank_tokens && p.ep * p.etp <= p.attention_tp();
+                    const double sent = st.experts_route_rank_tokens ? slots : imbalance * tokens * static_cast<double>(m.moe.experts_per_token);
+                    if (p.ep > 1 && !tokens_replicated) lc.ep_alltoall += 2.0 * su.alltoall(sent * h * ba * B);
+                }
             }
             // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound;
             // hidden dropout (fused with the bias and residual add) writes a 1-byte mask twice a layer.
             charge(lc.ops[3], unit::norm, flop_count{}, tokens * (10.0 * ba + (su.dropout ? 2.0 : 0.0)) * h * B, 3);
-            if (tp > 1) lc.tp_allreduce += 2.0 * su.allreduce(tokens * h * ba * B);
+            // One all-reduce after the mixer and one after the feed-forward (a hybrid block has one of them).
+            const double reductions = (m.has_mixer(i) ? 1.0 : 0.0) + (m.has_ffn(i) ? 1.0 : 0.0);
+            if (tp > 1) lc.tp_allreduce += reductions * su.allreduce(tokens * h * ba * B);
             lc.done = true;
         }
         for (int k = 0; k < 4; ++k) {

@@ -222,3 +222,49 @@ TEST_CASE("a disaggregated request sends what it holds: windows capped, the line
     CHECK(transfer_ms("Qwen3-Next-80B-A3B") == doctest::Approx(64'094'208.0 / 50e9 * 1e3));
     CHECK(transfer_ms("gpt-oss-120b") == doctest::Approx(41'582'592.0 / 50e9 * 1e3));
 }
+
+TEST_CASE("Nemotron-H's hybrid blocks: Mamba-2 mixers, attention, ReLU^2 experts, each block alone") {
+    const model_spec& m = model("Nemotron-3-Nano-30B-A3B");
+    CHECK(m.linear_layer_count() == 23);
+    CHECK(m.moe_layer_count() == 23);
+    // A Mamba-2 block: in_proj 2,688 x (2 x 4,096 + 2 x 8 x 128 + 64), out_proj 4,096 x 2,688; conv 6,144 x (4 + 1 bias);
+    // dt_bias, A_log, D 64 each; the gated norm 4,096: 38,742,208.
+    CHECK(attention_layer_parameters(m, true).total() == 38'742'208);
+    // An expert: up and down, 2 x 2,688 x 1,856; the shared one 2 x 2,688 x 3,712.
+    CHECK(expert_parameters(m).total() == 2LL * 2'688 * 1'856);
+    const parameter_breakdown p = count_parameters(m);
+    // 23 Mamba + 6 attention blocks (q 2,688 x 4,096, k, v 2,688 x 256, o 4,096 x 2,688 = 23,396,352); no dense MLP.
+    CHECK(p.attention == 23LL * 38'742'208 + 6LL * 23'396'352);
+    CHECK(p.dense_mlp == 0);
+    CHECK(p.routed_experts == 23LL * 128 * 2 * 2'688 * 1'856);
+    CHECK(p.shared_experts == 23LL * 2 * 2'688 * 3'712);
+    CHECK(p.norms == 52LL * 2'688 + 2'688);  // one RMSNorm per block and the final one
+    CHECK(p.total() == 31'577'940'288);
+    // A request's cache: 23 x (64 x 128 x 64 fp32 state + 3 x 6,144 bf16 conv inputs) = 49,082,368 B, then 6 attention
+    // blocks x 2 KV heads x 128 x 2 x 2 B = 6,144 B per token.
+    CHECK(per_token("Nemotron-3-Nano-30B-A3B") == 6'144.0);
+    CHECK(linear_state_bytes(m, 1, all_layers(m)).in(B) == 49'082'368.0);
+    CHECK(per_request("Nemotron-3-Nano-30B-A3B", 1'600) == 49'082'368.0 + 1'600.0 * 6'144);
+}
+
+TEST_CASE("Nemotron-H's serving step agrees with the FLOP model and has one all-reduce per block") {
+    const scenario sc = read_scenario(R"({"model": "Nemotron-3-Nano-30B-A3B", "system": {"preset": "HGX-H200", "count": 2},
+                                          "parallelism": {"tp": 2}, "inference": {"input_tokens": 20000, "output_tokens": 10,
+                                          "prefill_chunk_tokens": 20000}})",
+                                      test::shipped_catalog());
+    const perf_setup su = perf_setup::from(sc);
+    batch_step prompt;
+    prompt.prefill_tokens = 3'000;
+    prompt.prefill_requests = 1;
+    const step_breakdown b = step_time_breakdown(su, prompt);
+    double core = 0, projections = 0;
+    for (const auto& o : b.ops) {
+        if (o.op == "attention core") core = o.flops.in(FLOP);
+        if (o.op == "attention projections") projections = o.flops.in(FLOP);
+    }
+    // Split over tp 2: half the exact sums.
+    CHECK(core == doctest::Approx(chunk_forward_flops(sc.model, 0, 3'000).attention.in(FLOP) / 2.0));
+    CHECK(projections == doctest::Approx(2.0 * 3'000 * active_matmul_parameters(sc.model).attention / 2.0));
+    // 52 blocks, one all-reduce each (a 3,000 x 2,688 x 2 B message).
+    CHECK(b.tp_allreduce.si() == doctest::Approx(52.0 * su.allreduce(3'000.0 * 2'688 * 2 * B).si()));
+}

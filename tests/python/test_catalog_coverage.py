@@ -10,7 +10,7 @@ import capplan
 NEW_MODELS = ["gpt-oss-120b", "gpt-oss-20b", "Llama-4-Scout-17B-16E", "Llama-4-Maverick-17B-128E", "Kimi-K2", "DeepSeek-R1",
               "DeepSeek-V3.2", "GLM-4.5", "GLM-4.5-Air", "Gemma-3-27B", "Gemma-3-4B", "Gemma-3-1B", "Qwen3-Next-80B-A3B",
               "Qwen3-Coder-480B-A35B", "Qwen3-235B-A22B-2507", "Qwen3-14B", "Qwen3-4B", "Qwen3-1.7B", "Qwen3-0.6B", "Phi-4",
-              "Mistral-Large-2"]
+              "Mistral-Large-2", "Nemotron-3-Nano-30B-A3B"]
 NEW_ACCELERATORS = ["B300", "GB300", "MI350X", "MI355X", "TPU7x", "Trainium3", "RTX-PRO-6000-Server", "Ascend-910C", "Rubin",
                     "GH200", "GH200-96GB", "H200-NVL"]
 NEW_SYSTEMS = ["GB300-NVL72", "HGX-B300", "MI355X-Platform", "TPU7x-Slice", "Trn2-UltraServer"]
@@ -85,10 +85,10 @@ def test_cli_size_takes_a_config_json_of_any_new_architecture(run_cli, tmp_path)
     assert code == 0, err
     assert json.loads(out)["options"][0]["accelerator"] == "H200"
     bad = tmp_path / "config.json"
-    bad.write_text(json.dumps({"model_type": "nemotron_h", "hidden_size": 8}))
+    bad.write_text(json.dumps({"model_type": "falcon_h1", "hidden_size": 8}))
     code, _, err = run_cli("size", "inference", "--model", str(bad), "--concurrency", "8", "--input", "2000",
                            "--output", "200")
-    assert code == 2 and "unsupported model_type" in err and "qwen3_next" in err and "src/hf_config.cpp" in err
+    assert code == 2 and "unsupported model_type" in err and "nemotron_h" in err and "src/hf_config.cpp" in err
     # A Model built from a file goes into any scenario dict, named after the file.
     m = capplan.Model.from_hf_config(configs / "gpt-oss-20b.json")
     assert m.name == "gpt-oss-20b"

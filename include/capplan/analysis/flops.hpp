@@ -113,17 +113,20 @@ inline void require(bool ok, const std::string& what, std::int64_t got) {
 
 inline matmul_parameters active_matmul_parameters(const model_spec& m) {
     const parameter_breakdown p = count_parameters(m);
-    const std::int64_t linear_layers = m.linear_layer_count();
+    std::int64_t linear_layers = 0, attention_layers = 0, dense_layers = 0;
+    for (std::int64_t i = 0; i < m.layers; ++i) {
+        if (m.has_mixer(i)) (m.is_linear_layer(i) ? linear_layers : attention_layers) += 1;
+        if (m.has_ffn(i) && !m.is_moe_layer(i)) ++dense_layers;
+    }
     const std::int64_t moe_layers = m.moe_layer_count();
-    const std::int64_t dense_layers = m.layers - moe_layers;
     const std::int64_t mlp_bias = m.mlp_bias ? ((m.gated_mlp ? 3 : 2) - 1) * m.intermediate + m.hidden : 0;
     const std::int64_t router_bias = m.moe.router_bias ? m.moe.routed_experts : 0;
 
     matmul_parameters w;
-    w.attention = (m.layers - linear_layers) * attention_layer_parameters(m, false).matrices +
+    w.attention = attention_layers * attention_layer_parameters(m, false).matrices +
                   (linear_layers > 0 ? linear_layers * attention_layer_parameters(m, true).matrices : 0);
     const std::int64_t active_experts = moe_layers * m.moe.experts_per_token * expert_parameters(m).matrices;
-    const std::int64_t shared = moe_layers * m.moe.shared_experts * 3 * m.hidden * m.moe.shared_width();
+    const std::int64_t shared = moe_layers * shared_expert_parameters(m);
     w.mlp = (p.dense_mlp - dense_layers * mlp_bias) + active_experts + shared;
     w.router = p.router - moe_layers * router_bias;
     w.lm_head = m.vocab * m.hidden;
@@ -146,6 +149,7 @@ inline forward_flops chunk_forward_flops(const model_spec& m, std::int64_t cache
     std::int64_t linear = 0;   // linear-attention layers
     const std::int64_t end = cached + new_tokens;
     for (std::int64_t i = 0; i < m.layers; ++i) {
+        if (!m.has_mixer(i)) continue;
         if (m.is_linear_layer(i)) {
             ++linear;
             continue;

@@ -45,12 +45,13 @@ inline data_size kv_bytes_per_token_per_layer(const model_spec& m, int tp, const
 
 // One request's fixed state in one linear-attention layer on one device: the recurrent state (value_heads x
 // key_head_dim x value_head_dim) and the causal convolution's last conv_kernel - 1 inputs, heads split over tp,
-// kept in 16 bits (vLLM's mamba_cache_dtype "auto": the model's dtype) whatever the KV-cache format.
+// kept in 16 bits (vLLM's mamba_cache_dtype "auto": the model's dtype) whatever the KV-cache format, the
+// recurrent state in the model's own cache format where it names one (Nemotron-H: fp32).
 inline data_size linear_state_bytes_per_layer(const model_spec& m, int tp) {
     const auto& l = m.linear;
     const double state = static_cast<double>(l.value_heads * l.key_head_dim * l.value_head_dim);
     const double conv = static_cast<double>((l.conv_kernel - 1) * l.conv_channels());
-    return (state + conv) / tp * 2.0 * units::B;
+    return (state * l.state_element_bytes + conv * 2.0) / tp * units::B;
 }
 
 // The layers whose cache lives on one device: a pipeline stage's [first, first + count).
@@ -64,7 +65,7 @@ inline layer_range all_layers(const model_spec& m) { return {0, m.layers}; }
 // Attention (not linear-attention) layers of r.
 inline std::int64_t attention_layers(const model_spec& m, layer_range r) {
     std::int64_t n = 0;
-    for (std::int64_t i = r.first; i < r.first + r.count; ++i) n += !m.is_linear_layer(i);
+    for (std::int64_t i = r.first; i < r.first + r.count; ++i) n += m.has_mixer(i) && !m.is_linear_layer(i);
     return n;
 }
 
@@ -76,7 +77,8 @@ inline data_size kv_bytes_per_token(const model_spec& m, int tp, const number_fo
 
 // A request's fixed state on the linear-attention layers of r, whatever its context.
 inline data_size linear_state_bytes(const model_spec& m, int tp, layer_range r) {
-    const std::int64_t linear = r.count - attention_layers(m, r);
+    std::int64_t linear = 0;
+    for (std::int64_t i = r.first; i < r.first + r.count; ++i) linear += m.has_mixer(i) && m.is_linear_layer(i);
     return linear > 0 ? static_cast<double>(linear) * linear_state_bytes_per_layer(m, tp) : data_size{};
 }
 
@@ -88,7 +90,7 @@ inline data_size kv_bytes_per_request(const model_spec& m, int tp, const number_
     const data_size per_layer_token = kv_bytes_per_token_per_layer(m, tp, kv);
     std::int64_t full_layers = 0, windowed_layers = 0;
     for (std::int64_t i = r.first; i < r.first + r.count; ++i) {
-        if (m.is_linear_layer(i)) continue;
+        if (!m.has_mixer(i) || m.is_linear_layer(i)) continue;
         (m.is_sliding_layer(i) ? windowed_layers : full_layers) += 1;
     }
     const std::int64_t full_tokens = round_up(context, block_tokens);
@@ -106,7 +108,7 @@ inline data_size kv_bytes_own(const model_spec& m, int tp, const number_format& 
     if (shared <= 0) return kv_bytes_per_request(m, tp, kv, r, context, block_tokens);
     std::int64_t full_layers = 0, windowed_layers = 0;
     for (std::int64_t i = r.first; i < r.first + r.count; ++i)
-        if (!m.is_linear_layer(i)) (m.is_sliding_layer(i) ? windowed_layers : full_layers) += 1;
+        if (m.has_mixer(i) && !m.is_linear_layer(i)) (m.is_sliding_layer(i) ? windowed_layers : full_layers) += 1;
     const std::int64_t full_tokens = round_up(context, block_tokens) - shared;
     const std::int64_t window_start = std::max<std::int64_t>(0, context - m.sliding_window);
     const std::int64_t shared_in_window = std::max<std::int64_t>(0, shared - window_start) / std::max<std::int64_t>(1, block_tokens) *

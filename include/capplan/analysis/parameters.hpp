@@ -51,6 +51,16 @@ struct layer_parameters {
 inline layer_parameters attention_layer_parameters(const model_spec& m, bool linear_layer) {
     const std::int64_t h = m.hidden;
     layer_parameters a;
+    if (linear_layer && m.linear.mamba2) {
+        // Mamba-2 (modeling_nemotron_h.py NemotronHMamba2Mixer, Dao & Gu 2024): in_proj h -> z and x (V x dv each),
+        // B and C (G x N each) and dt (V); a depthwise conv with bias over x, B, C; dt_bias, A_log and D per head;
+        // the gated RMSNorm over V x dv; out_proj.
+        const auto& l = m.linear;
+        const std::int64_t v = l.value_heads * l.value_head_dim;
+        a.matrices = h * (2 * v + 2 * l.key_heads * l.key_head_dim + l.value_heads) + v * h;
+        a.vectors = l.conv_channels() * (l.conv_kernel + 1) + 3 * l.value_heads + v;
+        return a;
+    }
     if (linear_layer) {
         // Gated DeltaNet (transformers modeling_qwen3_next.py Qwen3NextGatedDeltaNet): in_proj_qkvz h -> q, k
         // (key_heads x key_head_dim each), v and the output gate z (value_heads x value_head_dim each); in_proj_ba
@@ -88,10 +98,16 @@ inline layer_parameters attention_layer_parameters(const model_spec& m, bool lin
     return a;
 }
 
-// One routed expert (gated: gate, up, down), its biases where the model has them (gpt-oss: 2I + h).
+// One routed expert (gated: gate, up and down; else up and down), its biases where the model has them
+// (gpt-oss: 2I + h).
 inline layer_parameters expert_parameters(const model_spec& m) {
     const std::int64_t h = m.hidden, w = m.moe.expert_intermediate;
-    return {3 * h * w, m.moe.expert_bias ? 2 * w + h : 0};
+    return {(m.moe.gated ? 3 : 2) * h * w, m.moe.expert_bias ? 2 * w + h : 0};
+}
+
+// The shared experts' matrices in one MoE layer.
+inline std::int64_t shared_expert_parameters(const model_spec& m) {
+    return m.moe.shared_experts * (m.moe.gated ? 3 : 2) * m.hidden * m.moe.shared_width();
 }
 
 inline parameter_breakdown count_parameters(const model_spec& m) {
@@ -103,12 +119,13 @@ inline parameter_breakdown count_parameters(const model_spec& m) {
     const std::int64_t dense_layer = matrices * h * m.intermediate +
                                      (m.mlp_bias ? (matrices - 1) * m.intermediate + h : 0);
     const std::int64_t expert = expert_parameters(m).total();
-    const std::int64_t shared = m.moe.shared_experts * 3 * h * m.moe.shared_width() + (m.moe.shared_gate ? h : 0);
+    const std::int64_t shared = shared_expert_parameters(m) + (m.moe.shared_gate ? h : 0);
     const std::int64_t router = h * m.moe.routed_experts + (m.moe.router_bias ? m.moe.routed_experts : 0);
     const std::int64_t full_attention = attention_layer_parameters(m, false).total();
     const std::int64_t linear_attention = m.linear_layer.empty() ? 0 : attention_layer_parameters(m, true).total();
     for (std::int64_t i = 0; i < m.layers; ++i) {
-        p.attention += m.is_linear_layer(i) ? linear_attention : full_attention;
+        if (m.has_mixer(i)) p.attention += m.is_linear_layer(i) ? linear_attention : full_attention;
+        if (!m.has_ffn(i)) continue;
         if (!m.is_moe_layer(i)) {
             p.dense_mlp += dense_layer;
             continue;

@@ -115,7 +115,7 @@ inline device_parameters ffn_on_device(const model_spec& m, std::int64_t i, cons
     }
     const double expert = static_cast<double>(expert_parameters(m).total());
     const double routed = m.moe.routed_experts * expert / (static_cast<double>(p.ep) * p.etp);
-    const double shared = static_cast<double>(m.moe.shared_experts * 3 * m.hidden * m.moe.shared_width());
+    const double shared = static_cast<double>(shared_expert_parameters(m));
     d.block_linear += routed + shared / tp;
     d.routed_experts += routed;
     d.other += h * m.moe.routed_experts + (m.moe.router_bias ? m.moe.routed_experts : 0) + (m.moe.shared_gate ? h : 0);
@@ -124,8 +124,9 @@ inline device_parameters ffn_on_device(const model_spec& m, std::int64_t i, cons
 
 // One transformer layer's parameters on one rank, norms included.
 inline device_parameters layer_on_device(const model_spec& m, std::int64_t i, const parallelism_spec& p) {
-    device_parameters d = attention_on_device(m, p, m.is_linear_layer(i));
-    d += ffn_on_device(m, i, p);
+    device_parameters d;
+    if (m.has_mixer(i)) d += attention_on_device(m, p, m.is_linear_layer(i));
+    if (m.has_ffn(i)) d += ffn_on_device(m, i, p);
     d.other += m.norms_per_layer * (m.norm == norm_kind::layer_norm ? 2.0 : 1.0) * static_cast<double>(m.hidden);
     return d;
 }

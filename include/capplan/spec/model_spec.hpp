@@ -26,6 +26,7 @@ struct moe_spec {
     std::int64_t shared_intermediate = 0;      // a shared expert's width when it differs (Qwen3-Next: 512); 0 = expert_intermediate
     bool expert_bias = false;                  // biases on the experts' projections (gpt-oss)
     bool router_bias = false;                  // a bias per expert on the router (gpt-oss; DeepSeek's score correction)
+    bool gated = true;                         // gate, up and down per expert; false: up and down (Nemotron-H's ReLU^2)
     bool shared_gate = false;                  // a sigmoid gate (h x 1) on the shared expert's output (Qwen3-Next)
 
     std::int64_t shared_width() const { return shared_intermediate > 0 ? shared_intermediate : expert_intermediate; }
@@ -34,8 +35,12 @@ struct moe_spec {
 // Gated linear attention / state-space layers (Qwen3-Next's gated DeltaNet, Yang et al. 2024 arXiv:2412.06464;
 // Mamba-2, Dao & Gu 2024 arXiv:2405.21060): each request keeps a fixed-size recurrent state per layer, value_heads
 // x key_head_dim x value_head_dim, and a short causal convolution's last conv_kernel - 1 inputs, whatever its context.
+// Mamba-2 maps onto the same fields: value heads = mamba_num_heads of mamba_head_dim, key heads = n_groups of
+// ssm_state_size (B and C are shared per group); its layer differs in its projections (mamba2 below).
 struct linear_attention_spec {
     std::int64_t key_heads = 0, value_heads = 0, key_head_dim = 0, value_head_dim = 0, conv_kernel = 0;
+    bool mamba2 = false;
+    double state_element_bytes = 2.0;  // the recurrent state's format (Nemotron-H keeps it in fp32: mamba_ssm_cache_dtype)
     std::int64_t conv_channels() const { return 2 * key_heads * key_head_dim + value_heads * value_head_dim; }
 };
 
@@ -91,6 +96,9 @@ struct model_spec {
     std::vector<bool> moe_layer;
     std::vector<bool> sliding_layer;
     std::vector<bool> linear_layer;
+    // Hybrid block stacks (Nemotron-H's hybrid_override_pattern) run a mixer or a feed-forward per block, not
+    // both: true where layer i has no attention / linear mixer, or no feed-forward.
+    std::vector<bool> mixer_free_layer, ffn_free_layer;
 
     bool is_moe() const { return moe.routed_experts > 0; }
     // Layer i is a mixture of experts / keeps only the sliding window.
@@ -100,6 +108,12 @@ struct model_spec {
     bool is_sliding_layer(std::int64_t i) const {
         return sliding_window > 0 && i >= 0 && static_cast<std::size_t>(i) < sliding_layer.size() &&
                sliding_layer[static_cast<std::size_t>(i)];
+    }
+    bool has_mixer(std::int64_t i) const {
+        return !(i >= 0 && static_cast<std::size_t>(i) < mixer_free_layer.size() && mixer_free_layer[static_cast<std::size_t>(i)]);
+    }
+    bool has_ffn(std::int64_t i) const {
+        return !(i >= 0 && static_cast<std::size_t>(i) < ffn_free_layer.size() && ffn_free_layer[static_cast<std::size_t>(i)]);
     }
     bool is_linear_layer(std::int64_t i) const {
         return i >= 0 && static_cast<std::size_t>(i) < linear_layer.size() && linear_layer[static_cast<std::size_t>(i)];

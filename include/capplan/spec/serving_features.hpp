@@ -77,7 +77,9 @@ inline model_spec drafter_head(const model_spec& target, const std::string& meth
     const std::size_t last = static_cast<std::size_t>(std::max<std::int64_t>(0, target.layers - 1));
     head.moe_layer = {last < target.moe_layer.size() && target.moe_layer[last]};
     head.sliding_layer = {false};
-    head.linear_layer = {false};  // the head is a full-attention layer
+    head.linear_layer = {false};  // the head is a full-attention layer with its feed-forward
+    head.mixer_free_layer = {false};
+    head.ffn_free_layer = {false};
     head.vision_parameters = 0;
     return head;
 }
