@@ -210,7 +210,9 @@ NOTEBOOKS = {
                       "                      highlight=min(rows, key=lambda r: r[1])[0])))"),
         new_markdown_cell("Why: the prefix cache computes 1,200 of each 4,000-token prompt and stores the system prompt "
                           "once, so prompts stop crowding the decode steps and more users fit; the EAGLE head gains about "
-                          "2.4 tokens per decode step for little more than one step's weight reads at this batch. "
+                          "2.4 tokens per decode step for little more than one step's weight reads at this batch. On its "
+                          "own it saves no GPU here (sizing keeps plain decoding when speculation does not win: the row "
+                          "then says no `speculative`); beside the prefix cache it lets fewer replicas hold the SLO. "
                           "Speculation stops paying once the verify step turns compute-bound: the result's "
                           "`inference.speculative.breakeven_batch` says where, for one replica:"),
         new_code_cell("r = capplan.estimate({'model': 'Llama-3.1-70B', 'system': {'preset': 'HGX-H200', 'count': 2},\n"
@@ -240,9 +242,10 @@ NOTEBOOKS = {
                       "          f\"{float(i.throughput_tokens_per_s):.0f} tokens/s\")\n"
                       "display(SVG(bar_chart('8 x H200: cost per million output tokens by layout', bars)))"),
         new_markdown_cell("Two prefill replicas cannot keep up with 64 users' 4,000-token prompts: TTFT climbs to seconds "
-                          "while the decode pool waits. Three prefill replicas for one decode replica meet the SLO with a "
-                          "lower TPOT and more tokens per GPU than the aggregated layout. (Sizing does not search pool "
-                          "ratios yet: try a few as here.)\n\n"
+                          "while the decode pool waits. Three prefill replicas for one decode replica give a lower TPOT and "
+                          "more tokens per GPU than the aggregated layout, but their p99 TTFT sits at about the 2 s target: "
+                          "the faster decode pool sends the users' next prompts sooner, and the prefill pool sets the pace. "
+                          "(Sizing's pool search is coarse: try a few ratios as here.)\n\n"
                           "**KV-cache offload.** Eight 120K-token conversations do not fit one H100's memory; with the cache "
                           "spilling to 2 TB of host memory they run, and every decode step brings the offloaded part back "
                           "over PCIe:"),
