@@ -1,18 +1,21 @@
 // Issue #19's architectures from their catalog entries (each built from the release's config.json):
 // banded/dense alternation and sinks (gpt-oss), chunked local attention and shared experts (Llama 4), 5:1
-// local/global (Gemma 3), gated DeltaNet hybrids (Qwen3-Next) and DeepSeek Sparse Attention (V3.2).
-// Every expected value is counted by hand in the comment beside it.
+// local/global (Gemma 3), gated DeltaNet and Mamba-2 hybrids (Qwen3-Next, Nemotron-H) and DeepSeek Sparse
+// Attention (V3.2). Every expected value is counted by hand in the comment beside it.
 #include <doctest/doctest.h>
 
 #include "test_support.hpp"
 
+#include <algorithm>
+
 #include "capplan/analysis/disaggregation.hpp"
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_perf.hpp"
-#include "capplan/spec/scenario_io.hpp"
 #include "capplan/analysis/kv_cache.hpp"
 #include "capplan/analysis/parameters.hpp"
+#include "capplan/analysis/sharding.hpp"
 #include "capplan/dtype.hpp"
+#include "capplan/spec/scenario_io.hpp"
 
 using namespace capplan;
 using namespace capplan::units;
@@ -267,4 +270,14 @@ TEST_CASE("Nemotron-H's serving step agrees with the FLOP model and has one all-
     CHECK(projections == doctest::Approx(2.0 * 3'000 * active_matmul_parameters(sc.model).attention / 2.0));
     // 52 blocks, one all-reduce each (a 3,000 x 2,688 x 2 B message).
     CHECK(b.tp_allreduce.si() == doctest::Approx(52.0 * su.allreduce(3'000.0 * 2'688 * 2 * B).si()));
+}
+
+TEST_CASE("a tensor-parallel degree must split the linear-attention heads") {
+    // Qwen3-Next's 32 value heads split over tp 8, not over tp 3 (nor its 16 attention heads); Nemotron's 64 Mamba heads.
+    parallelism_spec p;
+    p.tp = 8;
+    CHECK(shard_weights(model("Qwen3-Next-80B-A3B"), p).problems.empty());
+    p.tp = 3;
+    const auto problems = shard_weights(model("Qwen3-Next-80B-A3B"), p).problems;
+    CHECK(std::any_of(problems.begin(), problems.end(), [](const std::string& s) { return s.find("linear-attention value heads") != std::string::npos; }));
 }

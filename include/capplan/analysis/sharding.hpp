@@ -157,6 +157,9 @@ inline weight_sharding shard_weights(const model_spec& m, const parallelism_spec
     if (!m.mla && m.kv_heads >= p.attention_tp() && m.kv_heads % p.attention_tp() != 0)
         w.problems.push_back("tp = " + std::to_string(p.tp) + " does not divide the " + std::to_string(m.kv_heads) +
                              " key/value heads of " + m.name);
+    if (m.linear_layer_count() > 0 && m.linear.value_heads % p.attention_tp() != 0)
+        w.problems.push_back("tp = " + std::to_string(p.tp) + " does not divide the " + std::to_string(m.linear.value_heads) +
+                             " linear-attention value heads of " + m.name);
     if (m.layers < p.pp)
         w.problems.push_back("pp = " + std::to_string(p.pp) + " exceeds the " + std::to_string(m.layers) + " layers");
     if (m.is_moe() && m.moe.routed_experts % p.ep != 0)
