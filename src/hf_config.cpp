@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "capplan/dtype.hpp"
 #include "hf_config_json.hpp"
 
 namespace capplan {
@@ -236,6 +237,16 @@ void read_gemma3_text(object_reader& r, model_spec& m) {
     m.norms_per_layer = 4;
 }
 
+// Patches of a square image.
+std::int64_t patches_of(std::int64_t image, std::int64_t patch) { return (image / patch) * (image / patch); }
+
+// A ViT encoder's layers and patch embedding: per layer q, k, v, o with biases (4d^2 + 4d), a 2-matrix MLP with
+// biases (2dI + I + d) and two LayerNorms (4d); the patch embedding channels x patch^2 x d. Its bias, the position
+// embeddings, extra norms and projectors differ by family and are added by the callers.
+std::int64_t vit_parameters(std::int64_t d, std::int64_t I, std::int64_t L, std::int64_t patch, std::int64_t channels) {
+    return L * (4 * d * d + 4 * d + 2 * d * I + I + d + 4 * d) + channels * patch * patch * d;
+}
+
 // A SigLIP vision tower (Gemma 3's, vision_config) and Gemma 3's projector into the text model, counted so that
 // totals match the multimodal releases: per layer q, k, v, o with biases, a 2-matrix MLP with biases and two
 // LayerNorms; patch embedding, one position embedding per patch, a final LayerNorm; the projector (d_v x h) and
@@ -248,9 +259,8 @@ std::int64_t siglip_parameters(object_reader& v, std::int64_t text_hidden) {
     const std::int64_t image = v.integer("image_size", 1, 1 << 16).value_or(224);
     const std::int64_t channels = v.integer("num_channels", 1, 16).value_or(3);
     v.allow({"model_type", "num_attention_heads", "vision_use_head", "layer_norm_eps", "hidden_act", "attention_dropout"});
-    const std::int64_t layer = 4 * d * d + 4 * d + 2 * d * I + I + d + 4 * d;
-    const std::int64_t patches = (image / patch) * (image / patch);
-    return L * layer + channels * patch * patch * d + d + patches * d + 2 * d + d * text_hidden + d;
+    // The patch embedding's bias, one position per patch, the final LayerNorm, the projector and its norm.
+    return vit_parameters(d, I, L, patch, channels) + d + patches_of(image, patch) * d + 2 * d + d * text_hidden + d;
 }
 
 // Llama 4's text model (modeling_llama4.py, Llama4TextConfig): dense layers of intermediate_size_mlp, MoE layers
@@ -317,14 +327,13 @@ std::int64_t llama4_vision_parameters(object_reader& v, std::int64_t text_hidden
     const std::int64_t in = v.required_integer("projector_input_dim", 1, max_intermediate);
     const std::int64_t out = v.required_integer("projector_output_dim", 1, max_intermediate);
     const std::int64_t vision_out = v.integer("vision_output_dim", 1, max_intermediate).value_or(out);
-    for (const char* k : {"pixel_shuffle_ratio", "model_type", "num_attention_heads", "norm_eps", "hidden_act", "attention_dropout", "initializer_range",
-                          "multi_modal_projector_bias", "projector_dropout", "rope_theta", "torch_dtype", "vision_feature_layer",
-                          "vision_feature_select_strategy"})
-        v.get(k);
-    const std::int64_t layer = 4 * d * d + 4 * d + 2 * d * I + I + d + 4 * d;
-    const std::int64_t patches = (image / patch) * (image / patch);
-    return channels * patch * patch * d + d + (patches + 1) * d + 4 * d + L * layer + I * in + out * out +
-           vision_out * text_hidden;
+    v.allow({"pixel_shuffle_ratio", "model_type", "num_attention_heads", "norm_eps", "hidden_act", "attention_dropout",
+             "initializer_range", "multi_modal_projector_bias", "projector_dropout", "rope_theta", "torch_dtype",
+             "vision_feature_layer", "vision_feature_select_strategy"});
+    // The class token's embedding, positions for the patches and the class token, pre and post LayerNorms, the
+    // adapter and the projector (the unfold patch embedding has no bias).
+    return vit_parameters(d, I, L, patch, channels) + d + (patches_of(image, patch) + 1) * d + 4 * d + I * in +
+           out * out + vision_out * text_hidden;
 }
 
 // Nemotron-H (modeling_nemotron_h.py): a stack of single-purpose blocks, hybrid_override_pattern naming each: M a
@@ -355,7 +364,8 @@ void read_nemotron_h(object_reader& r, model_spec& m) {
     l.key_heads = r.integer("n_groups", 1, max_heads).value_or(1);
     l.key_head_dim = r.required_integer("ssm_state_size", 1, max_heads);
     l.conv_kernel = r.integer("conv_kernel", 1, 64).value_or(4);
-    if (r.string("mamba_ssm_cache_dtype").value_or("") == "float32") l.state_element_bytes = 4.0;
+    if (const auto dtype = r.string("mamba_ssm_cache_dtype"))
+        l.state_element_bytes = find_format(*dtype, r.path("mamba_ssm_cache_dtype")).bytes_per_element();
     m.gated_mlp = false;  // ReLU^2: up and down
     m.norms_per_layer = 1;
     if (m.moe_layer_count() > 0) {

@@ -636,9 +636,7 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
     if (sc.training && sc.inference)
         throw config_error("/inference", "", "a scenario describes training or inference, not both",
                            "either a training or an inference object");
-    // Served as released: experts the release quantises alone stay in that format unless the scenario says.
-    if (!sc.training && !sc.precision.expert_weights && !sc.model.released_expert_format.empty())
-        sc.precision.expert_weights = find_format(sc.model.released_expert_format, "/precision/expert_weights");
+    apply_released_expert_format(sc);
     root.finish();
     return sc;
 }

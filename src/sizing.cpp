@@ -70,6 +70,7 @@ scenario sizing_scenario(const sizing_request& q, const system_spec& base, const
     inf.memory_utilization = engine.memory_utilization;
     inf.prefix_cache = q.prefix_cache;
     sc.inference = inf;
+    apply_released_expert_format(sc);  // as the scenario reader does: gpt-oss sized with its MXFP4 experts
     return sc;
 }
 

@@ -134,10 +134,9 @@ TEST_CASE("a hybrid model's decode step costs each layer once: 36 gated DeltaNet
             if (o.op == op) return o.flops.in(FLOP);
         return -1.0;
     };
-    const model_spec& m = sc.model;
-    // One token through every layer's projections: 2 x (36 linear + 12 attention layers' matrices).
-    CHECK(flops_of("attention projections") ==
-          doctest::Approx(2.0 * (36.0 * attention_layer_parameters(m, true).matrices + 12.0 * attention_layer_parameters(m, false).matrices)));
+    // One token through every layer's projections: 2 x (36 gated DeltaNet layers x (2,048 x 12,288 + 2,048 x 64 +
+    // 4,096 x 2,048 = 33,685,504) + 12 attention layers x (2,048 x 8,192 + 2 x 2,048 x 512 + 4,096 x 2,048 = 27,262,976)).
+    CHECK(flops_of("attention projections") == doctest::Approx(2.0 * (36.0 * 33'685'504 + 12.0 * 27'262'976)));
     // The cores: 36 state updates (8 x 32 x 128 x 128 + 2 x 4 x 8,192 each) and 12 layers x 1,000 keys x
     // 2 x 16 x (256 + 256).
     CHECK(flops_of("attention core") ==

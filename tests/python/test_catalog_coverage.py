@@ -126,3 +126,32 @@ def test_release_defaults_and_malformed_quantization():
     # Python's weight size follows the release's expert format too.
     assert capplan.model("gpt-oss-120b").weights_bytes().in_("GB") == pytest.approx(65.190340224)
     assert capplan.model("gpt-oss-120b").weights_bytes(experts="bf16").in_("GB") == pytest.approx(233.658313344)
+
+
+@pytest.mark.parametrize("name,edit,field", [
+    ("nemotron-3-nano-30b-a3b", lambda c: c.update(hybrid_override_pattern="MEM"), "hybrid_override_pattern"),
+    ("nemotron-3-nano-30b-a3b", lambda c: c.update(hybrid_override_pattern="X" * 52), "hybrid_override_pattern"),
+    ("nemotron-3-nano-30b-a3b", lambda c: c.update(mamba_ssm_cache_dtype="float5"), "mamba_ssm_cache_dtype"),
+    ("gpt-oss-20b", lambda c: c.update(layer_types=["banded"] * 24), "layer_types"),
+    ("gpt-oss-20b", lambda c: c.update(layer_types=["full_attention"] * 23), "layer_types"),
+])
+def test_malformed_hybrid_and_layer_type_fields_are_config_errors(name, edit, field):
+    cfg = _config(name)
+    edit(cfg)
+    with pytest.raises(capplan.ConfigError, match=field):
+        capplan.Model.from_hf_config(cfg)
+
+
+def test_sizing_serves_gpt_oss_as_released():
+    # size_inference builds its own scenarios: they too keep the MXFP4 experts, so one 80 GB H100 holds the model.
+    r = capplan.size_inference("gpt-oss-120b", 4, 1000, 100, ttft_p99="10s", tpot_p99="1s", accelerators=["H100-SXM"])
+    assert r["options"][0]["count"] == 1
+
+
+def test_bad_engine_and_serving_switch_values(run_cli):
+    code, _, err = run_cli("collective", "all_reduce", "--system", "HGX-H200", "--gpus", "8", "--size", "64KiB",
+                           "--engine", "vllm-v9")
+    assert code == 2 and err.startswith("capplan: error: /engine") and len(err.strip().splitlines()) == 1
+    with pytest.raises(capplan.ConfigError, match="^/inference/chunked_prefill"):
+        capplan.estimate({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM"},
+                          "inference": {"input_tokens": 10, "output_tokens": 10, "chunked_prefill": "yes"}})

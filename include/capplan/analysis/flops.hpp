@@ -85,8 +85,8 @@ inline std::int64_t attention_flops_per_key(const model_spec& m) {
 inline std::int64_t index_flops_per_key(const model_spec& m) { return 2 * m.sparse.index_heads * m.sparse.index_head_dim; }
 
 // A gated DeltaNet layer per token, beside its projections: the delta-rule update of the value_heads x dk x dv
-// state (S k, the rank-one correction, the decay: 6·dk·dv per head; Yang et al. 2024 arXiv:2412.06464 eq. 8
-// in recurrent form) and the read-out S q (2·dk·dv), plus the depthwise convolution (2·kernel per channel).
+// state (S k, the rank-one correction, the decay: 6·dk·dv per head; Yang et al. 2024 arXiv:2412.06464, the
+// gated delta rule in recurrent form) and the read-out S q (2·dk·dv), plus the depthwise convolution (2·kernel per channel).
 inline std::int64_t linear_flops_per_token(const model_spec& m) {
     const auto& l = m.linear;
     return 8 * l.value_heads * l.key_head_dim * l.value_head_dim + 2 * l.conv_kernel * l.conv_channels();
@@ -124,7 +124,7 @@ inline matmul_parameters active_matmul_parameters(const model_spec& m) {
 
     matmul_parameters w;
     w.attention = attention_layers * attention_layer_parameters(m, false).matrices +
-                  (linear_layers > 0 ? linear_layers * attention_layer_parameters(m, true).matrices : 0);
+                  linear_layers * attention_layer_parameters(m, true).matrices;
     const std::int64_t active_experts = moe_layers * m.moe.experts_per_token * expert_parameters(m).matrices;
     const std::int64_t shared = moe_layers * shared_expert_parameters(m);
     w.mlp = (p.dense_mlp - dense_layers * mlp_bias) + active_experts + shared;

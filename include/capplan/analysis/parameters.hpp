@@ -7,6 +7,7 @@
 //   MoE layer       E routed + S shared experts of 3*h*I_e, router h*E               (Fedus et al. 2022)
 //   gated DeltaNet  h*(2*K*dk + 2*V*dv) + h*2V + V*dv*h, conv (2*K*dk + V*dv)*kernel  (Qwen3-Next; Yang et al. 2024)
 //   DSA indexer     r_q*Hi*di + h*di + h*Hi, its key norm 2*di                       (DeepSeek-V3.2-Exp)
+//   Mamba-2         h*(2*V*dv + 2*G*N + V) + V*dv*h, conv (V*dv + 2*G*N)*(kernel + 1)   (Nemotron-H; Dao & Gu 2024)
 //   embeddings      V*h, plus an untied LM head V*h, plus learned positions P*h (GPT-2/3)
 // Active parameters per token drop the (E - k) routed experts a token does not visit.
 #pragma once
@@ -48,6 +49,16 @@ struct layer_parameters {
     std::int64_t total() const { return matrices + vectors; }
 };
 
+// DeepSeek-V3.2's lightning indexer (DeepSeek-V3.2-Exp inference/model.py, Indexer): wq_b from the query
+// latent, wk from the hidden state, weights_proj (one weight per index head) and a LayerNorm on its key.
+inline layer_parameters indexer_parameters(const model_spec& m) {
+    if (!m.sparse.active()) return {};
+    const auto& x = m.sparse;
+    const std::int64_t q_in = m.mla_dims.q_lora_rank > 0 ? m.mla_dims.q_lora_rank : m.hidden;
+    return {q_in * x.index_heads * x.index_head_dim + m.hidden * x.index_head_dim + m.hidden * x.index_heads,
+            2 * x.index_head_dim};
+}
+
 inline layer_parameters attention_layer_parameters(const model_spec& m, bool linear_layer) {
     const std::int64_t h = m.hidden;
     layer_parameters a;
@@ -79,14 +90,9 @@ inline layer_parameters attention_layer_parameters(const model_spec& m, bool lin
         a.matrices += h * (d.kv_lora_rank + d.qk_rope_head_dim) + d.kv_lora_rank * m.heads * (d.qk_nope_head_dim + d.v_head_dim);
         a.matrices += m.heads * d.v_head_dim * h;
         a.vectors = (d.q_lora_rank > 0 ? d.q_lora_rank : 0) + d.kv_lora_rank;  // the latents' norms
-        if (m.sparse.active()) {
-            // The lightning indexer (DeepSeek-V3.2-Exp inference/model.py, Indexer): wq_b from the query latent,
-            // wk from the hidden state, weights_proj (one weight per index head) and a LayerNorm on its key.
-            const auto& x = m.sparse;
-            const std::int64_t q_in = d.q_lora_rank > 0 ? d.q_lora_rank : h;
-            a.matrices += q_in * x.index_heads * x.index_head_dim + h * x.index_head_dim + h * x.index_heads;
-            a.vectors += 2 * x.index_head_dim;
-        }
+        const layer_parameters x = indexer_parameters(m);
+        a.matrices += x.matrices;
+        a.vectors += x.vectors;
         return a;
     }
     const std::int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
@@ -122,7 +128,7 @@ inline parameter_breakdown count_parameters(const model_spec& m) {
     const std::int64_t shared = shared_expert_parameters(m) + (m.moe.shared_gate ? h : 0);
     const std::int64_t router = h * m.moe.routed_experts + (m.moe.router_bias ? m.moe.routed_experts : 0);
     const std::int64_t full_attention = attention_layer_parameters(m, false).total();
-    const std::int64_t linear_attention = m.linear_layer.empty() ? 0 : attention_layer_parameters(m, true).total();
+    const std::int64_t linear_attention = attention_layer_parameters(m, true).total();
     for (std::int64_t i = 0; i < m.layers; ++i) {
         if (m.has_mixer(i)) p.attention += m.is_linear_layer(i) ? linear_attention : full_attention;
         if (!m.has_ffn(i)) continue;

@@ -81,12 +81,10 @@ inline device_parameters attention_on_device(const model_spec& m, const parallel
         d.other += static_cast<double>(a.kv_lora_rank);
         d.block_linear += a.kv_lora_rank * heads * (a.qk_nope_head_dim + a.v_head_dim);
         d.block_linear += heads * a.v_head_dim * h;
-        if (m.sparse.active()) {  // the indexer is replicated on every rank (vLLM: ReplicatedLinear)
-            const auto& x = m.sparse;
-            const double q_in = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : h;
-            d.block_linear += q_in * x.index_heads * x.index_head_dim + h * x.index_head_dim + h * x.index_heads;
-            d.other += 2.0 * x.index_head_dim;
-        }
+        // The indexer is replicated on every rank (vLLM: ReplicatedLinear).
+        const layer_parameters x = indexer_parameters(m);
+        d.block_linear += static_cast<double>(x.matrices);
+        d.other += static_cast<double>(x.vectors);
     } else {
         const double q = m.heads * static_cast<double>(m.head_dim) / tp;
         const double kv = detail::kv_heads_per_rank(m, p.attention_tp()) * m.head_dim;

@@ -192,6 +192,13 @@ struct scenario {
     std::optional<efficiency_table> calibration;  // efficiency by kernel size measured on the accelerator
 };
 
+// Served as released: an inference scenario that names no expert format keeps the experts in the format the
+// model's release quantises them alone to (gpt-oss: mxfp4). The scenario reader and sizing both call it.
+inline void apply_released_expert_format(scenario& s) {
+    if (!s.training && !s.precision.expert_weights && !s.model.released_expert_format.empty())
+        s.precision.expert_weights = find_format(s.model.released_expert_format, "/precision/expert_weights");
+}
+
 // One pipeline (tp x pp ranks) does not fit a node: its stage-to-stage sends cross the scale-out network.
 inline bool pipeline_spans_nodes(const scenario& s) {
     return s.parallelism.tp * s.parallelism.pp > s.system.per_node;
