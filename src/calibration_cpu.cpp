@@ -146,8 +146,16 @@ measurement cpu_norm(std::int64_t rows, std::int64_t cols, const measure_options
     row_matrix x = row_matrix::Random(rows, cols), r = row_matrix::Random(rows, cols) * 1e-3f, y(rows, cols);
     probe_team team(o);
     const double elems = static_cast<double>(rows * cols);
+    // A layer's norms as cpu_layer_ops runs them (one plain norm, two fused residual-add + norms: 10 passes),
+    // so the curve carries the same per-call cost as the operator it predicts.
     measurement out = measure("norm fp32 " + std::to_string(rows) + "x" + std::to_string(cols), "norm",
-                              {flop_count{}, 4.0 * elems * 4.0 * B}, [&] { return timed([&] { add_rms_norm(team, x, r, y); }); }, o);
+                              {flop_count{}, 10.0 * elems * 4.0 * B}, [&] {
+                                  return timed([&] {
+                                      rms_norm(team, x, y);
+                                      add_rms_norm(team, x, r, y);
+                                      add_rms_norm(team, x, r, y);
+                                  });
+                              }, o);
     out.format = "fp32";
     return out;
 }
