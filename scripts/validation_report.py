@@ -36,11 +36,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "published_inference.json"
 SERVING = ROOT / "tests" / "data" / "published_serving.json"  # issue #18's features: static batches, speculative decoding
 ALLREDUCE = ROOT / "tests" / "data" / "published_engine_allreduce.json"  # engines' own all-reduce kernels
+CHECKPOINT = ROOT / "tests" / "data" / "published_checkpoint.json"  # checkpoints on a shared file system (issue #20)
 DOC = ROOT / "docs" / "validation.md"
 
 ROLES = ("fitted", "held_out")
 QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_loop", "throughput_static",
-              "speculative_speedup", "throughput_pool", "kv_offload", "prefix_cache", "engine_allreduce")
+              "speculative_speedup", "throughput_pool", "kv_offload", "prefix_cache", "engine_allreduce",
+              "checkpoint_size", "checkpoint_save", "checkpoint_restore")
 # Issue #18's targets on held-out rows: median |error| per quantity, and no row beyond ROW_LIMIT
 # without a documented cause.
 TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput_static": 0.15}
@@ -276,6 +278,24 @@ def _engine_allreduce_rows(data):
     return out
 
 
+def _checkpoint_rows(data):
+    # Size, blocking save and fully parallel restore of each MLPerf Storage row (published_support.checkpoint_published).
+    out = []
+    for n, row in enumerate(data["rows"]):
+        if row["role"] not in ROLES:
+            continue
+        ck = _published.checkpoint_published(row)
+        label = f"{row['model']} AMLFS-125 {row['capacity_tib']} TiB dp{row['data_parallel_instances']}"
+        for quantity, metric, modelled, published in (
+                ("checkpoint_size", "bytes", ck["size_bytes"], row["derived"]["checkpoint_bytes"]["value"]),
+                ("checkpoint_save", "s", ck["save_s"], row["write_s"]),
+                ("checkpoint_restore", "s", ck["restore_s"], row["recovery_s"])):
+            out.append({"id": f"published_checkpoint[{n}]", "label": label, "quantity": quantity, "metric": metric,
+                        "published": published, "modelled": modelled, "error": modelled / published - 1,
+                        "role": row["role"], "fitted_for": row.get("fitted_for"), "source": "MLPerf Storage v3.0"})
+    return out
+
+
 def _new_model_saturated(row, shape):
     # As _saturated for the TensorRT-LLM tables, with the row's own precision and parallelism.
     inp, out = (int(x) for x in shape.split("/"))
@@ -365,6 +385,7 @@ def collect(data=None, serving=None):
     data = data or json.loads(DATA.read_text())
     out = _serving_rows(serving or json.loads(SERVING.read_text()))
     out += _engine_allreduce_rows(json.loads(ALLREDUCE.read_text()))
+    out += _checkpoint_rows(json.loads(CHECKPOINT.read_text()))
     for n, row in enumerate(data["latency_measurements"]):
         if row["role"] not in ROLES:
             continue
@@ -428,7 +449,8 @@ def render(rows, provenance, data):
         "`tests/data/published_serving.json` (static batches, speculative decoding, the pools of a disaggregated",
         "deployment, KV offload and prefix caching, issue #18; saturated throughput of issue #19's new models), or in",
         "`tests/data/published_engine_allreduce.json`",
-        "(serving engines' own tensor-parallel all-reduce kernels).",
+        "(serving engines' own tensor-parallel all-reduce kernels), or in `tests/data/published_checkpoint.json`",
+        "(training checkpoints written to and read from a shared file system, issue #20).",
         "Error = modelled / published - 1. **Fitted** rows were used to choose a constant of the model (each row's",
         "`fitted_for` says which); they cannot prove the model right. **Held-out** rows were never used to choose",
         f"one. Rows marked `unused` ({unused[0]} latency rows, {unused[1]} saturated-throughput tables) are compared by",

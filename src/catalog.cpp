@@ -245,6 +245,21 @@ link_spec read_link(object_reader& r, const header& h) {
     return l;
 }
 
+void read_storage_aggregate(object_reader& r, storage_spec& s) {
+    for (auto [key, rate] : {std::pair{"aggregate_read_bandwidth", &s.aggregate_read_bandwidth},
+                             std::pair{"aggregate_write_bandwidth", &s.aggregate_write_bandwidth},
+                             std::pair{"aggregate_bandwidth_per_tib", &s.aggregate_bandwidth_per_tib}}) {
+        const auto q = r.quantity<byte_rate>(key);
+        if (!q) continue;
+        if (!(q->si() > 0))
+            throw config_error(r.path(key), format(*q), "must be a rate > 0", "a data rate such as \"40 GB/s\", or null");
+        if (s.scope == "aggregate")
+            throw config_error(r.path(key), format(*q), "the tier's scope is aggregate: its bandwidth already is the "
+                               "whole service's", "leave it out, or give a per-client scope");
+        *rate = q;
+    }
+}
+
 storage_spec read_storage(object_reader& r, const header& h) {
     storage_spec s;
     s.name = h.name;
@@ -256,6 +271,7 @@ storage_spec read_storage(object_reader& r, const header& h) {
     if (!r.get("read_bandwidth")) r.missing("read_bandwidth", "a data rate or null");
     s.read_bandwidth = r.quantity<byte_rate>("read_bandwidth");
     s.write_bandwidth = r.quantity<byte_rate>("write_bandwidth");
+    read_storage_aggregate(r, s);
     s.read_iops = sourced_count(r, "read_iops");
     s.write_iops = sourced_count(r, "write_iops");
     sourced_count(r, "requests_per_second");

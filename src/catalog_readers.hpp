@@ -21,6 +21,9 @@ header read_header(object_reader& r, bool inline_entry);
 accelerator_spec read_accelerator(object_reader& r, const header& h);
 link_spec read_link(object_reader& r, const header& h);
 storage_spec read_storage(object_reader& r, const header& h);
+// A tier's aggregate_read_bandwidth / aggregate_write_bandwidth / aggregate_bandwidth_per_tib (catalog
+// entries, inline objects, overrides).
+void read_storage_aggregate(object_reader& r, storage_spec& s);
 system_entry read_system(object_reader& r, const header& h);
 
 }  // namespace capplan::detail

@@ -492,7 +492,10 @@ void estimate_training_speed(const scenario& s, estimate_result& r) {
 // job's failure rate (Llama 3's, by default) and the expected goodput (checkpoint.hpp).
 void estimate_checkpoints(const scenario& s, const catalog& cat, estimate_result& r) {
     // The size does not depend on where the checkpoint goes (issue #20): always given.
-    const checkpoint_size size = checkpoint_bytes(s.model, r.model.breakdown, s.precision, *s.training, s.parallelism);
+    checkpoint_options how;
+    how.fully_parallel_save = s.training->ckpt_fully_parallel_save;
+    how.fully_parallel_load = s.training->ckpt_fully_parallel_load;
+    const checkpoint_size size = checkpoint_bytes(s.model, r.model.breakdown, s.precision, *s.training, s.parallelism, how);
     const duration mtbf = system_mtbf(default_failure_model(), s.system.count, s.system.per_node);
     if (!s.system.storage) {
         checkpoint_summary c;
@@ -506,6 +509,7 @@ void estimate_checkpoints(const scenario& s, const catalog& cat, estimate_result
         return;
     }
     const checkpoint_io io = checkpoint_time(size, s.system, s.training->async_checkpoint, {}, cat);
+    for (const auto& n : io.notes) r.notes.push_back("checkpoint: " + n);
     const duration restart = io.restore + (r.cold_start ? r.cold_start->total - r.cold_start->load : duration{});
     std::optional<duration> step;
     if (r.training) step = r.training->step_time_s * units::s;

@@ -92,6 +92,8 @@ std::string to_json(const system_spec& s, int indent) {
         j["storage"] = {{"name", s.storage->name}, {"kind", s.storage->kind}, {"scope", s.storage->scope},
                         {"read_bandwidth_bytes_per_s", si_or_null(s.storage->read_bandwidth)},
                         {"write_bandwidth_bytes_per_s", si_or_null(s.storage->write_bandwidth)},
+                        {"aggregate_read_bandwidth_bytes_per_s", si_or_null(s.storage->aggregate_read_bandwidth)},
+                        {"aggregate_write_bandwidth_bytes_per_s", si_or_null(s.storage->aggregate_write_bandwidth)},
                         {"source", s.storage->source}};
     else
         j["storage"] = nullptr;

@@ -80,6 +80,26 @@ Spec name_or_inline(const json& v, const std::string& field, Lookup lookup, Read
     return s;
 }
 
+// {"preset": a catalog tier, ...}: that tier with the deployment's own figures over it (its aggregate limits
+// above all, which depend on how many servers the file system or bucket has).
+storage_spec read_storage_preset(const json& v, const std::string& field, const catalog& cat) {
+    object_reader r(v, field, true);
+    storage_spec s = cat.storage(r.required_string("preset"), r.path("preset"));
+    for (auto [key, rate] : {std::pair{"read_bandwidth", &s.read_bandwidth}, std::pair{"write_bandwidth", &s.write_bandwidth}})
+        if (const auto q = r.quantity<byte_rate>(key)) {
+            if (!(q->si() > 0)) throw config_error(r.path(key), format(*q), "must be a rate > 0");
+            *rate = q;
+        }
+    if (const auto l = r.quantity<duration>("latency")) s.latency = l;
+    if (const auto c = r.quantity<data_size>("capacity")) {
+        if (!(c->si() > 0)) throw config_error(r.path("capacity"), format(*c), "must be a size > 0");
+        s.capacity = c;
+    }
+    detail::read_storage_aggregate(r, s);
+    r.finish();
+    return s;
+}
+
 // Scale-up topology assumed for an accelerator's own link when no system preset says otherwise.
 std::string default_topology(const link_spec& l) {
     if (l.kind == "nvlink") return "nvswitch";
@@ -159,6 +179,8 @@ system_spec read_system(object_reader& sys, const catalog& cat) {
     }
     if (const json* st = sys.get("storage")) {
         if (st->is_null()) s.storage.reset();
+        else if (st->is_object() && st->contains("preset"))
+            s.storage = read_storage_preset(*st, sys.path("storage"), cat);
         else
             s.storage = name_or_inline<storage_spec>(
                 *st, sys.path("storage"), [&](const std::string& n, const std::string& f) { return cat.storage(n, f); },
@@ -251,6 +273,8 @@ training_spec read_training(object_reader& r) {
     t.optimizer_state_format = r.choice("optimizer_state_format", {"fp32", "bf16"}).value_or("fp32");
     t.offload_optimizer = r.boolean("offload_optimizer").value_or(false);
     t.async_checkpoint = r.boolean("async_checkpoint").value_or(true);
+    t.ckpt_fully_parallel_save = r.boolean("ckpt_fully_parallel_save").value_or(true);
+    t.ckpt_fully_parallel_load = r.boolean("ckpt_fully_parallel_load").value_or(false);
     t.straggler_factor = r.number("straggler_factor", 1.0).value_or(1.0);
     t.tp_comm_overlap = r.boolean("tp_comm_overlap").value_or(false);
     t.flash_attention = r.boolean("flash_attention").value_or(true);
@@ -521,6 +545,7 @@ void resolve_kv_offload(scenario& sc, const catalog& cat) {
     storage_scope scope;
     scope.drives = std::min(sc.system.per_node, sc.system.count);
     scope.drives_assumed = true;
+    scope.nodes = sc.system.nodes();
     std::vector<std::string> notes;
     const auto node = storage_node_rate(st, false, scope, notes);
     if (!node) throw config_error(field, "'" + st.name + "'", "the catalog does not know its read bandwidth");

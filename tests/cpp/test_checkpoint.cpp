@@ -411,3 +411,40 @@ TEST_CASE("bad input names the field") {
     in.step_time = 0 * s;
     CHECK(field_of([&] { expected_goodput(in); }) == "step_time");
 }
+
+TEST_CASE("a shared file system's aggregate limit binds beside its per-client rate (issue #20)") {
+    // Llama-3.1-70B, tp 8 x dp 64 on 64 HGX-H200 nodes, distributed optimizer, fully parallel save: every node
+    // writes 1/64 of the checkpoint. ParallelFS: 96 GB/s per client. A deployment whose servers take 250 GB/s
+    // of writes in all (NVIDIA DGX SuperPOD RA-11333-001, Table 6, "best" storage for 4 scalable units) gives
+    // each node 250 / 64 = 3.906 GB/s, far below its own 96: the save takes total / 250 GB/s, not / (64 x 96).
+    const auto sz = size_of("Llama-3.1-70B", layout(8, 64), dist_opt());
+    const double node = 8 * sz.per_rank_max.in(B);
+    system_spec pfs = cat().system("HGX-H200");
+    pfs.count = 512;
+    pfs.storage = cat().storage("ParallelFS");
+    const auto per_client = checkpoint_time(sz, pfs, false, {}, cat());
+    CHECK(per_client.writing_nodes == 64);
+    CHECK(per_client.save.in(s) == doctest::Approx(node / gbps(96)));
+
+    pfs.storage->aggregate_write_bandwidth = 250.0 * GB / s;
+    pfs.storage->aggregate_read_bandwidth = 500.0 * GB / s;
+    const auto shared = checkpoint_time(sz, pfs, false, {}, cat());
+    CHECK(shared.save.in(s) == doctest::Approx(node / gbps(250.0 / 64)));
+    // Balanced writers: the same as the whole checkpoint through the aggregate (up to the per-rank RNG rounding).
+    CHECK(shared.save.in(s) == doctest::Approx(sz.total.in(B) / gbps(250)).epsilon(0.001));
+    CHECK(shared.save.in(s) / per_client.save.in(s) == doctest::Approx(96.0 / (250.0 / 64)));  // 24.6x slower
+    CHECK(shared.bottleneck == "storage");
+    // Restore: each of the 64 nodes reads what its ranks hold at 500 / 64 GB/s.
+    CHECK(shared.restore.in(s) == doctest::Approx(8 * sz.restore_per_rank_max.in(B) / gbps(500.0 / 64)));
+    bool said = false;
+    for (const auto& n : shared.notes) said = said || n.find("the aggregate limit binds") != std::string::npos;
+    CHECK(said);
+
+    // Four nodes: 250 / 4 = 62.5 GB/s each, still below 96: binds. At 500 GB/s (125 each) the client's 96 binds.
+    pfs.count = 32;
+    const auto four = size_of("Llama-3.1-70B", layout(8, 4), dist_opt());
+    const double node4 = 8 * four.per_rank_max.in(B);
+    CHECK(checkpoint_time(four, pfs, false, {}, cat()).save.in(s) == doctest::Approx(node4 / gbps(62.5)));
+    pfs.storage->aggregate_write_bandwidth = 500.0 * GB / s;
+    CHECK(checkpoint_time(four, pfs, false, {}, cat()).save.in(s) == doctest::Approx(node4 / gbps(96)));
+}

@@ -213,6 +213,20 @@ TEST_CASE("storage scopes: per drive, per client, aggregate shared by nodes") {
     const auto r = cold_start_time(w, 8, sys, no_engine(), cat());
     CHECK(seconds(r, "storage") == doctest::Approx(node / rate(25)));
     CHECK(has_note(r, "shared by the 4 nodes"));
+
+    // A per-client tier with the deployment's aggregate limit (issue #20): NFS-RDMA's 92.6 GB/s per client, the
+    // file system's 100 GB/s shared by 4 nodes = 25 GB/s each binds; on one node the client's 92.6 binds.
+    sys.storage = cat().storage("NFS-RDMA");
+    sys.storage->aggregate_read_bandwidth = 100 * GB / s;
+    const auto limited = cold_start_time(w, 8, sys, no_engine(), cat());
+    CHECK(seconds(limited, "storage") == doctest::Approx(node / rate(25)));
+    CHECK(has_note(limited, "the aggregate limit binds"));
+    sys.count = 8;
+    CHECK(seconds(cold_start_time(w, 8, sys, no_engine(), cat()), "storage") == doctest::Approx(node / rate(92.6)));
+    // Without a known aggregate, many nodes on a shared service are flagged as optimistic.
+    sys.storage->aggregate_read_bandwidth.reset();
+    sys.count = 32;
+    CHECK(has_note(cold_start_time(w, 8, sys, no_engine(), cat()), "no aggregate limit known: 4 nodes"));
 }
 
 TEST_CASE("never faster with less bandwidth") {

@@ -38,3 +38,19 @@ def poisson_70b(rate):
                       "workload": {"arrival": "poisson", "rate_per_s": rate, "requests": 300 * rate,
                                    "input": {"kind": "uniform", "min": 1, "max": 1024},
                                    "output": {"kind": "uniform", "min": 1, "max": 1024}}}}).inference
+
+
+def checkpoint_published(row):
+    """A row of tests/data/published_checkpoint.json: the model's training state on DGX-H100 nodes (tp 8, 405B pp 8)
+    with the row's data-parallel replicas, saved blocking and loaded fully parallel (the benchmark writes and reads
+    each byte once) on its AMLFS deployment. Returns the result's checkpoint section."""
+    pp = 8 if row["model"] == "Llama-3.1-405B" else 1
+    gpus = 8 * pp * row["data_parallel_instances"]
+    r = capplan.estimate({
+        "model": row["model"],
+        "system": {"preset": "DGX-H100", "count": gpus,
+                   "storage": {"preset": row["storage"], "capacity": f"{row['capacity_tib']} TiB"}},
+        "parallelism": {"tp": 8, "pp": pp},
+        "training": {"seq_len": 4096, "global_batch": 8 * row["data_parallel_instances"], "distributed_optimizer": True,
+                     "async_checkpoint": False, "ckpt_fully_parallel_load": True}})
+    return r.to_dict()["checkpoint"]

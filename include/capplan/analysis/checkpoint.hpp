@@ -261,7 +261,7 @@ inline std::optional<byte_rate> ck_host_link_rate(const system_spec& sys, const 
 }
 
 // The storage tier's write (or read) rate for the job, by its scope (storage_io.hpp).
-inline std::optional<storage_rate> ck_storage(const system_spec& sys, bool write, int ranks_per_node,
+inline std::optional<storage_rate> ck_storage(const system_spec& sys, bool write, int ranks_per_node, int nodes,
                                               const checkpoint_io_options& o, std::vector<std::string>& notes) {
     if (!sys.storage) {
         notes.push_back(std::string("no storage tier: storage left out of the ") + (write ? "write" : "read") + " chain");
@@ -273,6 +273,7 @@ inline std::optional<storage_rate> ck_storage(const system_spec& sys, bool write
     sc.connections = o.connections;
     sc.sockets = o.sockets.value_or(1);
     sc.sockets_assumed = !o.sockets;
+    sc.nodes = nodes;
     return storage_node_rate(*sys.storage, write, sc, notes);
 }
 
@@ -334,8 +335,8 @@ inline checkpoint_io checkpoint_time(const checkpoint_size& size, const system_s
     const data_size node_read = static_cast<double>(read_rpn) * size.restore_per_rank_max;
 
     const std::optional<byte_rate> link = ck_host_link_rate(sys, o, cat, notes);
-    const std::optional<storage_rate> wst = ck_storage(sys, true, write_rpn, o, notes);
-    const std::optional<storage_rate> rst = ck_storage(sys, false, read_rpn, o, notes);
+    const std::optional<storage_rate> wst = ck_storage(sys, true, write_rpn, r.writing_nodes, o, notes);
+    const std::optional<storage_rate> rst = ck_storage(sys, false, read_rpn, r.nodes, o, notes);
     const std::optional<byte_rate> net = ck_network(sys, o, notes);
     const duration latency = sys.storage && sys.storage->latency ? *sys.storage->latency : duration{};
     if (sys.storage && is_remote_storage(sys.storage->kind) && !sys.storage->latency)

@@ -193,19 +193,22 @@ inline cold_start_result cold_start_time(data_size weights_per_device, int devic
     else if (o.page_cache_warm)
         note("page cache warm: the weights are read from host memory, no storage stage");
     if (read_storage) {
-        if (!st) {
-            note("the system has no storage tier: storage left out of the chain");
-        } else if (!st->read_bandwidth || !(st->read_bandwidth->si() > 0)) {
-            note("storage " + st->name + ": read bandwidth unknown, left out of the chain");
-        } else {
+        std::optional<storage_rate> found;  // empty (and noted) when neither the tier's rate nor its aggregate is known
+        if (st) {
             storage_scope sc;
             sc.drives = o.drives.value_or(d);
             sc.drives_assumed = !o.drives;
             sc.connections = o.connections;
             sc.sockets = sockets;
+            sc.nodes = nodes;
             std::vector<std::string> scope_notes;
-            const storage_rate sr = *storage_node_rate(*st, false, sc, scope_notes);
+            found = storage_node_rate(*st, false, sc, scope_notes);
             for (const auto& n : scope_notes) note(n);
+        }
+        if (!st) {
+            note("the system has no storage tier: storage left out of the chain");
+        } else if (found) {
+            const storage_rate sr = *found;
             // An aggregate service is shared by the nodes loading at once.
             byte_rate bw = sr.aggregate ? sr.rate / static_cast<double>(nodes) : sr.rate;
             if (sr.aggregate)

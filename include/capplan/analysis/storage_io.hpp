@@ -1,8 +1,11 @@
 // A storage tier's rate for one node of a job, by the scope its catalog figures are measured over
-// (one drive, one node, one client mount, one connection, one socket, or the whole service).
-// Shared by cold start (reads), checkpoints (writes and reads) and data loading (reads).
+// (one drive, one node, one client mount, one connection, one socket, or the whole service), and no more
+// than the node's share of the deployment's aggregate limit when the tier has one (a parallel file system's
+// servers, an object-store bucket: the slower of the two binds).
+// Shared by cold start (reads), checkpoints (writes and reads), data loading and KV offload (reads).
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,23 +19,37 @@ struct storage_scope {
     int drives = 1;       // per_drive tiers: drives a node reads or writes in parallel
     int connections = 16; // per_connection tiers (object stores): parallel connections per node
     int sockets = 1;      // per_socket tiers (host DRAM)
+    int nodes = 1;        // nodes of the job using the tier at once: they share its aggregate limit
     bool drives_assumed = false, sockets_assumed = false;  // for the notes: defaults, not given
 };
 
 struct storage_rate {
     byte_rate rate;          // per node, or the whole tier's when aggregate
     bool aggregate = false;  // a service shared by every node of the job
+    bool aggregate_bound = false;  // the node's share of the tier's aggregate limit, below its own rate
 };
 
-// Empty (with a note) when the tier's figure is unknown (null in the catalog).
-inline std::optional<storage_rate> storage_node_rate(const storage_spec& st, bool write, const storage_scope& sc,
-                                                     std::vector<std::string>& notes) {
+// The deployment's aggregate limit in one direction: given, or rate per TiB x capacity (empty: unknown).
+inline std::optional<byte_rate> storage_aggregate_limit(const storage_spec& st, bool write, std::string& how) {
+    const std::optional<byte_rate>& given = write ? st.aggregate_write_bandwidth : st.aggregate_read_bandwidth;
+    if (given) {
+        how = "the deployment's aggregate " + format(*given);
+        return given;
+    }
+    if (!st.aggregate_bandwidth_per_tib || !st.capacity) return std::nullopt;
+    const double tib = st.capacity->in(units::TiB);
+    const byte_rate limit = tib * *st.aggregate_bandwidth_per_tib;
+    how = "the deployment's aggregate " + format(*st.aggregate_bandwidth_per_tib) + " per TiB x " + format_number(tib) +
+          " TiB = " + format(limit);
+    return limit;
+}
+
+// The node's rate by the tier's scope; empty when the tier's figure is unknown (null in the catalog).
+inline std::optional<storage_rate> storage_scope_rate(const storage_spec& st, bool write, const storage_scope& sc,
+                                                      std::vector<std::string>& notes) {
     const char* dir = write ? "write" : "read";
     const std::optional<byte_rate>& bw = write ? st.write_bandwidth : st.read_bandwidth;
-    if (!bw || !(bw->si() > 0)) {
-        notes.push_back("storage " + st.name + ": " + dir + " bandwidth unknown (null in the catalog), left out");
-        return std::nullopt;
-    }
+    if (!bw || !(bw->si() > 0)) return std::nullopt;
     storage_rate r{*bw, false};
     const std::string rate = format(*bw);
     const std::string head = "storage " + st.name + " (" + dir + "): ";
@@ -52,6 +69,43 @@ inline std::optional<storage_rate> storage_node_rate(const storage_spec& st, boo
         notes.push_back(head + "aggregate " + rate + " shared by the whole job (other jobs' traffic not modelled)");
     } else {
         notes.push_back(head + rate + " per node (" + st.scope + ": one mount per node)");
+    }
+    return r;
+}
+
+// Empty (with a note) when neither the tier's own figure nor an aggregate limit is known.
+inline std::optional<storage_rate> storage_node_rate(const storage_spec& st, bool write, const storage_scope& sc,
+                                                     std::vector<std::string>& notes) {
+    const std::string dir = write ? "write" : "read";
+    const std::string head = "storage " + st.name + " (" + dir + "): ";
+    std::optional<storage_rate> r = storage_scope_rate(st, write, sc, notes);
+    if (r && r->aggregate) return r;
+    std::string how;
+    const std::optional<byte_rate> limit = storage_aggregate_limit(st, write, how);
+    const int nodes = std::max(1, sc.nodes);
+    if (!limit) {
+        if (!r) {
+            notes.push_back("storage " + st.name + ": " + dir + " bandwidth unknown (null in the catalog), left out");
+        } else if (nodes > 1 && (st.kind == "parallel_fs" || st.kind == "nfs" || st.kind == "object_store")) {
+            notes.push_back(head + "no aggregate limit known: " + std::to_string(nodes) + " nodes x " + format(r->rate) +
+                            " assumed available at once (optimistic for a shared service; give the deployment's "
+                            "aggregate_" + dir + "_bandwidth, or its capacity where the tier has a rate per TiB)");
+        }
+        return r;
+    }
+    const byte_rate share = *limit / static_cast<double>(nodes);
+    if (!r) {
+        notes.push_back(head + "per-client rate unknown (null in the catalog): " + how + " shared by " +
+                        std::to_string(nodes) + " node(s) = " + format(share) + " each");
+        return storage_rate{share, false, true};
+    }
+    if (share < r->rate) {
+        r->rate = share;
+        r->aggregate_bound = true;
+        notes.push_back(head + how + " shared by " + std::to_string(nodes) + " node(s) = " + format(share) +
+                        " each, below the per-node rate: the aggregate limit binds");
+    } else {
+        notes.push_back(head + how + " / " + std::to_string(nodes) + " node(s) does not bind");
     }
     return r;
 }

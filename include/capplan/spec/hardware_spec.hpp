@@ -88,6 +88,13 @@ struct storage_spec {
     std::string source;
     std::optional<byte_rate> read_bandwidth;
     std::optional<byte_rate> write_bandwidth;
+    // The whole deployment's limit, shared by every node of a job, beside a per-client figure (a parallel
+    // file system's servers, an object-store bucket): the slower of the two binds (storage_io.hpp).
+    std::optional<byte_rate> aggregate_read_bandwidth;
+    std::optional<byte_rate> aggregate_write_bandwidth;
+    // Managed file systems sized by capacity (Azure Managed Lustre, Amazon FSx for Lustre): the aggregate, read
+    // and write, is this rate per TiB provisioned x `capacity`, where the two above are not given.
+    std::optional<byte_rate> aggregate_bandwidth_per_tib;
     std::optional<double> read_iops;
     std::optional<double> write_iops;
     std::optional<duration> latency;

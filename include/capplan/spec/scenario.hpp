@@ -69,6 +69,8 @@ struct training_spec {
     std::string optimizer_state_format = "fp32";  // Adam moments: fp32 or bf16
     bool offload_optimizer = false;      // optimizer states (and master weights) in host memory
     bool async_checkpoint = true;        // training stalls only for the copy to host memory
+    bool ckpt_fully_parallel_save = true;   // replicated shards written once, spread over their replicas (Megatron default)
+    bool ckpt_fully_parallel_load = false;  // read once and exchanged among replicas (Megatron --ckpt-fully-parallel-load)
     double straggler_factor = 1.0;       // >= 1: the slowest rank's compute time / the model's
     bool tp_comm_overlap = false;        // tensor-parallel communication pipelined with the GEMMs
     bool ep_comm_overlap = false;        // expert-parallel all-to-alls under another micro-batch's compute
