@@ -37,15 +37,17 @@ DATA = ROOT / "tests" / "data" / "published_inference.json"
 SERVING = ROOT / "tests" / "data" / "published_serving.json"  # issue #18's features: static batches, speculative decoding
 ALLREDUCE = ROOT / "tests" / "data" / "published_engine_allreduce.json"  # engines' own all-reduce kernels
 CHECKPOINT = ROOT / "tests" / "data" / "published_checkpoint.json"  # checkpoints on a shared file system (issue #20)
+LORA = ROOT / "tests" / "data" / "published_lora.json"  # LoRA / QLoRA fine-tuning peak memory (issue #20)
 DOC = ROOT / "docs" / "validation.md"
 
 ROLES = ("fitted", "held_out")
 QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_loop", "throughput_static",
               "speculative_speedup", "throughput_pool", "kv_offload", "prefix_cache", "engine_allreduce",
-              "checkpoint_size", "checkpoint_save", "checkpoint_restore")
+              "checkpoint_size", "checkpoint_save", "checkpoint_restore", "lora_memory")
 # Issue #18's targets on held-out rows: median |error| per quantity, and no row beyond ROW_LIMIT
 # without a documented cause.
-TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput_static": 0.15}
+TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput_static": 0.15,
+           "lora_memory": 0.10}  # issue #20: LoRA/QLoRA peak memory within 10%
 ROW_LIMIT = 0.35
 
 
@@ -296,6 +298,22 @@ def _checkpoint_rows(data):
     return out
 
 
+def _lora_rows(data):
+    # Live tensors at the peak of a LoRA / QLoRA fine-tune against the allocator's published peak.
+    out = []
+    for n, row in enumerate(data["rows"]):
+        if row["role"] not in ROLES:
+            continue
+        modelled, published = _published.lora_published(row)
+        label = (f"{row['model']} {row['weights']} r{row['rank']} {len(row['targets'])} targets {row['seq_len']} x "
+                 f"{row['micro_batch']} on {row['gpus']} GPU(s){' zero-3' if row['zero'] == 3 else ''}")
+        out.append({"id": f"published_lora[{n}]", "label": label, "quantity": "lora_memory", "metric": "bytes",
+                    "published": published, "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
+                    "fitted_for": row.get("fitted_for"), "role_note": row.get("role_note"),
+                    "source": row["source"].split(" '")[0]})
+    return out
+
+
 def _new_model_saturated(row, shape):
     # As _saturated for the TensorRT-LLM tables, with the row's own precision and parallelism.
     inp, out = (int(x) for x in shape.split("/"))
@@ -386,6 +404,7 @@ def collect(data=None, serving=None):
     out = _serving_rows(serving or json.loads(SERVING.read_text()))
     out += _engine_allreduce_rows(json.loads(ALLREDUCE.read_text()))
     out += _checkpoint_rows(json.loads(CHECKPOINT.read_text()))
+    out += _lora_rows(json.loads(LORA.read_text()))
     for n, row in enumerate(data["latency_measurements"]):
         if row["role"] not in ROLES:
             continue
@@ -450,7 +469,8 @@ def render(rows, provenance, data):
         "deployment, KV offload and prefix caching, issue #18; saturated throughput of issue #19's new models), or in",
         "`tests/data/published_engine_allreduce.json`",
         "(serving engines' own tensor-parallel all-reduce kernels), or in `tests/data/published_checkpoint.json`",
-        "(training checkpoints written to and read from a shared file system, issue #20).",
+        "(training checkpoints written to and read from a shared file system, issue #20), or in",
+        "`tests/data/published_lora.json` (peak memory of LoRA and QLoRA fine-tuning, issue #20).",
         "Error = modelled / published - 1. **Fitted** rows were used to choose a constant of the model (each row's",
         "`fitted_for` says which); they cannot prove the model right. **Held-out** rows were never used to choose",
         f"one. Rows marked `unused` ({unused[0]} latency rows, {unused[1]} saturated-throughput tables) are compared by",
@@ -486,6 +506,11 @@ def render(rows, provenance, data):
     lines += ["", "## Held-out rows with a note", ""]
     lines += [f"- latency_measurements[{n}]: {row['role_note']}" for n, row in enumerate(data["latency_measurements"])
               if row["role"] == "held_out" and row.get("role_note")]
+    noted = {}
+    for r in rows:
+        if r["role"] == "held_out" and r.get("role_note"):
+            noted.setdefault(r["role_note"], []).append(r["id"])
+    lines += [f"- {', '.join(ids)}: {note}" for note, ids in noted.items()]
     lines += ["", "## Every row", "",
               "| row | label | quantity | metric | published | modelled | error | role | source |",
               "|---|---|---|---|---:|---:|---:|---|---|"]

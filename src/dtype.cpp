@@ -24,6 +24,15 @@ const std::vector<number_format>& number_formats() {
          "OCP Microscaling Formats (MX) v1.0: FP4 E2M1 elements, blocks of 32 sharing an E8M0 scale"},
         {"nvfp4", 4, 16, 8, "fp4",
          "NVIDIA NVFP4: FP4 E2M1 elements, blocks of 16 sharing an FP8 E4M3 scale (+ one fp32 per tensor)"},
+        // No tensor core runs NF4 (peak key "nf4" names none): the base of a QLoRA fine-tune, dequantised to
+        // 16 bits before every GEMM.
+        {"nf4", 4, 64, 8 + 32.0 / 256, "nf4",
+         "bitsandbytes NF4 with double quantisation (QLoRA, Dettmers et al. 2023 arXiv:2305.14314 §3): 4-bit "
+         "NormalFloat codes, blocks of 64 sharing an 8-bit absmax, itself scaled by an fp32 per 256 blocks: "
+         "8/64 + 32/(64 x 256) = 0.127 bits of scale per weight (bnb Linear4bit default compress_statistics)"},
+        {"nf4_nodq", 4, 64, 32, "nf4",
+         "bitsandbytes NF4 without double quantisation (Hugging Face BitsAndBytesConfig default "
+         "bnb_4bit_use_double_quant=False): an fp32 absmax per block of 64, 0.5 bits per weight (QLoRA §3)"},
     };
     return formats;
 }

@@ -444,6 +444,8 @@ void estimate_training_speed(const scenario& s, estimate_result& r) {
     out.hfu = tp.hfu;
     out.model_tflops_per_device = tp.model_flops_per_device.in(units::TFLOP / units::s);
     out.micro_batches = tp.micro_batches;
+    out.trainable_parameters = s.training->lora ? lora_model_parameters(s.model, *s.training->lora).total()
+                                                : static_cast<double>(r.model.breakdown.total());
     for (const auto& term : tp.terms) out.breakdown.emplace_back(term.term, term.time.si(), term.exposed.si());
     const training_spec& t = *s.training;
     if (t.tokens) {

@@ -100,27 +100,13 @@ perf_setup perf_setup::from(const scenario& s) {
     // The first point now: a system that cannot run these groups fails here, with its reason.
     if (!out.allreduce_grid.empty()) out.allreduce_grid.at(out.system, 0);
     if (!out.alltoall_grid.empty()) out.alltoall_grid.at(out.system, 0);
-    // Weight-only integer formats (W8A16, W4A16) dequantise every weight on the vector units before
-    // the 16-bit matrix multiply. Assumed operation counts per element (not measured): int8 2
-    // (convert, scale), int4 3 (unpack, convert, scale); vector rate = the fp32 peak.
-    const std::string& wf = s.precision.weights.name;
+    // The routed experts by their own format (gpt-oss's MXFP4) by the same rule.
     const peak_rate fp32 = a.peak("fp32");
-    if (fp32.status == peak_rate::state::known) out.vector_peak = fp32.value;
-    if ((wf == "int8" || wf == "int4") && s.precision.compute.peak_key != "int8" && s.precision.compute.peak_key != "int4" &&
-        fp32.status == peak_rate::state::known)
-        out.dequant_ops = wf == "int8" ? 2.0 : 3.0;
-    // The routed experts by their own format (gpt-oss's MXFP4): 8-bit integers 2 operations per element, 4-bit
-    // formats 3 (unpack, convert, scale; assumed, as above), unless the compute format takes them whole.
-    const number_format& ef = s.precision.experts();
-    const std::string& ck = s.precision.compute.peak_key;
-    if (fp32.status != peak_rate::state::known)
-        out.expert_dequant_ops = 0.0;
-    else if (ef.name == "int8")
-        out.expert_dequant_ops = ck != "int8" ? 2.0 : 0.0;
-    else if (ef.element_bits == 4.0)
-        out.expert_dequant_ops = ck != ef.peak_key ? 3.0 : 0.0;
-    else
-        out.expert_dequant_ops = 0.0;
+    if (fp32.status == peak_rate::state::known) {
+        out.vector_peak = fp32.value;
+        out.dequant_ops = dequant_ops_per_weight(s.precision.weights, s.precision.compute.peak_key);
+        out.expert_dequant_ops = dequant_ops_per_weight(s.precision.experts(), s.precision.compute.peak_key);
+    }
     if (s.parallelism.pp > 1 && s.system.count >= 2) {
         // Stage to stage: a send/recv between neighbouring ranks, across nodes when stages span them.
         const int group = std::min(2, s.system.count);

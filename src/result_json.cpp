@@ -197,6 +197,7 @@ std::string to_json(const estimate_result& r, int indent) {
             terms.push_back({{"term", term}, {"time_s", time}, {"exposed_s", exposed}});
         json tr = {{"step_time_s", t.step_time_s}, {"tokens_per_s", t.tokens_per_s}, {"mfu", t.mfu}, {"hfu", t.hfu},
                    {"model_tflops_per_device", t.model_tflops_per_device}, {"micro_batches", t.micro_batches},
+                   {"trainable_parameters", t.trainable_parameters},
                    {"breakdown", terms}};
         if (t.time_to_train_s) tr["time_to_train_s"] = *t.time_to_train_s;
         if (t.gpu_hours) tr["gpu_hours"] = *t.gpu_hours;

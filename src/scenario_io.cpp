@@ -3,6 +3,7 @@
 #include "capplan/analysis/cold_start.hpp"
 #include "capplan/analysis/host_link.hpp"
 #include "capplan/analysis/inference_memory.hpp"
+#include "capplan/analysis/lora.hpp"
 #include "capplan/analysis/storage_io.hpp"
 #include "capplan/spec/engine_profile.hpp"
 
@@ -201,8 +202,8 @@ precision_spec read_precision(object_reader& r) {
     p.expert_weights = fmt("expert_weights");
     if (auto a = fmt("activations")) p.activations = *a;
     p.kv_cache = fmt("kv_cache").value_or(p.activations);
-    // Weight-only integer formats (W4A16, W8A16) compute in the activation format.
-    const bool weight_only = p.weights.name == "int4" || p.weights.name == "int8";
+    // Weight-only formats (W4A16, W8A16, QLoRA's NF4) compute in the activation format.
+    const bool weight_only = p.weights.name == "int4" || p.weights.name == "int8" || p.weights.peak_key == "nf4";
     p.compute = fmt("compute").value_or(weight_only ? p.activations : p.weights);
     r.finish();
     return p;
@@ -257,6 +258,41 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
     return p;
 }
 
+// training.lora: {"rank": r, "targets": [...] or "all_linear", "dropout": p}.
+lora_spec read_lora(object_reader& r) {
+    std::string names;
+    for (const auto& n : lora_projections) names += (names.empty() ? "" : ", ") + n;
+    lora_spec l;
+    l.rank = r.required_integer("rank", 1, 65536);
+    const json* t = r.get("targets");
+    const std::string field = r.path("targets");
+    const std::string allowed = "\"all_linear\" or a list of " + names;
+    if (!t) r.missing("targets", allowed);
+    if (t->is_string() && t->get<std::string>() == "all_linear") {
+        l.targets = lora_projections;
+    } else if (t->is_array() && !t->empty()) {
+        for (std::size_t i = 0; i < t->size(); ++i) {
+            const json& v = (*t)[i];
+            const std::string at = field + "/" + std::to_string(i);
+            if (!v.is_string()) throw config_error(at, detail::short_value(v), "expected a projection name", names);
+            const std::string name = v.get<std::string>();
+            if (std::find(lora_projections.begin(), lora_projections.end(), name) == lora_projections.end()) {
+                const auto near = detail::closest(name, lora_projections, 1);
+                throw config_error(at, "'" + name + "'", "not a projection LoRA targets here" +
+                                   (near.empty() ? std::string() : "; did you mean '" + near.front() + "'?"), names);
+            }
+            if (!l.has(name)) l.targets.push_back(name);
+        }
+    } else {
+        throw config_error(field, detail::short_value(*t), "expected \"all_linear\" or a non-empty list", allowed);
+    }
+    const auto d = r.number("dropout", 0.0);
+    if (d && *d >= 1.0) throw config_error(r.path("dropout"), format_number(*d), "must be below 1", "a probability in [0, 1)");
+    l.dropout = d.value_or(0.0);
+    r.finish();
+    return l;
+}
+
 training_spec read_training(object_reader& r) {
     training_spec t;
     t.seq_len = r.required_integer("seq_len", 1);
@@ -281,6 +317,11 @@ training_spec read_training(object_reader& r) {
     t.dropout = r.boolean("dropout").value_or(false);
     t.ep_comm_overlap = r.boolean("ep_comm_overlap").value_or(false);
     t.fp8_params = r.boolean("fp8_params").value_or(false);
+    t.eager_kernels = r.choice("kernels", {"fused", "eager"}).value_or("fused") == "eager";
+    if (const json* l = r.get("lora"); l && !l->is_null()) {
+        object_reader lr(*l, r.path("lora"), true);
+        t.lora = read_lora(lr);
+    }
     if (const json* d = r.get("data"); d && !d->is_null()) {
         object_reader dr(*d, r.path("data"), true);
         t.data_bytes_per_token = dr.quantity<data_size>("bytes_per_token");
@@ -600,6 +641,13 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
                                sc.training->zero >= 3 ? "not modelled with ZeRO-3 / FSDP weight sharding"
                                                       : "needs FP8 GEMMs (precision.compute fp8)",
                                "false, or precision.compute: fp8 with zero < 3");
+        if (sc.training->lora) {
+            check_lora_model(sc.model, *sc.training->lora);
+            if (sc.precision.compute.element_bits < 16.0)
+                throw config_error("/precision/compute", sc.precision.compute.name,
+                                   "LoRA fine-tuning is modelled with 16-bit GEMMs (the base dequantised to them)",
+                                   "bf16 or fp16 (or fp32)");
+        }
         if (sc.parallelism.attention_dp)
             throw config_error("/parallelism/attention_dp", "true", "is a serving layout, not modelled for training",
                                "false for a training scenario");

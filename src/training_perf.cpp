@@ -6,6 +6,7 @@
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/kv_cache.hpp"
+#include "capplan/analysis/lora.hpp"
 #include "capplan/analysis/sharding.hpp"
 #include "capplan/error.hpp"
 #include "capplan/units_parse.hpp"
@@ -16,6 +17,9 @@ perf_setup training_perf_setup(const scenario& s) {
     perf_setup perf = perf_setup::from(s);
     perf.flash_attention = s.training->flash_attention;  // (serving engines always fuse attention)
     perf.dropout = s.training->dropout;
+    // QLoRA's base is dequantised by a kernel of its own before each 16-bit GEMM (bitsandbytes dequantize_4bit,
+    // timed in training_step_time), not inside the GEMM as serving kernels do.
+    if (s.training->lora) perf.dequant_ops = perf.expert_dequant_ops = 0.0;
     return perf;
 }
 
@@ -38,6 +42,23 @@ batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, 
     if (cp > 1) fwd.prefill_context_tokens = micro_batch * (seq_len - seq_len / cp) / 2;
     return fwd;
 }
+
+namespace {
+
+// One pass's dequantisation of a QLoRA base on the fullest stage's device (see training_step_time).
+duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const weight_sharding& w) {
+    using namespace units;
+    if (!s.training->lora || !s.precision.weights.quantized()) return duration{};
+    const pipeline_stage& st = w.stages[static_cast<std::size_t>(w.largest_stage)];
+    const double block = st.params.block_linear;
+    const data_size bytes = block * (s.precision.weights.bytes_per_element() + 2.0) * B;
+    // Matrices per layer: q, k, v, o and the MLP's (gate, up, down); one kernel each.
+    const double kernels = static_cast<double>(st.layers) * (4.0 + (s.model.gated_mlp ? 3.0 : 2.0));
+    const data_size per_kernel = bytes / std::max(1.0, kernels);
+    return bytes / (perf.memory_bandwidth * perf.efficiency.memory_at(per_kernel.si())) + kernels * perf.efficiency.per_kernel;
+}
+
+}  // namespace
 
 training_step_parts training_step_time(const scenario& s, const perf_setup& perf, const step_breakdown& f,
                                        const weight_sharding& w) {
@@ -73,17 +94,27 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         if (p16.status == peak_rate::state::known) attention_16bit_extra = (perf.peak / p16.value - 1.0) * attention_core;
     }
     const duration attention_forward = (attention_core + attention_16bit_extra) / stages;  // per stage
-    const duration forward = (f.compute + head_time + attention_16bit_extra) / stages;
+    duration forward = (f.compute + head_time + attention_16bit_extra) / stages;
     const duration tp_comm = 2.0 * f.tp_allreduce / stages;
     // Backward = 2 x forward (Narayanan et al. 2021 §3.2), except the fused attention core: its
     // backward recomputes the scores, five matrix products to the forward's two, 2.5 x its FLOPs
     // (Dao 2023, FlashAttention-2, arXiv:2307.08691 Algorithm 2; Dao-AILab/flash-attention
     // benchmarks/benchmark_flash_attention.py flops(): bwd = 2.5 x fwd).
     // (Materialised attention keeps its scores: its backward is 2 x its forward like the rest.)
-    const duration backward = 2.0 * forward + (perf.flash_attention ? 0.5 * attention_forward : duration{});
-    const duration recompute = t.recompute == recompute_kind::full        ? forward
-                               : t.recompute == recompute_kind::selective ? attention_forward
-                                                                          : duration{};
+    // LoRA (lora.hpp): the frozen weights need no weight gradients, so the backward is the input gradients only,
+    // one forward's worth (the attention core still 2.5x its forward with FlashAttention, 2x without).
+    duration backward = t.lora ? forward + (perf.flash_attention ? 1.5 : 1.0) * attention_forward
+                                     : 2.0 * forward + (perf.flash_attention ? 0.5 * attention_forward : duration{});
+    duration recompute = t.recompute == recompute_kind::full        ? forward
+                         : t.recompute == recompute_kind::selective ? attention_forward
+                                                                    : duration{};
+    // LoRA on a base narrower than 16 bits: every forward, backward and recomputed forward first dequantises each
+    // of the stage's block weights into a 16-bit buffer (read the packed weight, write 2 bytes), memory-bound,
+    // one kernel per matrix, serial with the GEMM that reads it (bitsandbytes MatMul4Bit).
+    const duration dequant = lora_dequantise_time(s, perf, w);
+    forward += dequant;
+    backward += dequant;
+    if (t.recompute == recompute_kind::full) recompute += dequant;
     // Context parallelism (ring attention, Liu et al. 2023 arXiv:2310.01889): each layer passes its
     // K/V chunk around the cp ring (cp - 1 hops forward, twice that backward), overlapped with the
     // attention core; only what the core cannot hide is exposed.
@@ -166,7 +197,11 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // hold the same weights: dp x cp (context-parallel ranks see other tokens of the same sequences;
     // Megatron-LM reduces over data_parallel_group(with_context_parallel=True), and the distributed
     // optimizer shards over it, as the memory model does).
-    const double params = w.per_device().total();
+    // LoRA: only the adapters have gradients and optimizer states; ZeRO-3 gathers the frozen base in its format.
+    const pipeline_stage& fullest = w.stages[static_cast<std::size_t>(w.largest_stage)];
+    const double params = t.lora ? lora_device_parameters(m, *t.lora, fullest.first_layer, fullest.layers, p)
+                                 : w.per_device().total();
+    const double gathered_bytes = t.lora ? s.precision.weights.bytes_per_element() : 2.0;
     const double grad_bytes = t.distributed_optimizer ? 4.0 : 2.0;  // fp32 main grads with Megatron's distributed optimizer
     const int replicas_of_weights = p.dp * p.cp;
     duration dp_time;
@@ -177,7 +212,8 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         const int dp_per_node = std::min(replicas_of_weights, per_node);
         const collective_group g{replicas_of_weights, replicas_of_weights % dp_per_node == 0 ? dp_per_node : 1};
         const data_size grads = params * grad_bytes * B;
-        const data_size p16 = params * 2.0 * B;
+        const data_size p16 = params * 2.0 * B;  // the updated parameters (16-bit)
+        const data_size gathered = t.lora ? w.per_device().total() * gathered_bytes * B : p16;  // ZeRO-3's per micro-batch
         // ZeRO communication (Rajbhandari et al. 2020, arXiv:1910.02054 §7): stages 0-1 all-reduce the
         // accumulated gradients once per step (2 Psi). Stage 2 keeps only its gradient shard, so every
         // micro-batch's gradients are reduce-scattered, and the updated parameters all-gathered once;
@@ -192,12 +228,15 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         } else {
             dp_time = mbs * collective_time(collective_op::reduce_scatter, grads, s.system, sg).time;
             if (group < replicas_of_weights) {  // HSDP: the shards' gradients all-reduced across the replicas, once per step
+                // Shard groups are consecutive ranks, so a node holds dp_per_node / group replicas of each shard
+                // (one when the group fills or spans nodes).
                 const int replicas = replicas_of_weights / group;
+                const int in_node = std::max(1, dp_per_node / group);
                 dp_time += collective_time(collective_op::all_reduce, grads / static_cast<double>(group), s.system,
-                                           {replicas, 1}).time;
+                                           {replicas, replicas % in_node == 0 ? in_node : 1}).time;
             }
             dp_time += t.zero == 2 ? collective_time(collective_op::all_gather, p16, s.system, sg).time
-                                   : 2.0 * mbs * collective_time(collective_op::all_gather, p16, s.system, sg).time;
+                                   : 2.0 * mbs * collective_time(collective_op::all_gather, gathered, s.system, sg).time;
         }
     }
     // Overlap: the step-end all-reduce hides behind the last backward; per-micro-batch traffic
@@ -249,8 +288,15 @@ training_performance assemble_training_performance(const scenario& s, const perf
                  {"optimizer step", optimizer, optimizer}};
     const training_flops tf = training_step_flops(m, t.seq_len, t.recompute);
     const double devices = static_cast<double>(s.system.count);
-    const flop_count model = tf.model * static_cast<double>(t.global_batch);
-    const flop_count hardware = tf.hardware * static_cast<double>(t.global_batch);
+    flop_count model = tf.model * static_cast<double>(t.global_batch);
+    flop_count hardware = tf.hardware * static_cast<double>(t.global_batch);
+    if (t.lora) {  // no weight-gradient GEMMs: forward + input gradients, 2/3 of the full step's work
+        model = (2.0 / 3.0) * model;
+        hardware = (2.0 / 3.0) * hardware;
+        out.notes.push_back("LoRA: the frozen base has no weight-gradient GEMMs: the backward is one forward's worth "
+                            "(attention core 2.5x), and MFU counts forward + input gradients (2/3 of 6 FLOPs per "
+                            "parameter and token); the adapters' own small GEMMs are not timed");
+    }
     out.tokens_per_s = static_cast<double>(t.global_batch * t.seq_len) / out.step.si();
     out.model_flops_per_device = model / (out.step * devices);
     out.mfu = out.model_flops_per_device / perf.peak;

@@ -32,6 +32,17 @@ typename Map::const_iterator find_by_peak(const Map& by_format, const std::strin
     return it;
 }
 
+// Vector operations per weight element to turn a weight-only format into what the GEMM runs (`compute_key`, the
+// compute format's peak key), on the vector units before the 16-bit multiply. Assumed counts (not measured):
+// 8-bit integers 2 (convert, scale) unless the GEMM runs int8; 4-bit formats 3 (unpack, convert or look up,
+// scale) unless the GEMM takes them whole (int4 also by an int8 GEMM); wider formats 0.
+inline double dequant_ops_per_weight(const number_format& w, const std::string& compute_key) {
+    if (w.name == "int8") return compute_key == "int8" ? 0.0 : 2.0;
+    if (w.name == "int4") return compute_key == "int8" || compute_key == "int4" ? 0.0 : 3.0;
+    if (w.element_bits == 4.0) return compute_key == w.peak_key ? 0.0 : 3.0;
+    return 0.0;
+}
+
 // The catalog of formats; `find_format` throws config_error naming `field` with the allowed names.
 const std::vector<number_format>& number_formats();
 const number_format& find_format(std::string_view name, std::string_view field = "");

@@ -334,3 +334,29 @@ TEST_CASE("the fullest stage is reported, and its parts add up") {
         CHECK_FALSE(best.notes.empty());
     }
 }
+
+TEST_CASE("LoRA adapters by hand on a MoE layer: every expert's projections, split over ep on a device") {
+    // Mixtral-8x7B (config.json: hidden 4096, 32 heads of 128, 8 KV heads, 8 experts of 14336): rank 16 on all
+    // linear projections. Attention: q 16 x (4096 + 4096), k and v 16 x (4096 + 1024), o 16 x (4096 + 4096);
+    // each expert: gate and up 16 x (4096 + 14336), down 16 x (14336 + 4096).
+    const model_spec& m = test::shipped_catalog().model("Mixtral-8x7B");
+    lora_spec l;
+    l.rank = 16;
+    l.targets = lora_projections;
+    const lora_parameters p = lora_layer_parameters(m, 0, l);
+    const double attention = 16.0 * (8192 + 5120 + 5120 + 8192);
+    const double expert = 3 * 16.0 * (4096 + 14336);
+    CHECK(p.dense == doctest::Approx(attention));
+    CHECK(p.routed_experts == doctest::Approx(8 * expert));
+    CHECK(lora_model_parameters(m, l).total() == doctest::Approx(32 * (attention + 8 * expert)));
+    // On one device of tp 2, ep 4 (etp 1): the attention adapters halved, two of the eight experts' whole.
+    parallelism_spec par;
+    par.tp = 2;
+    par.ep = 4;
+    par.etp = 1;
+    CHECK(lora_device_parameters(m, l, 0, 1, par) == doctest::Approx(attention / 2 + 2 * expert));
+    // Only q and v: no expert adapters.
+    l.targets = {"q_proj", "v_proj"};
+    CHECK(lora_layer_parameters(m, 0, l).routed_experts == 0.0);
+    CHECK(lora_layer_parameters(m, 0, l).dense == doctest::Approx(16.0 * (8192 + 5120)));
+}

@@ -54,3 +54,21 @@ def checkpoint_published(row):
         "training": {"seq_len": 4096, "global_batch": 8 * row["data_parallel_instances"], "distributed_optimizer": True,
                      "async_checkpoint": False, "ckpt_fully_parallel_load": True}})
     return r.to_dict()["checkpoint"]
+
+
+def lora_published(row):
+    """A held-out row of tests/data/published_lora.json: its fine-tune on A100-80GB-SXM (the accelerator does not
+    enter the memory model). Returns (modelled live tensors in bytes, published in bytes): capplan's per-device
+    memory less its runtime reservation, which the allocator's max_memory_allocated does not count."""
+    training = {"seq_len": row["seq_len"], "global_batch": row["micro_batch"] * row["gpus"], "micro_batch": row["micro_batch"],
+                "recompute": row["recompute"], "kernels": row["kernels"], "master_weights": row["master_weights"],
+                "optimizer_state_format": row["optimizer_state_format"],
+                "lora": {"rank": row["rank"], "targets": row["targets"], "dropout": row["lora_dropout"]}}
+    if row["zero"]:
+        training["zero"] = row["zero"]
+    r = capplan.estimate({"model": row["model"], "system": {"accelerator": "A100-80GB-SXM", "count": row["gpus"]},
+                          "precision": {"weights": row["weights"]}, "training": training})
+    m = r.to_dict()["memory"]
+    published = row.get("published_allocated", row["published_peak"])
+    scale = 2**30 if published["unit"] == "GiB" else 1e9
+    return m["per_device_bytes"] - m["overhead_bytes"], published["value"] * scale

@@ -99,6 +99,26 @@ inline void ck_finite_positive(duration d, const char* field) {
         throw config_error(field, ck_num(d.in(units::s)) + " s", "must be a finite time > 0");
 }
 
+// LoRA: the adapters with their optimizer states and master weights; the frozen base is not saved (it is read from
+// the base model's files, as PEFT's save_pretrained writes adapter_model.safetensors alone). Spread evenly over
+// the ranks on save; on restore every model-parallel rank reads its tp x pp share, replicas the same bytes.
+inline checkpoint_size lora_checkpoint(const model_spec& m, const lora_spec& l, const state_bytes& b,
+                                       const parallelism_spec& p, data_size rng, checkpoint_size& out) {
+    using namespace units;
+    const double adapters = lora_model_parameters(m, l).total(), saved = b.weights + b.optimizer + b.master;
+    out.weights = adapters * b.weights * B;
+    out.optimizer = adapters * b.optimizer * B;
+    out.master_weights = adapters * b.master * B;
+    out.total = out.weights + out.optimizer + out.master_weights + out.rng_and_metadata;
+    out.per_rank_max = adapters * saved / out.ranks * B + rng;
+    out.restore_per_rank_max = adapters * saved / (static_cast<double>(p.tp) * p.pp) * B + rng;
+    out.restore_total = static_cast<double>(out.ranks) * out.restore_per_rank_max;
+    out.writers = out.ranks;
+    out.notes.push_back("LoRA: " + ck_num(adapters) + " adapter parameters and their optimizer states; the frozen base "
+                        "is not saved (read again from the base model's files)");
+    return out;
+}
+
 }  // namespace detail
 
 // One checkpoint of a training run: sizes of the saved states, and how they spread over the ranks.
@@ -137,6 +157,8 @@ inline checkpoint_size checkpoint_bytes(const model_spec& m, const parameter_bre
          " B; gradients are not saved (DeepSpeed model_states + optim_states files; Megatron distributed "
          "optimizer: fp32 param, exp_avg, exp_avg_sq)");
     note("RNG states and metadata: " + format(rng, true) + " per rank x " + std::to_string(world) + " ranks");
+
+    if (t.lora) return detail::lora_checkpoint(m, *t.lora, b, p, rng, out);
 
     // Per rank, stage by stage.
     const weight_sharding w = shard_weights(m, p);

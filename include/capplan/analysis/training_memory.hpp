@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "capplan/analysis/lora.hpp"
 #include "capplan/analysis/sharding.hpp"
 #include "capplan/dtype.hpp"
 #include "capplan/error.hpp"
@@ -51,6 +52,9 @@ struct activation_options {
     bool dropout = false;          // Korthikanti assume dropout (1-byte masks); modern LLM pre-training uses 0
     double gemm_input_bytes = 0;   // bytes of saved GEMM inputs (FP8 under Transformer Engine); 0 = activation format
     double moe_capacity_factor = 1.0;  // routed token copies per top-k slot (1 = dropless, balanced)
+    const lora_spec* lora = nullptr;   // LoRA: frozen projections keep no input for a weight gradient (lora.hpp)
+    bool frozen_inputs_saved = false;  // LoRA on a bitsandbytes 4-bit base: MatMul4Bit saves its input anyway
+    bool eager = false;                // unfused PyTorch norms and SwiGLU (training.kernels "eager")
 };
 
 struct training_memory_options {
@@ -130,7 +134,20 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     if (r == recompute_kind::full) return tokens * e * h / rep * units::B;
 
     const bool keep_core = r == recompute_kind::none;  // selective recompute redoes core attention (§5)
-    double replicated = m.norms_per_layer * e * h + g * h;
+    // A projection's input is saved for its weight gradient; with LoRA only targeted ones keep it (lora.hpp).
+    const lora_spec* lora = o.lora;
+    auto saved = [&](std::initializer_list<const char*> projections) {
+        if (!lora || o.frozen_inputs_saved) return 1.0;
+        for (const char* n : projections)
+            if (lora->has(n)) return 1.0;
+        return 0.0;
+    };
+    const double qkv_in = saved({"q_proj", "k_proj", "v_proj"}), mlp_in = saved({"gate_proj", "up_proj"});
+    const double down_in = saved({"down_proj"});
+    // Eager RMSNorm (Hugging Face LlamaRMSNorm, litgpt, torchtune) saves the fp32 upcast of its input, and the
+    // normalised 16-bit output for the norm weight's gradient when that weight trains; a fused norm keeps its input.
+    const double norm_bytes = o.eager ? 4.0 + (lora ? 0.0 : e) : e;
+    double replicated = m.norms_per_layer * norm_bytes * h + qkv_in * g * h;
     double split = 0.0;
     const double heads = m.heads / tp;
     double o_width;
@@ -147,24 +164,27 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     }
     if (keep_core) split += o.flash_attention ? heads * 4.0 : heads * s * (e + (o.dropout ? 1.0 + e : 0.0));
     // The o-projection input: FlashAttention keeps its output O for its backward; an FP8 GEMM saves its own copy.
-    split += o_width * (o.flash_attention && keep_core && g < e ? e + g : g);
+    const bool o_kept = !lora || lora->has("o_proj") || (o.flash_attention && keep_core);
+    if (o_kept) split += o_width * (o.flash_attention && keep_core && g < e ? e + g : g);
     if (o.dropout) replicated += 2.0 * h;  // 1-byte masks after attention and after the MLP
 
     double routed = 0.0;
     if (!m.is_moe_layer(layer)) {
-        replicated += g * h;
+        replicated += mlp_in * g * h;
         const double I = static_cast<double>(m.intermediate) / tp;
-        split += e * (m.gated_mlp ? 2.0 : 1.0) * I + g * I;
+        // Eager SwiGLU, silu(gate) * up, also keeps silu's output for the product's backward.
+        split += e * (m.gated_mlp ? (o.eager ? 3.0 : 2.0) : 1.0) * I + down_in * g * I;
     } else {
         const double E = static_cast<double>(m.moe.routed_experts);
         replicated += e * h + 8.0 * E;
         const double shared = static_cast<double>(m.moe.shared_experts * m.moe.shared_width()) / tp;
-        split += 2.0 * e * shared + g * shared;
+        split += 2.0 * e * shared + down_in * g * shared;
         const double copies = tokens * static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
                               static_cast<double>(p.etp) / tp;
         const double Ie = static_cast<double>(m.moe.expert_intermediate) / p.etp;
-        routed = copies * ((g + e) * h + (2.0 * e + g) * Ie);
+        routed = copies * ((mlp_in * g + e) * h + (2.0 * e + down_in * g) * Ie);
     }
+    if (lora) split += lora_activation_bytes_per_token(m, layer, *lora, e) / tp;
     return (tokens * (replicated / rep + split) + routed) * units::B;
 }
 
@@ -196,6 +216,49 @@ namespace detail {
 inline std::int64_t microbatches_per_step(const parallelism_spec& p, const training_spec& t) {
     if (t.global_batch <= 0) return std::int64_t{1} << 30;  // not given: assume the pipeline is full
     return std::max<std::int64_t>(1, t.global_batch / (std::max<std::int64_t>(1, t.micro_batch) * p.dp));
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// LoRA / QLoRA model states on one device of `st` (lora.hpp): the frozen base in precision.weights (routed experts
+// in their own format; embeddings, head and norms in 16 bits when that is narrower), no gradients or optimizer
+// states for it; the adapters' states by `b` (training weights, gradients, optimizer, master), ZeRO-sharded like
+// the dense weights. A base narrower than 16 bits is dequantised one matrix at a time: a 16-bit copy of the
+// largest one is held while it runs (bitsandbytes dequantize_4bit before the matmul).
+inline void lora_model_states(const model_spec& m, const pipeline_stage& st, const precision_spec& prec,
+                              const parallelism_spec& p, const training_spec& t, const state_bytes& b, double group,
+                              double expert_group, int zero, training_memory& out, bool explain) {
+    const lora_spec& l = *t.lora;
+    const double base = prec.weights.bytes_per_element(), experts_base = prec.experts().bytes_per_element();
+    const double other_bytes = prec.weights.quantized() ? 2.0 : base;
+    const double routed = st.params.routed_experts, block = st.params.block_linear - routed, other = st.params.other;
+    const double wd = zero >= 3 ? group : 1.0, we = zero >= 3 ? expert_group : 1.0;
+    out.weights = ((block * base + other * other_bytes) / wd + routed * experts_base / we) * units::B;
+    const double adapters = lora_device_parameters(m, l, st.first_layer, st.layers, p);
+    auto shard = [&](bool sharded) { return sharded ? group : 1.0; };
+    out.weights += adapters * b.weights / shard(zero >= 3) * units::B;
+    out.gradients = adapters * b.gradients / shard(zero >= 2) * units::B;
+    const double od = std::max(shard(zero >= 1), t.distributed_optimizer ? static_cast<double>(p.dp) * p.cp : 1.0);
+    out.optimizer_states = adapters * b.optimizer / od * units::B;
+    out.master_weights = adapters * b.master / od * units::B;
+    if (prec.weights.quantized()) {
+        const double h = static_cast<double>(m.hidden);
+        const double widest = std::max({static_cast<double>(m.heads * m.head_dim), static_cast<double>(m.intermediate),
+                                        static_cast<double>(m.moe.expert_intermediate)});
+        out.buffers += 2.0 * h * widest / p.tp * units::B;
+    }
+    if (!explain) return;
+    out.notes.push_back("LoRA rank " + std::to_string(l.rank) + " (Hu et al. 2021, arXiv:2106.09685): " +
+                        format_number(adapters) + " adapter parameters on this device, each " +
+                        format_number(b.total()) + " B (weights, gradients, optimizer, master); the frozen base in " +
+                        prec.weights.name + " (" + format_number(base) + " B per block weight" +
+                        (prec.weights.quantized() ? ", embeddings, head and norms in 16 bits" : "") +
+                        ") with no gradients or optimizer states");
+    if (prec.weights.quantized())
+        out.notes.push_back("QLoRA: the " + prec.weights.name + " base is dequantised one matrix at a time; a 16-bit copy "
+                            "of the largest is held (bitsandbytes dequantize_4bit)");
 }
 
 }  // namespace detail
@@ -232,8 +295,9 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     const double oe = std::max(divisor(zero >= 1, expert_group), t.distributed_optimizer ? dist_expert : 1.0);
     out.optimizer_states = per_device(b.optimizer, od, oe);
     out.master_weights = per_device(b.master, od, oe);
+    if (t.lora) detail::lora_model_states(m, st, prec, p, t, b, group, expert_group, zero, out, o.explain);
 
-    if (o.explain) out.notes.push_back("model states: ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054 §3.1, §5): " +
+    if (o.explain && !t.lora) out.notes.push_back("model states: ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054 §3.1, §5): " +
                                        format_number(b.total()) + " B/parameter before sharding (weights " +
                                        format_number(b.weights) + ", gradients " + format_number(b.gradients) +
                                        ", optimizer " + format_number(b.optimizer) + ", master " +
@@ -254,7 +318,7 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
 
     // FP8 (or FP4) GEMMs: Transformer Engine caches the low-precision weight and its transpose between
     // micro-batches (TE user guide, "Performance Optimizations: FP8 weight caching"; "Handling transposes").
-    if (detail::low_precision_compute(prec) && zero < 3) {
+    if (detail::low_precision_compute(prec) && zero < 3 && !t.lora) {
         out.weights += 2.0 * st.params.block_linear * prec.compute.bytes_per_element() * units::B;
         if (o.explain) out.notes.push_back("low-precision compute: 16-bit weights + fp32 master kept; cached " + prec.compute.name +
                                            " weight copies (row- and column-wise) add 2 x " +
@@ -276,7 +340,7 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
         for (int i = st.first_layer; i < st.first_layer + st.layers; ++i)
             largest = std::max(largest, detail::layer_on_device(m, i, p).total());
         if (st.has_embedding || st.has_lm_head) largest = std::max(largest, static_cast<double>(m.vocab * m.hidden) / p.tp);
-        out.buffers = 2.0 * largest * b.weights * units::B;
+        out.buffers += 2.0 * largest * (t.lora ? prec.weights.bytes_per_element() : b.weights) * units::B;
         if (o.explain) out.notes.push_back("ZeRO-3/FSDP: the largest unit (layer or vocabulary matrix) gathered unsharded, twice "
                                            "(current + prefetched; PyTorch FSDP, Zhao et al. 2023, arXiv:2304.11277)");
     }
@@ -294,6 +358,9 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     ao.flash_attention = o.flash_attention;
     ao.dropout = o.dropout;
     ao.moe_capacity_factor = o.moe_capacity_factor;
+    if (t.lora) ao.lora = &*t.lora;
+    ao.frozen_inputs_saved = t.lora && prec.weights.quantized();
+    ao.eager = t.eager_kernels;
     if (detail::low_precision_compute(prec)) ao.gemm_input_bytes = prec.compute.bytes_per_element();
     const number_format& act = prec.activations;
     const double e = act.bytes_per_element();

@@ -78,6 +78,7 @@ struct inference_result {
 struct training_result {
     double step_time_s = 0.0, tokens_per_s = 0.0, mfu = 0.0, hfu = 0.0, model_tflops_per_device = 0.0;
     std::int64_t micro_batches = 0;
+    double trainable_parameters = 0.0;  // the model's, or its LoRA adapters' (all ranks together)
     std::vector<std::tuple<std::string, double, double>> breakdown;  // (term, time_s, exposed_s) per step
     std::optional<double> time_to_train_s, gpu_hours, cost;
     // Data loading (data_pipeline.hpp): what the job reads and what its storage supplies.

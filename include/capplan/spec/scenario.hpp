@@ -2,6 +2,7 @@
 // Parsed from the public scenario JSON (docs/scenario.md) by scenario_io.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -56,6 +57,19 @@ struct parallelism_spec {
 
 enum class recompute_kind { none, selective, full };
 
+// LoRA fine-tuning (Hu et al. 2021, arXiv:2106.09685): the base is frozen (in any format: QLoRA's NF4 too) and
+// each targeted projection W (d_in -> d_out) learns B·A, A: rank x d_in, B: d_out x rank (lora.hpp).
+inline const std::vector<std::string> lora_projections{"q_proj", "k_proj", "v_proj", "o_proj",
+                                                       "gate_proj", "up_proj", "down_proj"};
+struct lora_spec {
+    std::int64_t rank = 0;
+    std::vector<std::string> targets;  // names from lora_projections ("all_linear" reads as all of them)
+    double dropout = 0.0;              // LoRA dropout on each adapter's input (PEFT lora_dropout)
+    bool has(const std::string& projection) const {
+        return std::find(targets.begin(), targets.end(), projection) != targets.end();
+    }
+};
+
 struct training_spec {
     std::int64_t seq_len = 0;
     std::int64_t global_batch = 0;  // sequences per optimizer step
@@ -82,6 +96,8 @@ struct training_spec {
     std::optional<data_size> data_bytes_per_token, data_sample_size;
     double data_files_per_sample = 0.0;
     std::optional<double> data_decode_samples_per_s_per_node;
+    std::optional<lora_spec> lora;       // LoRA / QLoRA fine-tuning: a frozen base, trained adapters
+    bool eager_kernels = false;          // kernels "eager": unfused PyTorch norms and SwiGLU (Hugging Face, litgpt)
     std::optional<double> tokens;        // tokens to train on: gives time and GPU-hours
     std::optional<double> price_per_device_hour;  // gives the cost
 };

@@ -1,0 +1,131 @@
+// LoRA adapters (Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Models", arXiv:2106.09685 §4.1):
+// a frozen projection W (d_in -> d_out) gains a trained update B·A with A: r x d_in and B: d_out x r, so each
+// targeted projection adds r·(d_in + d_out) parameters. QLoRA (Dettmers et al. 2023, arXiv:2305.14314) keeps the
+// frozen base in 4-bit NF4 and dequantises it for every GEMM.
+//
+// What the frozen base changes, by the training memory and speed models:
+//   states     only the adapters have gradients, optimizer states and master weights; the base is held in
+//              precision.weights (any format), embeddings, head and norms in 16 bits when that is narrower.
+//   activations a frozen 16-bit projection needs no weight gradient, so its input is not saved for one
+//              (PyTorch's generated autograd saves a matmul input only when the other operand's gradient is
+//              needed); a 4-bit base still keeps it (bitsandbytes' MatMul4Bit.forward: ctx.tensors = (A, B)
+//              whenever any input needs a gradient). A targeted projection's adapter keeps x (dA = x^T·(dY·B^T))
+//              and its r-wide intermediate x·A; with LoRA dropout, the dropped copy and its 1-byte mask.
+//   speed      no weight-gradient GEMMs: the backward of the linear layers is their input gradients only,
+//              one forward's worth (the attention core still 2.5x with FlashAttention).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "capplan/error.hpp"
+#include "capplan/spec/model_spec.hpp"
+#include "capplan/spec/scenario.hpp"
+
+namespace capplan {
+
+struct lora_parameters {
+    double dense = 0.0;           // adapters on attention, dense MLPs and shared experts
+    double routed_experts = 0.0;  // adapters on the routed experts' projections
+    double total() const { return dense + routed_experts; }
+};
+
+// A model whose projections this count knows: standard (GQA/MHA) attention, dense or MoE MLPs. MLA's latent
+// projections and linear-attention mixers have other names and shapes; targeting them is an error naming the field.
+inline void check_lora_model(const model_spec& m, const lora_spec& l) {
+    const bool attention = l.has("q_proj") || l.has("k_proj") || l.has("v_proj") || l.has("o_proj");
+    if (attention && m.mla)
+        throw config_error("/training/lora/targets", m.name, "MLA's latent projections (q_a/q_b, kv_a/kv_b) are not "
+                           "modelled as LoRA targets", "the MLP projections only (gate_proj, up_proj, down_proj)");
+    if (attention && m.linear_layer_count() > 0)
+        throw config_error("/training/lora/targets", m.name, "linear-attention mixers are not modelled as LoRA targets",
+                           "the MLP projections only (gate_proj, up_proj, down_proj)");
+}
+
+// One layer's adapter parameters (all tensor-parallel ranks together).
+inline lora_parameters lora_layer_parameters(const model_spec& m, std::int64_t layer, const lora_spec& l) {
+    const double r = static_cast<double>(l.rank), h = static_cast<double>(m.hidden);
+    auto adapter = [&](double d_in, double d_out) { return r * (d_in + d_out); };
+    lora_parameters out;
+    if (m.has_mixer(layer) && !m.is_linear_layer(layer) && !m.mla) {
+        const double d = static_cast<double>(m.head_dim);
+        const double q = static_cast<double>(m.heads) * d * (m.attention_output_gate ? 2.0 : 1.0);
+        const double kv = static_cast<double>(m.kv_heads) * d;
+        if (l.has("q_proj")) out.dense += adapter(h, q);
+        if (l.has("k_proj")) out.dense += adapter(h, kv);
+        if (l.has("v_proj")) out.dense += adapter(h, kv);
+        if (l.has("o_proj")) out.dense += adapter(static_cast<double>(m.heads) * d, h);
+    }
+    if (!m.has_ffn(layer)) return out;
+    // gate and up read the hidden state, down writes it; a non-gated MLP has no gate.
+    auto mlp = [&](double width, bool gated) {
+        double p = 0.0;
+        if (gated && l.has("gate_proj")) p += adapter(h, width);
+        if (l.has("up_proj")) p += adapter(h, width);
+        if (l.has("down_proj")) p += adapter(width, h);
+        return p;
+    };
+    if (m.is_moe_layer(layer)) {
+        out.dense += static_cast<double>(m.moe.shared_experts) * mlp(static_cast<double>(m.moe.shared_width()), m.moe.gated);
+        out.routed_experts += static_cast<double>(m.moe.routed_experts) *
+                              mlp(static_cast<double>(m.moe.expert_intermediate), m.moe.gated);
+    } else {
+        out.dense += mlp(static_cast<double>(m.intermediate), m.gated_mlp);
+    }
+    return out;
+}
+
+// Activation bytes per token (all tensor-parallel ranks) the adapters of one layer add: each targeted projection
+// keeps its r-wide x·A for dB, at `e` bytes; with LoRA dropout also the dropped input (e·d_in) and its 1-byte mask
+// (torch.nn.Dropout), one per adapter as PEFT and torchtune apply it. Routed experts: per routed copy (k per token).
+inline double lora_activation_bytes_per_token(const model_spec& m, std::int64_t layer, const lora_spec& l, double e) {
+    const double r = static_cast<double>(l.rank), h = static_cast<double>(m.hidden);
+    const double drop = l.dropout > 0.0 ? e + 1.0 : 0.0;
+    auto one = [&](double d_in) { return e * r + drop * d_in; };
+    double bytes = 0.0;
+    if (m.has_mixer(layer) && !m.is_linear_layer(layer) && !m.mla) {
+        for (const char* n : {"q_proj", "k_proj", "v_proj"})
+            if (l.has(n)) bytes += one(h);
+        if (l.has("o_proj")) bytes += one(static_cast<double>(m.heads * m.head_dim));
+    }
+    if (!m.has_ffn(layer)) return bytes;
+    auto mlp = [&](double width, bool gated) {
+        double b = 0.0;
+        if (gated && l.has("gate_proj")) b += one(h);
+        if (l.has("up_proj")) b += one(h);
+        if (l.has("down_proj")) b += one(width);
+        return b;
+    };
+    if (m.is_moe_layer(layer))
+        bytes += static_cast<double>(m.moe.shared_experts) * mlp(static_cast<double>(m.moe.shared_width()), m.moe.gated) +
+                 static_cast<double>(m.moe.experts_per_token) * mlp(static_cast<double>(m.moe.expert_intermediate), m.moe.gated);
+    else
+        bytes += mlp(static_cast<double>(m.intermediate), m.gated_mlp);
+    return bytes;
+}
+
+// The whole model's adapters.
+inline lora_parameters lora_model_parameters(const model_spec& m, const lora_spec& l) {
+    lora_parameters out;
+    for (std::int64_t i = 0; i < m.layers; ++i) {
+        const lora_parameters p = lora_layer_parameters(m, i, l);
+        out.dense += p.dense;
+        out.routed_experts += p.routed_experts;
+    }
+    return out;
+}
+
+// Adapters one device holds for layers [first, first + count): dense adapters split over tp, routed experts' over
+// ep x etp (as their weights are; the replicated half of each split adapter, r·d per projection, is left out).
+inline double lora_device_parameters(const model_spec& m, const lora_spec& l, int first, int count,
+                                     const parallelism_spec& p) {
+    double dense = 0.0, routed = 0.0;
+    for (std::int64_t i = first; i < first + count; ++i) {
+        const lora_parameters q = lora_layer_parameters(m, i, l);
+        dense += q.dense;
+        routed += q.routed_experts;
+    }
+    return dense / p.tp + routed / (static_cast<double>(p.ep) * p.etp);
+}
+
+}  // namespace capplan

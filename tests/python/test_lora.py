@@ -1,0 +1,176 @@
+"""LoRA and QLoRA fine-tuning (issue #20 item 4): adapter counts, the NF4 base, memory by hand and against
+published peaks (tests/data/published_lora.json, held out), speed, checkpoints, the layout search and bad input."""
+import json
+import pathlib
+
+import pytest
+
+import capplan
+from published_support import lora_published
+
+ROWS = [r for r in json.loads((pathlib.Path(__file__).parents[1] / "data" / "published_lora.json").read_text())["rows"]
+        if r["role"] == "held_out"]
+
+# Llama-2-7B: hidden 4096, 32 heads of 128 (no GQA), MLP 11008, 32 layers, vocabulary 32000.
+QV = ["q_proj", "v_proj"]
+
+
+def estimate(model="Llama-2-7B", weights="bf16", gpus=1, lora=None, **training):
+    t = {"seq_len": 1024, "global_batch": gpus, "micro_batch": 1, "recompute": "full",
+         "lora": lora if lora is not None else {"rank": 8, "targets": QV}, **training}
+    if t["lora"] is False:
+        del t["lora"]
+    return capplan.estimate({"model": model, "system": {"accelerator": "A100-80GB-SXM", "count": gpus},
+                             "precision": {"weights": weights}, "training": t})
+
+
+@pytest.mark.parametrize("model,layers,hidden,trainable", [("Llama-2-7B", 32, 4096, 4_194_304), ("Llama-2-13B", 40, 5120, 6_553_600)])
+def test_adapter_count_is_the_published_trainable_count(model, layers, hidden, trainable):
+    # q and v of rank 8: layers x 2 x 8 x (hidden + hidden); litgpt prints 4,194,304 and 6,553,600
+    # (tutorials/resource-tables.md, "Trainable Parameters").
+    assert layers * 2 * 8 * (hidden + hidden) == trainable
+    assert estimate(model).to_dict()["training"]["trainable_parameters"] == trainable
+
+
+def test_memory_by_hand_for_a_frozen_bf16_and_nf4_base():
+    # All linear, rank 16, on Llama-2-7B: per layer q, k, v, o 16 x 8192 each, gate/up/down 16 x 15104 each:
+    # 4 x 131,072 + 3 x 241,664 = 1,249,280; x 32 = 39,976,960 adapters. Each has bf16 weights (2), bf16 gradients
+    # (2), fp32 master (4) and Adam moments (8) by default.
+    adapters = 32 * (4 * 16 * 8192 + 3 * 16 * (4096 + 11008))
+    lora = {"rank": 16, "targets": "all_linear"}
+    m = estimate(lora=lora).to_dict()["memory"]
+    base = 6_738_415_616  # Llama-2-7B's parameters
+    assert m["weights_bytes"] == pytest.approx(2 * base + 2 * adapters)
+    assert m["gradients_bytes"] == pytest.approx(2 * adapters)
+    assert m["optimizer_bytes"] == pytest.approx(8 * adapters)
+    assert m["master_weights_bytes"] == pytest.approx(4 * adapters)
+    # QLoRA: the 6,476,005,376 block weights in NF4 with double quantisation, 4 + 8/64 + 32/(64 x 256) bits each
+    # (QLoRA §3: 0.127 bits of constants); embeddings and head (2 x 32000 x 4096) and norms (65 x 4096) in bf16.
+    q = estimate(weights="nf4", lora=lora).to_dict()["memory"]
+    block = 6_476_005_376
+    nf4 = block * (4 + 8 / 64 + 32 / (64 * 256)) / 8
+    assert q["weights_bytes"] == pytest.approx(nf4 + 2 * (base - block) + 2 * adapters)
+    assert q["gradients_bytes"] == m["gradients_bytes"]
+    # Without double quantisation: an fp32 absmax per 64 weights, 4.5 bits.
+    plain = estimate(weights="nf4_nodq", lora=lora).to_dict()["memory"]
+    assert plain["weights_bytes"] - q["weights_bytes"] == pytest.approx(block * (4.5 - (4 + 8 / 64 + 32 / 16384)) / 8)
+
+
+def test_frozen_projections_keep_no_inputs_for_weight_gradients():
+    # No recompute, sequence 1024, micro-batch 1, fused kernels, bf16 base: targeting down_proj as well keeps the
+    # down projection's input (2 x 11008 B per token and layer) and the adapter's r-wide output (2 x 8 B):
+    # 1024 x 32 x (22,016 + 16) more.
+    def acts(targets, weights="bf16"):
+        return estimate(weights=weights, lora={"rank": 8, "targets": targets},
+                        recompute="none").to_dict()["memory"]["activations_bytes"]
+    assert acts(QV + ["down_proj"]) - acts(QV) == pytest.approx(1024 * 32 * (2 * 11008 + 2 * 8))
+    # A bitsandbytes 4-bit base saves every projection's input anyway (MatMul4Bit: ctx.tensors = (A, B)): the
+    # MLP input (2 x 4096) and the down input (2 x 11008) of every layer stay, whatever the targets; and the
+    # 16-bit copy of the widest matrix being dequantised (4096 x 11008 x 2 B) is held while it runs.
+    nf4 = acts(QV, "nf4") - acts(QV)
+    assert nf4 == pytest.approx(1024 * 32 * (2 * 4096 + 2 * 11008) + 2 * 4096 * 11008, rel=1e-6)
+
+
+def test_eager_kernels_keep_the_fp32_norm_input_and_silus_output():
+    # Per layer and token: two eager RMSNorms keep a 4-byte upcast instead of a 2-byte input (frozen norm weights:
+    # no normalised copy), and SwiGLU keeps silu(gate) too (2 x 11008).
+    def acts(kernels):
+        return estimate(recompute="none", kernels=kernels).to_dict()["memory"]["activations_bytes"]
+    assert acts("eager") - acts("fused") == pytest.approx(1024 * 32 * (2 * (4 - 2) * 4096 + 2 * 11008))
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_peak_memory_within_10_percent_of_published(row):
+    # Issue #20's target. From -9.8% (litgpt's QLoRA rows: about 2 GB of their peak is not modelled) to -2.4%.
+    modelled, published = lora_published(row)
+    assert modelled == pytest.approx(published, rel=0.10)
+
+
+def test_backward_has_no_weight_gradients_and_checkpoints_hold_the_adapters():
+    full = estimate(lora=False).to_dict()["training"]
+    lora = estimate().to_dict()["training"]
+    terms = {t["term"]: t["time_s"] for t in full["breakdown"]}
+    lora_terms = {t["term"]: t["time_s"] for t in lora["breakdown"]}
+    assert lora_terms["forward"] == pytest.approx(terms["forward"])
+    # Full training: backward = 2 forward + half the attention core; LoRA: forward + 1.5 the attention core.
+    # Their difference is one forward less a whole attention core, so LoRA's backward is below full training's
+    # by at least half its forward.
+    assert lora_terms["backward"] < terms["backward"] - 0.5 * terms["forward"]
+    assert lora["step_time_s"] < full["step_time_s"]
+    # The checkpoint: 4,194,304 adapters x (2 + 8 + 4) B + one rank's 16 KiB of RNG states, not the 94 GB base.
+    ck = estimate().to_dict()["checkpoint"]
+    assert ck["size_bytes"] == pytest.approx(4_194_304 * 14 + 16 * 1024)
+
+
+def test_qlora_dequantises_the_base_on_every_pass():
+    # Full recompute: forward, recomputed forward and backward each first dequantise the 6,476,005,376 block weights
+    # (read 0.516 B, write 2 B each) in 224 kernels (7 matrices x 32 layers); the GEMMs are the same 16-bit ones.
+    def terms(weights):
+        t = estimate(weights=weights).to_dict()["training"]
+        return {x["term"]: x["time_s"] for x in t["breakdown"]}
+    bf16, nf4 = terms("bf16"), terms("nf4")
+    extra = {k: nf4[k] - bf16[k] for k in ("forward", "backward", "recompute")}
+    assert extra["forward"] > 0
+    assert extra["backward"] == pytest.approx(extra["forward"]) and extra["recompute"] == pytest.approx(extra["forward"])
+    # At A100-80GB's 2.039 TB/s a pass moves 6.476e9 x 2.516 B = 16.3 GB: no less than 8 ms.
+    assert extra["forward"] >= 6_476_005_376 * (2 + (4 + 8 / 64 + 32 / 16384) / 8) / 2.039e12
+
+
+def test_fsdp_qlora_shards_the_4_bit_base():
+    one = estimate(model="Llama-2-70B", weights="nf4", lora={"rank": 8, "targets": "all_linear"}).to_dict()["memory"]
+    two = estimate(model="Llama-2-70B", weights="nf4", gpus=2, zero=3,
+                   lora={"rank": 8, "targets": "all_linear"}).to_dict()["memory"]
+    assert two["weights_bytes"] == pytest.approx(one["weights_bytes"] / 2, rel=0.01)
+    assert two["fits"] is True
+
+
+def test_layout_search_keeps_lora():
+    # (A layout with HSDP shard groups inside one node once failed here: its replicas' all-reduce was costed
+    # as if they sat on different nodes of a system that has one.)
+    r = capplan.search_training({"model": "Llama-2-13B", "system": {"accelerator": "A100-40GB-SXM", "count": 2},
+                                 "precision": {"weights": "nf4"},
+                                 "training": {"seq_len": 2048, "global_batch": 8,
+                                              "lora": {"rank": 16, "targets": "all_linear"}}}, top_k=3)
+    assert r["fit"] > 0
+    best = r["best"][0]
+    # The same layout estimated alone has the same step time: the search ran it with its LoRA adapters.
+    again = capplan.estimate({"model": "Llama-2-13B", "system": {"accelerator": "A100-40GB-SXM", "count": 2},
+                              "precision": {"weights": "nf4"},
+                              "parallelism": {k: best[k] for k in ("tp", "pp", "cp", "ep", "vpp")} |
+                              {"sequence_parallel": best["sequence_parallel"]},
+                              "training": {"seq_len": 2048, "global_batch": 8, "micro_batch": best["micro_batch"],
+                                           "recompute": best["recompute"], "zero": best["zero"],
+                                           "distributed_optimizer": best["distributed_optimizer"],
+                                           "shard_group": best["shard_group"],
+                                           "lora": {"rank": 16, "targets": "all_linear"}}}).to_dict()["training"]
+    assert again["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("lora,field", [
+    ({"rank": 0, "targets": QV}, "/training/lora/rank"),
+    ({"rank": 8}, "/training/lora/targets"),
+    ({"rank": 8, "targets": []}, "/training/lora/targets"),
+    ({"rank": 8, "targets": ["q_prj"]}, "/training/lora/targets/0"),
+    ({"rank": 8, "targets": [3]}, "/training/lora/targets/0"),
+    ({"rank": 8, "targets": "all"}, "/training/lora/targets"),
+    ({"rank": 8, "targets": QV, "dropout": 1.0}, "/training/lora/dropout"),
+    ({"rank": 8, "targets": QV, "alpha": 16}, "/training/lora/alpha"),
+])
+def test_bad_lora_input_names_the_field(lora, field):
+    with pytest.raises(capplan.ConfigError) as e:
+        estimate(lora=lora)
+    assert e.value.field == field
+
+
+def test_what_lora_is_not_modelled_with_is_a_typed_error():
+    with pytest.raises(capplan.ConfigError) as e:  # MLA's latent projections
+        estimate(model="DeepSeek-V3", gpus=8)
+    assert e.value.field == "/training/lora/targets"
+    with pytest.raises(capplan.ConfigError) as e:  # FP8 GEMMs
+        capplan.estimate({"model": "Llama-2-7B", "system": {"accelerator": "H100-SXM", "count": 1},
+                          "precision": {"weights": "bf16", "compute": "fp8"},
+                          "training": {"seq_len": 1024, "global_batch": 1, "lora": {"rank": 8, "targets": QV}}})
+    assert e.value.field == "/precision/compute"
+    with pytest.raises(capplan.ConfigError) as e:
+        estimate(kernels="triton")
+    assert e.value.field == "/training/kernels"
