@@ -283,28 +283,60 @@ def _model_arg(text: str) -> Any:
     return text
 
 
-def _cmd_size_training(args) -> str:
-    from .sizing import search_training
+def _training_scenario(args) -> Dict[str, Any]:
+    """`size training`'s scenario: the system, the workload, and a LoRA / QLoRA fine-tune when asked."""
     if args.price:
         raise _UsageError("--price: ranks inference sizing by cost; training sizing does not use it (allowed with `size inference`)")
+    if args.weights and "," in args.weights:
+        raise _UsageError("--weights: training takes one format, the base's (e.g. nf4 for QLoRA)")
+    if args.lora_targets and args.lora_rank is None:
+        raise _UsageError("--lora-targets: give --lora-rank too")
     system: Any = {"preset": args.system, "count": args.count} if args.count is not None else args.system
-    scenario = {"model": _model_arg(args.model), "system": system,
-                "training": {"seq_len": args.seq_len, "global_batch": args.global_batch}}
+    training: Dict[str, Any] = {"seq_len": args.seq_len, "global_batch": args.global_batch, "kernels": args.kernels}
+    if args.lora_rank is not None:
+        targets = args.lora_targets or "all_linear"
+        training["lora"] = {"rank": args.lora_rank, "targets": targets if targets == "all_linear" else targets.split(",")}
+    scenario: Dict[str, Any] = {"model": _model_arg(args.model), "system": system, "training": training}
+    if args.weights:
+        scenario["precision"] = {"weights": args.weights}
+    return scenario
+
+
+def _limits_line(lim) -> str:
+    w = lim["limits_with"]
+    how = f"tp {w['tp']}, pp {w['pp']}, dp {w['dp']}, cp {w['cp']}, full recompute, ZeRO-{w['zero']}"
+    if not lim["fits"]:
+        head = f"does not fit at {lim['seq_len']} tokens"
+        return f"{head}; longest sequence that fits at micro-batch 1: {lim['longest_sequence']:,} tokens ({how})"
+    return (f"fits at {lim['seq_len']} tokens: largest micro-batch {lim['largest_micro_batch']}; longest sequence at "
+            f"micro-batch 1: {lim['longest_sequence']:,} tokens ({how})")
+
+
+def _cmd_size_training(args) -> str:
+    from .sizing import search_training, training_limits
+    scenario = _training_scenario(args)
     r = search_training(scenario, top_k=args.top)
+    lim = training_limits(scenario)
     if args.format == "json":
-        return json.dumps(r, indent=2)
+        return json.dumps({**r, "limits": lim}, indent=2)
     header = ["tp", "pp", "dp", "cp", "ep", "vpp", "sp", "mb", "recompute", "zero", "step", "tokens/s", "MFU", "memory"]
     rows = [[b["tp"], b["pp"], b["dp"], b["cp"], b["ep"], b["vpp"], "yes" if b["sequence_parallel"] else "no",
              b["micro_batch"], b["recompute"], r.zero_label(b),
              str(Quantity.from_si(b["step_time_s"], (0, 0, 1, 0))), f"{b['tokens_per_s']:.0f}", f"{100 * b['mfu']:.1f}%",
              str(Quantity.from_si(b["memory_per_device_bytes"], (1, 0, 0, 0)))] for b in r["best"]]
     summary = f"{r['enumerated']} layouts, {r['fit']} fit memory"
-    return (_table(header, rows) if rows else "no layout fits memory") + "\n" + summary
+    if lim["layout"] is None:
+        return "no layout fits memory\n" + summary + "\n" + lim["reason"]
+    return (_table(header, rows) if rows else "no layout fits memory") + "\n" + summary + "\n" + _limits_line(lim)
 
 
 def _cmd_size(args) -> str:
     if args.workload == "training":
         return _cmd_size_training(args)
+    for flag, given in (("--lora-rank", args.lora_rank is not None), ("--lora-targets", args.lora_targets is not None),
+                        ("--kernels", args.kernels != "fused")):
+        if given:
+            raise _UsageError(f"{flag}: fine-tuning sizing is `size training`; `size inference` does not use it")
     from .sizing import size_inference
     prices = {}
     for item in (args.price or "").split(","):
@@ -487,7 +519,14 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--tpot-p99", default="50ms", help="p99 time per output token, e.g. 50ms")
     z.add_argument("--accelerators", default=None, help="comma-separated names (default: all with a system preset)")
     z.add_argument("--weights", default=None,
-                   help="inference: weight formats to try, e.g. bf16,fp8,int4 (default: bf16, and fp8 where supported)")
+                   help="inference: weight formats to try, e.g. bf16,fp8,int4 (default: bf16, and fp8 where supported); "
+                        "training: the base's format, e.g. nf4 for QLoRA")
+    z.add_argument("--lora-rank", type=_integer(1, 65536), default=None,
+                   help="training: fine-tune with LoRA adapters of this rank (the base frozen)")
+    z.add_argument("--lora-targets", default=None,
+                   help="training: all_linear (default) or projections, e.g. q_proj,v_proj")
+    z.add_argument("--kernels", choices=["fused", "eager"], default="fused",
+                   help="training: fused (Megatron, Transformer Engine) or eager (Hugging Face, litgpt) activation memory")
     z.add_argument("--price", default=None, help="NAME=USD_PER_ACCELERATOR_HOUR,... to rank by cost")
     z.add_argument("--calibration", action="append", default=None,
                    help="inference: a calibration file from `capplan calibrate` for one of the accelerators (repeatable)")

@@ -185,3 +185,70 @@ def search_training(scenario, top_k: int = 10, threads: int = 0) -> Dict[str, An
     from .api import scenario_text
     text, base = scenario_text(scenario)
     return TrainingSearchResult(json.loads(_core.search_training_json(text, str(base), int(top_k), int(threads))))
+
+
+def _layout_scenario(base: Dict[str, Any], best: Dict[str, Any], seq_len: int, micro_batch: int) -> Dict[str, Any]:
+    """The scenario with a searched layout at another sequence length and micro-batch (global batch: the
+    scenario's when it still divides, else one micro-batch per data-parallel rank)."""
+    training = dict(base["training"])
+    dp = best["dp"]
+    gb = training["global_batch"] if training["global_batch"] % (dp * micro_batch) == 0 else dp * micro_batch
+    training.update(seq_len=seq_len, micro_batch=micro_batch, global_batch=gb, recompute=best["recompute"],
+                    zero=best["zero"], shard_group=best["shard_group"], distributed_optimizer=best["distributed_optimizer"])
+    parallelism = {k: best[k] for k in ("tp", "pp", "cp", "ep", "vpp")} | {"sequence_parallel": best["sequence_parallel"]}
+    return {**base, "parallelism": parallelism, "training": training}
+
+
+def _largest(fits, low: int, high: int) -> int:
+    """The largest n in [low, high] with fits(n), given fits(low): doubling, then bisection."""
+    n = low
+    while n < high and fits(min(2 * n, high)):
+        n = min(2 * n, high)
+    if n == high:
+        return n
+    hi = min(2 * n, high)  # fits(n), not fits(hi)
+    while hi - n > 1:
+        mid = (n + hi) // 2
+        n, hi = (mid, hi) if fits(mid) else (n, mid)
+    return n
+
+
+def training_limits(scenario, threads: int = 0) -> Dict[str, Any]:
+    """Can this model be trained (or fine-tuned, with training.lora) on this system, and how far does it go?
+    The fastest layout that fits at the scenario's sequence length (search_training), then on that layout the
+    largest micro-batch that fits at that length and the longest sequence that fits at micro-batch 1, both with
+    the memory-frugal settings of that layout's shape (full recompute, ZeRO-3 over its data-parallel ranks):
+    {"fits", "layout", "limits_with", "largest_micro_batch", "longest_sequence", "seq_len", "reason"}. When nothing
+    fits at the scenario's length the search halves it (to 128 tokens) and reports the longest that fits."""
+    from .api import estimate, scenario_text
+    text, _ = scenario_text(scenario)
+    base = json.loads(text)
+    seq = int(base["training"]["seq_len"])
+    limit = 1 << 20
+    found, tried = None, seq
+    while True:
+        r = search_training({**base, "training": {**base["training"], "seq_len": tried}}, top_k=1, threads=threads)
+        if r["best"]:
+            found = r["best"][0]
+            break
+        if tried <= 128:
+            break
+        tried = max(128, tried // 2)
+    if found is None:
+        return {"fits": False, "layout": None, "largest_micro_batch": 0, "longest_sequence": 0, "seq_len": seq,
+                "reason": f"no layout fits memory at 128 tokens and micro-batch 1 ({r['enumerated']} layouts tried)"}
+
+    frugal = dict(found, recompute="full", micro_batch=1)
+    if found["dp"] > 1:
+        frugal.update(zero=3, shard_group=found["dp"], distributed_optimizer=False)
+
+    def fits(s: int, mb: int) -> bool:
+        return bool(estimate(_layout_scenario(base, frugal, s, mb)).memory.fits)
+
+    per_replica = max(1, int(base["training"]["global_batch"]) // found["dp"])
+    largest_mb = _largest(lambda mb: fits(tried, mb), 1, per_replica) if tried == seq else 0
+    longest = _largest(lambda s: fits(s, 1), tried, limit)
+    reason = "" if tried == seq else f"no layout fits at {seq} tokens; the longest that fits is {longest}"
+    return {"fits": tried == seq, "layout": found, "largest_micro_batch": largest_mb, "longest_sequence": longest,
+            "limits_with": {k: frugal[k] for k in ("tp", "pp", "dp", "cp", "ep", "recompute", "zero")},
+            "seq_len": seq, "reason": reason}

@@ -395,7 +395,10 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
         // Final-norm input and LM-head input (Korthikanti §4.3: 2sbh/t each with SP), one micro-batch; the logits
         // in fp32 for the cross-entropy (§4.3: 4sbv/t) and their fp32 gradient at the start of the backward.
         out.activations += tokens * 2.0 * e * h / rep * units::B;
-        out.logits = 2.0 * 4.0 * tokens * static_cast<double>(m.vocab) / p.tp * units::B;
+        // Eager (Hugging Face LlamaForCausalLM.forward: logits.float(), then a shifted .contiguous() copy into
+        // CrossEntropyLoss): the fp32 logits it returns, log_softmax's fp32 output kept for its backward, and in
+        // the backward the fp32 gradients of both: 16 B per token and vocabulary entry at the peak, twice the fused 8.
+        out.logits = (t.eager_kernels ? 4.0 : 2.0) * 4.0 * tokens * static_cast<double>(m.vocab) / p.tp * units::B;
         if (o.explain) out.notes.push_back("logits: fp32 s·b·V/tp for the loss and its fp32 gradient (Korthikanti et al. 2022 §4.3, "
                                            "4sbv/t, + gradient); a fused in-place cross-entropy needs half");
     }
