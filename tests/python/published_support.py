@@ -72,3 +72,73 @@ def lora_published(row):
     published = row.get("published_allocated", row["published_peak"])
     scale = 2**30 if published["unit"] == "GiB" else 1e9
     return m["per_device_bytes"] - m["overhead_bytes"], published["value"] * scale
+
+
+_TRAINING_SYSTEMS = {"A100-80GB-SXM": "DGX-A100", "H100-SXM": "DGX-H100", "B200": "HGX-B200"}
+
+
+def _gpt_shape(row):
+    sh = row["shape"]
+    return {"model_type": "gpt2", "n_embd": sh["hidden"], "n_head": sh["heads"], "n_layer": sh["layers"],
+            "n_positions": row["seq_len"], "vocab_size": sh["vocab"]}
+
+
+def _int_or(value, default):
+    return value if isinstance(value, int) else default
+
+
+def training_published(row, variant=None):
+    """A row of tests/data/published_training.json as the speed tests run its family (tests/python/
+    test_training_speed.py): (scenario, published value, quantity), quantity "step_time_s" or "mfu" (Llama 3's
+    Table 4 gives MFU only). Korthikanti's Table 5 rows have two variants: "selective" (+ sequence parallelism)
+    and "full" recompute. Families and their stated or assumed settings are those tests' (docs/validation.md)."""
+    rid = row["id"]
+    system = {"preset": _TRAINING_SYSTEMS[row["accelerator"]], "count": row["gpus"]}
+    par = {"tp": row["tp"], "pp": row["pp"], "cp": _int_or(row.get("cp"), 1)}
+    training = {"seq_len": row["seq_len"], "global_batch": row["global_batch"], "micro_batch": _int_or(row.get("micro_batch"), 1)}
+    precision = None
+    if rid.startswith(("narayanan", "korthikanti")):
+        # Megatron-LM before FlashAttention, with its default dropout; Narayanan's micro-batch 1 and plain 1F1B assumed.
+        model = _gpt_shape(row) if "catalog" in row["model"] else row["model"]
+        training.update(flash_attention=False, dropout=True)
+        if rid.startswith("narayanan"):
+            training["recompute"] = "full"
+            sh, s, v = row["shape"], row["seq_len"], row["shape"]["vocab"]
+            b, l, h = row["global_batch"], sh["layers"], sh["hidden"]
+            flops = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
+            published = flops / (row["gpus"] * row["achieved_tflops_per_gpu"]["value"] * 1e12)
+        else:
+            mode = variant or "selective"
+            training["recompute"] = mode
+            par["sequence_parallel"] = mode == "selective"
+            if _int_or(row.get("vpp"), 1) > 1:
+                par["vpp"] = row["vpp"]
+            st = row["step_time_s"]
+            published = st if not isinstance(st, dict) else st["present_work_selective_plus_sp" if mode == "selective"
+                                                                 else "full_recompute_no_sp"]
+        return {"model": model, "system": system, "parallelism": par, "training": training}, published, "step_time_s"
+    if rid.startswith("llama3"):
+        # FSDP sharding optimizer states and gradients (ZeRO-2-like, §3.3.2); no recompute at 8K; V and the
+        # micro-batch not stated: 1F1B, micro-batch 1.
+        training.update(zero=2, recompute="none")
+        return ({"model": row["model"], "system": system, "parallelism": par, "training": training},
+                float(row["mfu"]["value"].rstrip("%")) / 100, "mfu")
+    if rid.startswith("mosaic"):
+        training.update(zero=3, recompute="none" if row["recompute"] == "none" else "full")
+        published = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
+        return {"model": _gpt_shape(row), "system": system, "parallelism": par, "training": training}, published, "step_time_s"
+    # NeMo 24.07 and Megatron-Bridge: FP8 with the distributed optimizer and FP8 primary weights (their recipes),
+    # tensor-parallel communication overlapped with sequence parallelism when tp > 1; the FSDP row ZeRO-3.
+    precision = {"weights": "bf16", "compute": "fp8"}
+    if _int_or(row.get("vpp"), 1) > 1:
+        par["vpp"] = row["vpp"]
+    if row["tp"] > 1:
+        par["sequence_parallel"] = True
+    if _int_or(row.get("ep"), 1) > 1:
+        par["ep"] = row["ep"]
+    fsdp = row.get("fsdp") == 1
+    training.update(recompute="none", tp_comm_overlap=row["tp"] > 1,
+                    **({"zero": 3} if fsdp else {"distributed_optimizer": True, "fp8_params": True}))
+    published = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
+    return ({"model": row["model"], "system": system, "parallelism": par, "precision": precision, "training": training},
+            published, "step_time_s")

@@ -104,7 +104,7 @@ def test_every_row_the_speed_tests_compare_has_a_role_and_their_fit_marks_agree(
     # And the report runs every one of them.
     reported = {r["id"] for r in rows
                 if not r["id"].startswith(("published_serving", "published_engine_allreduce", "published_checkpoint",
-                                               "published_lora"))}
+                                               "published_lora", "published_training"))}
     assert all(f"latency_measurements[{n}]" in reported for n, r in enumerate(_ROWS) if any(r is c for c in compared))
     assert len(reported) == sum(r["role"] in report.ROLES for r in _ROWS) + sum(
         len(t["output_tokens_per_s"]) for t in tables.values() if t["role"] in report.ROLES)
@@ -138,6 +138,8 @@ def _known_gaps():
     return {f"published_serving {kind}[{n}]" for kind in ("static_batch", "speculative", "prefix_cache", "new_model_saturated")
             for n, row in enumerate(serving[kind]) if row.get("known_gap")} | {
         f"published_serving disaggregated_pools[{n}]" for n, row in enumerate(serving["disaggregated_pools"])
+        if row.get("known_gap")} | {
+        f"published_training[{n}]" for n, row in enumerate(json.loads(report.TRAINING.read_text())["rows"])
         if row.get("known_gap")}
 
 
