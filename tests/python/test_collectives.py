@@ -38,6 +38,19 @@ LARGE = [
      "all_reduce", 16 * GIB, {"algorithm": "ring"}, 367.29, "check"),
     ("2 nodes x 8 MI300X, 8x 400G RoCE, 16 GiB", {"preset": "MI300X-Platform", "count": 16, "scale_out": "RoCE-400G"},
      16, 8, "all_reduce", 16 * GIB, {}, 357.46, "check"),
+    # Across more than two nodes the tree stays below the NICs' line rate (issue #20 item 6; it was modelled at twice
+    # their rate: 4x H100 RoCE +40%). EFA: p5en 16 x 200 Gb/s, P5 32 x 100 Gb/s per node, at their line rates.
+    ("4 nodes x 8 H200 p5en EFA, NVLSTree forced, 4 GiB", {"preset": "HGX-H200", "count": 32,
+     "scale_out": {"link": "RoCE-200G", "nics_per_node": 16}}, 32, 8, "all_reduce", 4 * GIB, {"algorithm": "nvls_tree"},
+     310.07, "fit"),
+    ("4 nodes x 8 H200 p5en EFA, default (Ring), 4 GiB", {"preset": "HGX-H200", "count": 32,
+     "scale_out": {"link": "RoCE-200G", "nics_per_node": 16}}, 32, 8, "all_reduce", 4 * GIB, {}, 364.87, "check"),
+    ("8 nodes x 8 H100 P5 EFA, NVLSTree forced, 4 GiB (nccl PR #1112)", {"preset": "DGX-H100", "count": 64, "scale_out": {
+     "link": {"kind": "ethernet", "scope": "per_port", "bandwidth_per_direction": "100 Gb/s"}, "nics_per_node": 32}},
+     64, 8, "all_reduce", 4 * GIB, {"algorithm": "nvls_tree"}, 279.78, "check"),
+    ("4 nodes x 8 H100, 8x 400G RoCE, NVLS on or off (nccl #1221)", {"preset": "DGX-H100", "count": 32,
+     "scale_out": "RoCE-400G"}, 32, 8, "all_reduce", 8 * GIB, {}, 320.0, "check"),
+    ("8x H800 one node, NVLS at the cut NVLink (nccl #1374)", "HGX-H800", 8, 0, "all_reduce", 8 * GIB, {}, 215.0, "check"),
 ]
 
 

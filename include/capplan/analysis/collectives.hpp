@@ -88,6 +88,11 @@ inline constexpr double ring_mesh = 0.70;      // 8x MI300X 315.7 / 448 GB/s (7 
 inline constexpr double ring_pcie = 0.44;      // 8x RTX 5090 on PCIe 5.0: 28 / 63 GB/s (one secondary row)
 inline constexpr double nvls = 1.00;           // 8x H100 478.9, 8x H200 480.0, 8x B200 838.0, NVL72 834.6 GB/s
 inline constexpr double network = 0.94;        // 46-48 GB/s per 400 Gb/s NDR NIC (NCCL maintainers)
+// Tree and NVLS-tree all-reduce across more than two nodes: bus bandwidth over the node's NIC line rate. Fitted on
+// 4x AWS p5en (8x H200, 16x 200 Gb/s EFA, NCCL 2.27.7) NVLSTree 4 GiB: 310.07 / 400 GB/s (stas00/ml-engineering
+// network/README.md); held out: 4x H100 on 8x 400G RoCE 320 (NVIDIA/nccl#1221), 8x AWS P5 NVLSTree 279.78
+// (NVIDIA/nccl PR #1112). Two nodes exchange once and reach more (430-487 GB/s): the bus factor applies there.
+inline constexpr double tree_network = 0.775;
 inline constexpr double p2p_nvswitch = 0.65;   // 8x A100 send_recv 1 GiB: 195.1 / 300 GB/s (li-plus/playground)
 // NCCL protocol factors (tuning.cc): LL128 0.92 of Simple; LL 1/4 (all-reduce, reduce) or 1/3.
 inline constexpr double ll128 = 0.92;
