@@ -646,7 +646,11 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
             if (sc.precision.compute.element_bits < 16.0)
                 throw config_error("/precision/compute", sc.precision.compute.name,
                                    "LoRA fine-tuning is modelled with 16-bit GEMMs (the base dequantised to them)",
-                                   "bf16 or fp16 (or fp32)");
+                                   "precision.compute: bf16 (or fp16, fp32)");
+        } else if (sc.precision.weights.peak_key == "nf4") {
+            throw config_error("/precision/weights", sc.precision.weights.name,
+                               "an NF4 base is frozen: only LoRA / QLoRA trains on it",
+                               "training.lora {rank, targets}, or 16-bit weights for full training");
         }
         if (sc.parallelism.attention_dp)
             throw config_error("/parallelism/attention_dp", "true", "is a serving layout, not modelled for training",

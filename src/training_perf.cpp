@@ -49,11 +49,20 @@ namespace {
 duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const weight_sharding& w) {
     using namespace units;
     if (!s.training->lora || !s.precision.weights.quantized()) return duration{};
+    const model_spec& m = s.model;
+    const parallelism_spec& p = s.parallelism;
     const pipeline_stage& st = w.stages[static_cast<std::size_t>(w.largest_stage)];
     const double block = st.params.block_linear;
     const data_size bytes = block * (s.precision.weights.bytes_per_element() + 2.0) * B;
-    // Matrices per layer: q, k, v, o and the MLP's (gate, up, down); one kernel each.
-    const double kernels = static_cast<double>(st.layers) * (4.0 + (s.model.gated_mlp ? 3.0 : 2.0));
+    // One kernel per matrix: q, k, v, o and each MLP's (gate, up, down; the experts held on this device).
+    double kernels = 0.0;
+    for (int i = st.first_layer; i < st.first_layer + st.layers; ++i) {
+        const double experts = m.is_moe_layer(i) ? static_cast<double>(m.moe.shared_experts) +
+                                                       static_cast<double>(m.moe.routed_experts) / p.ep
+                                                 : 1.0;
+        const bool gated = m.is_moe_layer(i) ? m.moe.gated : m.gated_mlp;
+        kernels += 4.0 + experts * (gated ? 3.0 : 2.0);
+    }
     const data_size per_kernel = bytes / std::max(1.0, kernels);
     return bytes / (perf.memory_bandwidth * perf.efficiency.memory_at(per_kernel.si())) + kernels * perf.efficiency.per_kernel;
 }
@@ -201,7 +210,6 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     const pipeline_stage& fullest = w.stages[static_cast<std::size_t>(w.largest_stage)];
     const double params = t.lora ? lora_device_parameters(m, *t.lora, fullest.first_layer, fullest.layers, p)
                                  : w.per_device().total();
-    const double gathered_bytes = t.lora ? s.precision.weights.bytes_per_element() : 2.0;
     const double grad_bytes = t.distributed_optimizer ? 4.0 : 2.0;  // fp32 main grads with Megatron's distributed optimizer
     const int replicas_of_weights = p.dp * p.cp;
     duration dp_time;
@@ -213,7 +221,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         const collective_group g{replicas_of_weights, replicas_of_weights % dp_per_node == 0 ? dp_per_node : 1};
         const data_size grads = params * grad_bytes * B;
         const data_size p16 = params * 2.0 * B;  // the updated parameters (16-bit)
-        const data_size gathered = t.lora ? w.per_device().total() * gathered_bytes * B : p16;  // ZeRO-3's per micro-batch
+        const data_size gathered = t.lora ? frozen_base_bytes(w.per_device(), s.precision) * B : p16;  // ZeRO-3's, per micro-batch
         // ZeRO communication (Rajbhandari et al. 2020, arXiv:1910.02054 §7): stages 0-1 all-reduce the
         // accumulated gradients once per step (2 Psi). Stage 2 keeps only its gradient shard, so every
         // micro-batch's gradients are reduce-scattered, and the updated parameters all-gathered once;
@@ -290,12 +298,17 @@ training_performance assemble_training_performance(const scenario& s, const perf
     const double devices = static_cast<double>(s.system.count);
     flop_count model = tf.model * static_cast<double>(t.global_batch);
     flop_count hardware = tf.hardware * static_cast<double>(t.global_batch);
-    if (t.lora) {  // no weight-gradient GEMMs: forward + input gradients, 2/3 of the full step's work
-        model = (2.0 / 3.0) * model;
-        hardware = (2.0 / 3.0) * hardware;
+    if (t.lora) {  // no weight-gradient GEMMs: the backward is the input gradients, the attention core's as before
+        const flop_count f1 = tf.forward.total(), core = tf.forward.attention;
+        const flop_count lora_model = 2.0 * f1 + core;
+        const flop_count again = t.recompute == recompute_kind::full        ? tf.forward.blocks()
+                                 : t.recompute == recompute_kind::selective ? core
+                                                                            : flop_count{};
+        model = lora_model * static_cast<double>(t.global_batch);
+        hardware = (lora_model + again) * static_cast<double>(t.global_batch);
         out.notes.push_back("LoRA: the frozen base has no weight-gradient GEMMs: the backward is one forward's worth "
-                            "(attention core 2.5x), and MFU counts forward + input gradients (2/3 of 6 FLOPs per "
-                            "parameter and token); the adapters' own small GEMMs are not timed");
+                            "(attention core 2.5x), and MFU counts forward + input gradients (2 x forward + the "
+                            "attention core's extra); the adapters' own small GEMMs are not timed");
     }
     out.tokens_per_s = static_cast<double>(t.global_batch * t.seq_len) / out.step.si();
     out.model_flops_per_device = model / (out.step * devices);

@@ -289,8 +289,10 @@ def _training_scenario(args) -> Dict[str, Any]:
         raise _UsageError("--price: ranks inference sizing by cost; training sizing does not use it (allowed with `size inference`)")
     if args.weights and "," in args.weights:
         raise _UsageError("--weights: training takes one format, the base's (e.g. nf4 for QLoRA)")
-    if args.lora_targets and args.lora_rank is None:
+    if args.lora_targets is not None and args.lora_rank is None:
         raise _UsageError("--lora-targets: give --lora-rank too")
+    if args.lora_targets is not None and not args.lora_targets.strip():
+        raise _UsageError("--lora-targets: empty; give all_linear or projections such as q_proj,v_proj")
     system: Any = {"preset": args.system, "count": args.count} if args.count is not None else args.system
     training: Dict[str, Any] = {"seq_len": args.seq_len, "global_batch": args.global_batch, "kernels": args.kernels}
     if args.lora_rank is not None:
@@ -305,6 +307,8 @@ def _training_scenario(args) -> Dict[str, Any]:
 def _limits_line(lim) -> str:
     w = lim["limits_with"]
     how = f"tp {w['tp']}, pp {w['pp']}, dp {w['dp']}, cp {w['cp']}, full recompute, ZeRO-{w['zero']}"
+    if lim["sequence_limit"] != "memory":
+        how += f"; stopped by {lim['sequence_limit']}"
     if not lim["fits"]:
         head = f"does not fit at {lim['seq_len']} tokens"
         return f"{head}; longest sequence that fits at micro-batch 1: {lim['longest_sequence']:,} tokens ({how})"
@@ -316,7 +320,7 @@ def _cmd_size_training(args) -> str:
     from .sizing import search_training, training_limits
     scenario = _training_scenario(args)
     r = search_training(scenario, top_k=args.top)
-    lim = training_limits(scenario)
+    lim = training_limits(scenario, search=r)
     if args.format == "json":
         return json.dumps({**r, "limits": lim}, indent=2)
     header = ["tp", "pp", "dp", "cp", "ep", "vpp", "sp", "mb", "recompute", "zero", "step", "tokens/s", "MFU", "memory"]

@@ -193,10 +193,35 @@ def _layout_scenario(base: Dict[str, Any], best: Dict[str, Any], seq_len: int, m
     training = dict(base["training"])
     dp = best["dp"]
     gb = training["global_batch"] if training["global_batch"] % (dp * micro_batch) == 0 else dp * micro_batch
+    # (the micro-batches are divisors of the replica's sequences, so the scenario's global batch is kept)
     training.update(seq_len=seq_len, micro_batch=micro_batch, global_batch=gb, recompute=best["recompute"],
                     zero=best["zero"], shard_group=best["shard_group"], distributed_optimizer=best["distributed_optimizer"])
-    parallelism = {k: best[k] for k in ("tp", "pp", "cp", "ep", "vpp")} | {"sequence_parallel": best["sequence_parallel"]}
+    kept = {k: v for k, v in (base.get("parallelism") or {}).items() if k not in ("dp", "etp")}  # e.g. expert_imbalance
+    parallelism = {**kept, **{k: best[k] for k in ("tp", "pp", "cp", "ep", "vpp")},
+                   "sequence_parallel": best["sequence_parallel"]}
     return {**base, "parallelism": parallelism, "training": training}
+
+
+def _largest_of(fits, values) -> int:
+    """The largest of the ascending `values` with fits(v), given fits(values[0]) (fits is monotone): bisection."""
+    lo, hi = 0, len(values)  # fits(values[lo]); not fits(values[hi]) (past the end)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(values[mid]) else (lo, mid)
+    return values[lo]
+
+
+def _model_context(model) -> int:
+    """The model's max_position_embeddings (0: unknown): a catalog name or a Hugging Face config."""
+    try:
+        if isinstance(model, str):
+            from .catalog import model as catalog_model
+            return int(catalog_model(model)._data.get("max_position_embeddings") or 0)
+        if isinstance(model, dict):
+            return int(model.get("max_position_embeddings") or model.get("n_positions") or 0)
+    except (_core.Error, ValueError, TypeError):
+        pass
+    return 0
 
 
 def _largest(fits, low: int, high: int) -> int:
@@ -213,21 +238,26 @@ def _largest(fits, low: int, high: int) -> int:
     return n
 
 
-def training_limits(scenario, threads: int = 0) -> Dict[str, Any]:
+def training_limits(scenario, threads: int = 0, search: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Can this model be trained (or fine-tuned, with training.lora) on this system, and how far does it go?
     The fastest layout that fits at the scenario's sequence length (search_training), then on that layout the
     largest micro-batch that fits at that length and the longest sequence that fits at micro-batch 1, both with
-    the memory-frugal settings of that layout's shape (full recompute, ZeRO-3 over its data-parallel ranks):
-    {"fits", "layout", "limits_with", "largest_micro_batch", "longest_sequence", "seq_len", "reason"}. When nothing
-    fits at the scenario's length the search halves it (to 128 tokens) and reports the longest that fits."""
+    the memory-frugal settings of that layout's shape (full recompute, ZeRO-3 over its data-parallel ranks; the
+    micro-batch a divisor of the sequences each replica runs per step), the sequence no longer than the model's
+    context: {"fits", "layout", "limits_with", "largest_micro_batch", "longest_sequence", "sequence_limit",
+    "seq_len", "reason"}; sequence_limit says whether memory or the model's context stopped it. When nothing fits
+    at the scenario's length the search halves it (to 128 tokens) and reports the longest that fits. `search`:
+    search_training's answer for the scenario when the caller has it."""
     from .api import estimate, scenario_text
     text, _ = scenario_text(scenario)
     base = json.loads(text)
     seq = int(base["training"]["seq_len"])
-    limit = 1 << 20
+    context = _model_context(base["model"])
+    limit = min(1 << 20, context) if context > 0 else 1 << 20
     found, tried = None, seq
     while True:
-        r = search_training({**base, "training": {**base["training"], "seq_len": tried}}, top_k=1, threads=threads)
+        r = search if search is not None and tried == seq else \
+            search_training({**base, "training": {**base["training"], "seq_len": tried}}, top_k=1, threads=threads)
         if r["best"]:
             found = r["best"][0]
             break
@@ -235,8 +265,9 @@ def training_limits(scenario, threads: int = 0) -> Dict[str, Any]:
             break
         tried = max(128, tried // 2)
     if found is None:
-        return {"fits": False, "layout": None, "largest_micro_batch": 0, "longest_sequence": 0, "seq_len": seq,
-                "reason": f"no layout fits memory at 128 tokens and micro-batch 1 ({r['enumerated']} layouts tried)"}
+        return {"fits": False, "layout": None, "largest_micro_batch": 0, "longest_sequence": 0, "sequence_limit": "",
+                "seq_len": seq, "reason": f"no layout fits memory at {tried} tokens and micro-batch 1 "
+                                          f"({r['enumerated']} layouts tried)"}
 
     frugal = dict(found, recompute="full", micro_batch=1)
     if found["dp"] > 1:
@@ -246,9 +277,13 @@ def training_limits(scenario, threads: int = 0) -> Dict[str, Any]:
         return bool(estimate(_layout_scenario(base, frugal, s, mb)).memory.fits)
 
     per_replica = max(1, int(base["training"]["global_batch"]) // found["dp"])
-    largest_mb = _largest(lambda mb: fits(tried, mb), 1, per_replica) if tried == seq else 0
-    longest = _largest(lambda s: fits(s, 1), tried, limit)
+    divisors = [d for d in range(1, per_replica + 1) if per_replica % d == 0]
+    frugal_fits = fits(tried, 1)  # the frugal settings need no more memory than the searched layout's
+    largest_mb = _largest_of(lambda mb: fits(tried, mb), divisors) if tried == seq and frugal_fits else 0
+    longest = _largest(lambda s: fits(s, 1), min(tried, limit), limit) if frugal_fits else 0
+    stopped = f"the model's context ({context} tokens)" if longest == limit and limit == context else "memory"
     reason = "" if tried == seq else f"no layout fits at {seq} tokens; the longest that fits is {longest}"
     return {"fits": tried == seq, "layout": found, "largest_micro_batch": largest_mb, "longest_sequence": longest,
+            "sequence_limit": stopped,
             "limits_with": {k: frugal[k] for k in ("tp", "pp", "dp", "cp", "ep", "recompute", "zero")},
             "seq_len": seq, "reason": reason}

@@ -69,6 +69,24 @@ def test_frozen_projections_keep_no_inputs_for_weight_gradients():
     # 16-bit copy of the widest matrix being dequantised (4096 x 11008 x 2 B) is held while it runs.
     nf4 = acts(QV, "nf4") - acts(QV)
     assert nf4 == pytest.approx(1024 * 32 * (2 * 4096 + 2 * 11008) + 2 * 4096 * 11008, rel=1e-6)
+    # With selective recompute FlashAttention's output is not kept for it, so a frozen 16-bit o_proj drops its
+    # input (2 x 4096) too; the 4-bit base keeps it.
+    def selective(weights):
+        return estimate(weights=weights, lora={"rank": 8, "targets": QV},
+                        recompute="selective").to_dict()["memory"]["activations_bytes"]
+    assert selective("nf4") - selective("bf16") == pytest.approx(
+        1024 * 32 * (2 * 4096 + 2 * 11008 + 2 * 4096) + 2 * 4096 * 11008, rel=1e-6)
+
+
+def test_fsdp_gathers_the_16_bit_vocabulary_matrix_of_a_4_bit_base():
+    # Llama-3.1-8B in NF4 over 2 GPUs with ZeRO-3: the largest unit gathered is the 128256 x 4096 embedding (or
+    # head), kept in 16 bits: two of them in flight, 2 x 128256 x 4096 x 2 B, not at NF4's half a byte.
+    def acts(zero):
+        return capplan.estimate({"model": "Llama-3.1-8B", "system": {"accelerator": "A100-80GB-SXM", "count": 2},
+                                 "precision": {"weights": "nf4"},
+                                 "training": {"seq_len": 1024, "global_batch": 2, "recompute": "full", "zero": zero,
+                                              "lora": {"rank": 8, "targets": QV}}}).to_dict()["memory"]["activations_bytes"]
+    assert acts(3) - acts(0) == pytest.approx(2 * 128256 * 4096 * 2)
 
 
 def test_eager_kernels_keep_the_fp32_norm_input_and_silus_output():
@@ -178,6 +196,9 @@ def test_what_lora_is_not_modelled_with_is_a_typed_error():
     with pytest.raises(capplan.ConfigError) as e:
         estimate(kernels="triton")
     assert e.value.field == "/training/kernels"
+    with pytest.raises(capplan.ConfigError) as e:  # an NF4 base only fine-tunes
+        estimate(weights="nf4", lora=False)
+    assert e.value.field == "/precision/weights" and "training.lora" in str(e.value)
 
 
 def test_training_limits_are_the_edge_of_memory():
@@ -194,8 +215,14 @@ def test_training_limits_are_the_edge_of_memory():
         return capplan.estimate({**scenario, "parallelism": {"tp": w["tp"], "pp": w["pp"], "cp": w["cp"]},
                                  "training": t}).memory.fits
     n, s = lim["largest_micro_batch"], lim["longest_sequence"]
-    assert fits(2048, n) and (n == 4 or not fits(2048, n + 1))
-    assert fits(s, 1) and not fits(s + 1, 1)
+    assert 4 % n == 0 and fits(2048, n) and (n == 4 or not fits(2048, 2 * n))  # micro-batches divide the 4 sequences
+    assert fits(s, 1) and not fits(s + 1, 1) and lim["sequence_limit"] == "memory"
+    # Where memory would allow more than the model was trained on, its context stops the answer: Llama-2-7B
+    # (4,096 positions) in NF4 on an 80 GB card.
+    short = capplan.training_limits({"model": "Llama-2-7B", "system": {"accelerator": "A100-80GB-SXM", "count": 1},
+                                     "precision": {"weights": "nf4"},
+                                     "training": {"seq_len": 1024, "global_batch": 1, "lora": {"rank": 8, "targets": QV}}})
+    assert short["longest_sequence"] == 4096 and "context (4096 tokens)" in short["sequence_limit"]
     # Full 16-bit training of the same model does not fit one 24 GB card at any length.
     full = capplan.training_limits({"model": "Llama-3.1-8B", "system": {"accelerator": "L4", "count": 1},
                                     "training": {"seq_len": 2048, "global_batch": 4}})
@@ -214,7 +241,9 @@ def test_size_training_answers_can_i_fine_tune(run_cli):
     for args, text in ((("--weights", "bf16,nf4", "--lora-rank", "8"), "--weights"),
                        (("--lora-targets", "q_proj"), "--lora-targets: give --lora-rank"),
                        (("--lora-rank", "8", "--lora-targets", "q_prj"), "/training/lora/targets/0"),
-                       (("--lora-rank", "0"), "--lora-rank")):
+                       (("--lora-rank", "0"), "--lora-rank"),
+                       (("--lora-rank", "8", "--lora-targets", " "), "--lora-targets: empty"),
+                       (("--weights", "nf4"), "/precision/weights")):
         code, _, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "L40S-PCIe-Server", "--count", "1", *args)
         assert code == 2 and text in err and "Traceback" not in err, (args, err)
     code, _, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "100",

@@ -115,7 +115,8 @@ inline checkpoint_size lora_checkpoint(const model_spec& m, const lora_spec& l, 
     out.restore_total = static_cast<double>(out.ranks) * out.restore_per_rank_max;
     out.writers = out.ranks;
     out.notes.push_back("LoRA: " + ck_num(adapters) + " adapter parameters and their optimizer states; the frozen base "
-                        "is not saved (read again from the base model's files)");
+                        "is not saved (read again from the base model's files); every rank writes an even share and "
+                        "reads its tp x pp share back (ckpt_fully_parallel_save/load do not change so small a save)");
     return out;
 }
 

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 
+#include "capplan/analysis/sharding.hpp"
 #include "capplan/error.hpp"
 #include "capplan/spec/model_spec.hpp"
 #include "capplan/spec/scenario.hpp"
@@ -40,6 +41,14 @@ inline void check_lora_model(const model_spec& m, const lora_spec& l) {
     if (attention && m.linear_layer_count() > 0)
         throw config_error("/training/lora/targets", m.name, "linear-attention mixers are not modelled as LoRA targets",
                            "the MLP projections only (gate_proj, up_proj, down_proj)");
+}
+
+// A device's frozen base in bytes, unsharded: block weights in precision.weights (routed experts in their own
+// format), embeddings, head and norms in 16 bits when the base is narrower (they are not quantised).
+inline double frozen_base_bytes(const device_parameters& d, const precision_spec& prec) {
+    const double base = prec.weights.bytes_per_element(), other = prec.weights.quantized() ? 2.0 : base;
+    return (d.block_linear - d.routed_experts) * base + d.routed_experts * prec.experts().bytes_per_element() +
+           d.other * other;
 }
 
 // One layer's adapter parameters (all tensor-parallel ranks together).
@@ -75,25 +84,29 @@ inline lora_parameters lora_layer_parameters(const model_spec& m, std::int64_t l
     return out;
 }
 
-// Activation bytes per token (all tensor-parallel ranks) the adapters of one layer add: each targeted projection
-// keeps its r-wide x·A for dB, at `e` bytes; with LoRA dropout also the dropped input (e·d_in) and its 1-byte mask
-// (torch.nn.Dropout), one per adapter as PEFT and torchtune apply it. Routed experts: per routed copy (k per token).
-inline double lora_activation_bytes_per_token(const model_spec& m, std::int64_t layer, const lora_spec& l, double e) {
+// Activation bytes per token the adapters of one layer add, on one tensor-parallel rank: each targeted projection
+// keeps its r-wide x·A for dB, at `e` bytes (whole on every rank: A of a column-parallel projection is replicated,
+// a row-parallel one's partial products are all-reduced); with LoRA dropout also the dropped input and its 1-byte
+// mask (torch.nn.Dropout), one per adapter as PEFT and torchtune apply it: the hidden-wide inputs of q, k, v, gate
+// and up whole on every rank, the split inputs of o and down 1/tp. Routed experts: per routed copy (k per token).
+inline double lora_activation_bytes_per_token(const model_spec& m, std::int64_t layer, const lora_spec& l, double e,
+                                              int tp) {
     const double r = static_cast<double>(l.rank), h = static_cast<double>(m.hidden);
     const double drop = l.dropout > 0.0 ? e + 1.0 : 0.0;
-    auto one = [&](double d_in) { return e * r + drop * d_in; };
+    auto whole = [&]() { return e * r + drop * h; };
+    auto split = [&](double width) { return e * r + drop * width / tp; };
     double bytes = 0.0;
     if (m.has_mixer(layer) && !m.is_linear_layer(layer) && !m.mla) {
         for (const char* n : {"q_proj", "k_proj", "v_proj"})
-            if (l.has(n)) bytes += one(h);
-        if (l.has("o_proj")) bytes += one(static_cast<double>(m.heads * m.head_dim));
+            if (l.has(n)) bytes += whole();
+        if (l.has("o_proj")) bytes += split(static_cast<double>(m.heads * m.head_dim));
     }
     if (!m.has_ffn(layer)) return bytes;
     auto mlp = [&](double width, bool gated) {
         double b = 0.0;
-        if (gated && l.has("gate_proj")) b += one(h);
-        if (l.has("up_proj")) b += one(h);
-        if (l.has("down_proj")) b += one(width);
+        if (gated && l.has("gate_proj")) b += whole();
+        if (l.has("up_proj")) b += whole();
+        if (l.has("down_proj")) b += split(width);
         return b;
     };
     if (m.is_moe_layer(layer))

@@ -84,7 +84,11 @@ inline std::optional<storage_rate> storage_node_rate(const storage_spec& st, boo
     const std::optional<byte_rate> limit = storage_aggregate_limit(st, write, how);
     const int nodes = std::max(1, sc.nodes);
     if (!limit) {
-        if (!r) {
+        if (!r && st.aggregate_bandwidth_per_tib) {
+            notes.push_back("storage " + st.name + ": " + dir + " bandwidth unknown: the tier's aggregate is " +
+                            format(*st.aggregate_bandwidth_per_tib) + " per TiB; give the deployment's capacity "
+                            "({\"preset\": \"" + st.name + "\", \"capacity\": ...}), left out");
+        } else if (!r) {
             notes.push_back("storage " + st.name + ": " + dir + " bandwidth unknown (null in the catalog), left out");
         } else if (nodes > 1 && (st.kind == "parallel_fs" || st.kind == "nfs" || st.kind == "object_store")) {
             notes.push_back(head + "no aggregate limit known: " + std::to_string(nodes) + " nodes x " + format(r->rate) +

@@ -164,7 +164,7 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     }
     if (keep_core) split += o.flash_attention ? heads * 4.0 : heads * s * (e + (o.dropout ? 1.0 + e : 0.0));
     // The o-projection input: FlashAttention keeps its output O for its backward; an FP8 GEMM saves its own copy.
-    const bool o_kept = !lora || lora->has("o_proj") || (o.flash_attention && keep_core);
+    const bool o_kept = !lora || o.frozen_inputs_saved || lora->has("o_proj") || (o.flash_attention && keep_core);
     if (o_kept) split += o_width * (o.flash_attention && keep_core && g < e ? e + g : g);
     if (o.dropout) replicated += 2.0 * h;  // 1-byte masks after attention and after the MLP
 
@@ -178,13 +178,14 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
         const double E = static_cast<double>(m.moe.routed_experts);
         replicated += e * h + 8.0 * E;
         const double shared = static_cast<double>(m.moe.shared_experts * m.moe.shared_width()) / tp;
-        split += 2.0 * e * shared + down_in * g * shared;
+        const double gate_up = m.moe.gated && o.eager ? 3.0 : 2.0;  // eager SwiGLU keeps silu(gate) too
+        split += gate_up * e * shared + down_in * g * shared;
         const double copies = tokens * static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
                               static_cast<double>(p.etp) / tp;
         const double Ie = static_cast<double>(m.moe.expert_intermediate) / p.etp;
-        routed = copies * ((mlp_in * g + e) * h + (2.0 * e + down_in * g) * Ie);
+        routed = copies * ((mlp_in * g + e) * h + (gate_up * e + down_in * g) * Ie);
     }
-    if (lora) split += lora_activation_bytes_per_token(m, layer, *lora, e) / tp;
+    if (lora) split += lora_activation_bytes_per_token(m, layer, *lora, e, p.tp);
     return (tokens * (replicated / rep + split) + routed) * units::B;
 }
 
@@ -231,11 +232,14 @@ inline void lora_model_states(const model_spec& m, const pipeline_stage& st, con
                               const parallelism_spec& p, const training_spec& t, const state_bytes& b, double group,
                               double expert_group, int zero, training_memory& out, bool explain) {
     const lora_spec& l = *t.lora;
-    const double base = prec.weights.bytes_per_element(), experts_base = prec.experts().bytes_per_element();
-    const double other_bytes = prec.weights.quantized() ? 2.0 : base;
-    const double routed = st.params.routed_experts, block = st.params.block_linear - routed, other = st.params.other;
+    const double base = prec.weights.bytes_per_element();
+    device_parameters dense = st.params, routed = st.params;
+    dense.block_linear -= dense.routed_experts;
+    dense.routed_experts = 0.0;
+    routed.block_linear = routed.routed_experts;
+    routed.other = 0.0;
     const double wd = zero >= 3 ? group : 1.0, we = zero >= 3 ? expert_group : 1.0;
-    out.weights = ((block * base + other * other_bytes) / wd + routed * experts_base / we) * units::B;
+    out.weights = (frozen_base_bytes(dense, prec) / wd + frozen_base_bytes(routed, prec) / we) * units::B;
     const double adapters = lora_device_parameters(m, l, st.first_layer, st.layers, p);
     auto shard = [&](bool sharded) { return sharded ? group : 1.0; };
     out.weights += adapters * b.weights / shard(zero >= 3) * units::B;
@@ -336,11 +340,15 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
 
     // ZeRO-3 / FSDP: one layer (unit) is gathered whole while the next is prefetched.
     if (zero >= 3 && group > 1) {
+        // LoRA gathers the frozen base in its own format; its vocabulary matrices stay 16-bit.
+        const double block_bytes = t.lora ? prec.weights.bytes_per_element() : b.weights;
+        const double vocab_bytes = t.lora && prec.weights.quantized() ? 2.0 : block_bytes;
         double largest = 0.0;
         for (int i = st.first_layer; i < st.first_layer + st.layers; ++i)
-            largest = std::max(largest, detail::layer_on_device(m, i, p).total());
-        if (st.has_embedding || st.has_lm_head) largest = std::max(largest, static_cast<double>(m.vocab * m.hidden) / p.tp);
-        out.buffers += 2.0 * largest * (t.lora ? prec.weights.bytes_per_element() : b.weights) * units::B;
+            largest = std::max(largest, detail::layer_on_device(m, i, p).total() * block_bytes);
+        if (st.has_embedding || st.has_lm_head)
+            largest = std::max(largest, static_cast<double>(m.vocab * m.hidden) / p.tp * vocab_bytes);
+        out.buffers += 2.0 * largest * units::B;
         if (o.explain) out.notes.push_back("ZeRO-3/FSDP: the largest unit (layer or vocabulary matrix) gathered unsharded, twice "
                                            "(current + prefetched; PyTorch FSDP, Zhao et al. 2023, arXiv:2304.11277)");
     }
