@@ -268,8 +268,9 @@ lora_spec read_lora(object_reader& r) {
     const std::string field = r.path("targets");
     const std::string allowed = "\"all_linear\" or a list of " + names;
     if (!t) r.missing("targets", allowed);
+    std::vector<std::string> targets;
     if (t->is_string() && t->get<std::string>() == "all_linear") {
-        l.targets = lora_projections;
+        targets = lora_projections;
     } else if (t->is_array() && !t->empty()) {
         for (std::size_t i = 0; i < t->size(); ++i) {
             const json& v = (*t)[i];
@@ -281,11 +282,12 @@ lora_spec read_lora(object_reader& r) {
                 throw config_error(at, "'" + name + "'", "not a projection LoRA targets here" +
                                    (near.empty() ? std::string() : "; did you mean '" + near.front() + "'?"), names);
             }
-            if (!l.has(name)) l.targets.push_back(name);
+            if (std::find(targets.begin(), targets.end(), name) == targets.end()) targets.push_back(name);
         }
     } else {
         throw config_error(field, detail::short_value(*t), "expected \"all_linear\" or a non-empty list", allowed);
     }
+    l.set_targets(targets);
     const auto d = r.number("dropout", 0.0);
     if (d && *d >= 1.0) throw config_error(r.path("dropout"), format_number(*d), "must be below 1", "a probability in [0, 1)");
     l.dropout = d.value_or(0.0);

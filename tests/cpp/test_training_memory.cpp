@@ -342,7 +342,7 @@ TEST_CASE("LoRA adapters by hand on a MoE layer: every expert's projections, spl
     const model_spec& m = test::shipped_catalog().model("Mixtral-8x7B");
     lora_spec l;
     l.rank = 16;
-    l.targets = lora_projections;
+    l.set_targets(lora_projections);
     const lora_parameters p = lora_layer_parameters(m, 0, l);
     const double attention = 16.0 * (8192 + 5120 + 5120 + 8192);
     const double expert = 3 * 16.0 * (4096 + 14336);
@@ -356,7 +356,7 @@ TEST_CASE("LoRA adapters by hand on a MoE layer: every expert's projections, spl
     par.etp = 1;
     CHECK(lora_device_parameters(m, l, 0, 1, par) == doctest::Approx(attention / 2 + 2 * expert));
     // Only q and v: no expert adapters.
-    l.targets = {"q_proj", "v_proj"};
+    l.set_targets({"q_proj", "v_proj"});
     CHECK(lora_layer_parameters(m, 0, l).routed_experts == 0.0);
     CHECK(lora_layer_parameters(m, 0, l).dense == doctest::Approx(16.0 * (8192 + 5120)));
 }

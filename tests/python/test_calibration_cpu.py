@@ -108,8 +108,8 @@ TINY = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1536, "n
 @pytest.fixture(scope="module")
 def tiny_calibration(tmp_path_factory):
     """Calibrate on the tiny layer until every operator is within 15% after calibration (issue 8.5),
-    at most three times: CI machines share their cores, and a run disturbed by a neighbour is
-    repeated rather than judged. Five interleaved rounds (the fastest median of each probe counts):
+    at most five times (three let one full suite in about ten fail on a 2-core VM, 2026-12): CI machines share
+    their cores, and a run disturbed by a neighbour is repeated rather than judged. Five interleaved rounds (the fastest median of each probe counts):
     with three, one attempt in three passed on a 2-core VM (operators off by up to 39%, each probe's
     median drifting by a quarter between attempts); with five, six of six, within 11%. One thread:
     on a 2-core VM a second thread shares its core with whatever else runs there, and a kernel split
@@ -118,7 +118,7 @@ def tiny_calibration(tmp_path_factory):
     from capplan.calibration import calibrate_cpu
     out = tmp_path_factory.mktemp("cal") / "cpu.json"
     model = capplan.Model.from_hf_config(TINY, "tiny")
-    for attempt in range(1, 4):
+    for attempt in range(1, 6):
         cal = calibrate_cpu(model, layer_tokens=128, gemm_tokens=(1, 16, 128), max_time="0.2 s", rounds=5, output=out,
                             threads=1)
         if all(abs(o["error_after"]) <= 0.15 for o in cal["report"]["ops"]):

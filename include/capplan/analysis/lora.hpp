@@ -15,6 +15,7 @@
 //              one forward's worth (the attention core still 2.5x with FlashAttention).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -34,7 +35,7 @@ struct lora_parameters {
 // A model whose projections this count knows: standard (GQA/MHA) attention, dense or MoE MLPs. MLA's latent
 // projections and linear-attention mixers have other names and shapes; targeting them is an error naming the field.
 inline void check_lora_model(const model_spec& m, const lora_spec& l) {
-    const bool attention = l.has("q_proj") || l.has("k_proj") || l.has("v_proj") || l.has("o_proj");
+    const bool attention = l.has(lora_target::q_proj) || l.has(lora_target::k_proj) || l.has(lora_target::v_proj) || l.has(lora_target::o_proj);
     if (attention && m.mla)
         throw config_error("/training/lora/targets", m.name, "MLA's latent projections (q_a/q_b, kv_a/kv_b) are not "
                            "modelled as LoRA targets", "the MLP projections only (gate_proj, up_proj, down_proj)");
@@ -60,18 +61,18 @@ inline lora_parameters lora_layer_parameters(const model_spec& m, std::int64_t l
         const double d = static_cast<double>(m.head_dim);
         const double q = static_cast<double>(m.heads) * d * (m.attention_output_gate ? 2.0 : 1.0);
         const double kv = static_cast<double>(m.kv_heads) * d;
-        if (l.has("q_proj")) out.dense += adapter(h, q);
-        if (l.has("k_proj")) out.dense += adapter(h, kv);
-        if (l.has("v_proj")) out.dense += adapter(h, kv);
-        if (l.has("o_proj")) out.dense += adapter(static_cast<double>(m.heads) * d, h);
+        if (l.has(lora_target::q_proj)) out.dense += adapter(h, q);
+        if (l.has(lora_target::k_proj)) out.dense += adapter(h, kv);
+        if (l.has(lora_target::v_proj)) out.dense += adapter(h, kv);
+        if (l.has(lora_target::o_proj)) out.dense += adapter(static_cast<double>(m.heads) * d, h);
     }
     if (!m.has_ffn(layer)) return out;
     // gate and up read the hidden state, down writes it; a non-gated MLP has no gate.
     auto mlp = [&](double width, bool gated) {
         double p = 0.0;
-        if (gated && l.has("gate_proj")) p += adapter(h, width);
-        if (l.has("up_proj")) p += adapter(h, width);
-        if (l.has("down_proj")) p += adapter(width, h);
+        if (gated && l.has(lora_target::gate_proj)) p += adapter(h, width);
+        if (l.has(lora_target::up_proj)) p += adapter(h, width);
+        if (l.has(lora_target::down_proj)) p += adapter(width, h);
         return p;
     };
     if (m.is_moe_layer(layer)) {
@@ -97,16 +98,16 @@ inline double lora_activation_bytes_per_token(const model_spec& m, std::int64_t 
     auto split = [&](double width) { return e * r + drop * width / tp; };
     double bytes = 0.0;
     if (m.has_mixer(layer) && !m.is_linear_layer(layer) && !m.mla) {
-        for (const char* n : {"q_proj", "k_proj", "v_proj"})
-            if (l.has(n)) bytes += whole();
-        if (l.has("o_proj")) bytes += split(static_cast<double>(m.heads * m.head_dim));
+        for (const lora_target t : {lora_target::q_proj, lora_target::k_proj, lora_target::v_proj})
+            if (l.has(t)) bytes += whole();
+        if (l.has(lora_target::o_proj)) bytes += split(static_cast<double>(m.heads * m.head_dim));
     }
     if (!m.has_ffn(layer)) return bytes;
     auto mlp = [&](double width, bool gated) {
         double b = 0.0;
-        if (gated && l.has("gate_proj")) b += whole();
-        if (l.has("up_proj")) b += whole();
-        if (l.has("down_proj")) b += split(width);
+        if (gated && l.has(lora_target::gate_proj)) b += whole();
+        if (l.has(lora_target::up_proj)) b += whole();
+        if (l.has(lora_target::down_proj)) b += split(width);
         return b;
     };
     if (m.is_moe_layer(layer))
@@ -132,11 +133,15 @@ inline lora_parameters lora_model_parameters(const model_spec& m, const lora_spe
 // ep x etp (as their weights are; the replicated half of each split adapter, r·d per projection, is left out).
 inline double lora_device_parameters(const model_spec& m, const lora_spec& l, int first, int count,
                                      const parallelism_spec& p) {
+    // Per layer kind (MoE, linear attention, mixer, FFN), once: a layout search asks per layout.
+    std::array<lora_parameters, 16> kind{};
+    std::array<bool, 16> known{};
     double dense = 0.0, routed = 0.0;
     for (std::int64_t i = first; i < first + count; ++i) {
-        const lora_parameters q = lora_layer_parameters(m, i, l);
-        dense += q.dense;
-        routed += q.routed_experts;
+        const unsigned k = m.layer_kind(i);
+        if (!known[k]) kind[k] = lora_layer_parameters(m, i, l), known[k] = true;
+        dense += kind[k].dense;
+        routed += kind[k].routed_experts;
     }
     return dense / p.tp + routed / (static_cast<double>(p.ep) * p.etp);
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -98,7 +99,10 @@ inline state_bytes bytes_per_parameter(const precision_spec& prec, const trainin
     state_bytes b;
     b.weights = detail::training_weight_bytes(prec);
     b.gradients = o.gradients ? o.gradients->bytes_per_element() : t.distributed_optimizer ? 4.0 : b.weights;
-    const double state = find_format(t.optimizer_state_format, "/training/optimizer_state_format").bytes_per_element();
+    // (the two formats the reader allows without a lookup: a layout search asks per layout)
+    const double state = t.optimizer_state_format == "fp32"   ? 4.0
+                         : t.optimizer_state_format == "bf16" ? 2.0
+                                                              : find_format(t.optimizer_state_format, "/training/optimizer_state_format").bytes_per_element();
     if (t.optimizer == "adamw" || t.optimizer == "adam") b.optimizer = 2.0 * state;
     else if (t.optimizer == "sgd") b.optimizer = state;
     else if (t.optimizer == "adafactor") b.optimizer = 0.0;
@@ -136,14 +140,15 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     const bool keep_core = r == recompute_kind::none;  // selective recompute redoes core attention (§5)
     // A projection's input is saved for its weight gradient; with LoRA only targeted ones keep it (lora.hpp).
     const lora_spec* lora = o.lora;
-    auto saved = [&](std::initializer_list<const char*> projections) {
+    auto saved = [&](std::initializer_list<lora_target> projections) {
         if (!lora || o.frozen_inputs_saved) return 1.0;
-        for (const char* n : projections)
-            if (lora->has(n)) return 1.0;
+        for (const lora_target t : projections)
+            if (lora->has(t)) return 1.0;
         return 0.0;
     };
-    const double qkv_in = saved({"q_proj", "k_proj", "v_proj"}), mlp_in = saved({"gate_proj", "up_proj"});
-    const double down_in = saved({"down_proj"});
+    const double qkv_in = saved({lora_target::q_proj, lora_target::k_proj, lora_target::v_proj});
+    const double mlp_in = saved({lora_target::gate_proj, lora_target::up_proj});
+    const double down_in = saved({lora_target::down_proj});
     // Eager RMSNorm (Hugging Face LlamaRMSNorm, litgpt, torchtune) saves the fp32 upcast of its input, and the
     // normalised 16-bit output for the norm weight's gradient when that weight trains; a fused norm keeps its input.
     const double norm_bytes = o.eager ? 4.0 + (lora ? 0.0 : e) : e;
@@ -164,7 +169,7 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     }
     if (keep_core) split += o.flash_attention ? heads * 4.0 : heads * s * (e + (o.dropout ? 1.0 + e : 0.0));
     // The o-projection input: FlashAttention keeps its output O for its backward; an FP8 GEMM saves its own copy.
-    const bool o_kept = !lora || o.frozen_inputs_saved || lora->has("o_proj") || (o.flash_attention && keep_core);
+    const bool o_kept = !lora || o.frozen_inputs_saved || lora->has(lora_target::o_proj) || (o.flash_attention && keep_core);
     if (o_kept) split += o_width * (o.flash_attention && keep_core && g < e ? e + g : g);
     if (o.dropout) replicated += 2.0 * h;  // 1-byte masks after attention and after the MLP
 
@@ -222,6 +227,25 @@ inline std::int64_t microbatches_per_step(const parallelism_spec& p, const train
 }  // namespace detail
 
 namespace detail {
+
+// Per-layer values by model_spec::layer_kind: a stage of 80 alike layers is computed once (a layout search asks
+// per layout).
+class by_layer_kind {
+public:
+    template <class F>
+    data_size operator()(const model_spec& m, std::int64_t i, F&& compute) {
+        const unsigned k = m.layer_kind(i);
+        if (!known_[k]) {
+            value_[k] = compute();
+            known_[k] = true;
+        }
+        return value_[k];
+    }
+
+private:
+    std::array<data_size, 16> value_{};
+    std::array<bool, 16> known_{};
+};
 
 // LoRA / QLoRA model states on one device of `st` (lora.hpp): the frozen base in precision.weights (routed experts
 // in their own format; embeddings, head and norms in 16 bits when that is narrower), no gradients or optimizer
@@ -344,8 +368,9 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
         const double block_bytes = t.lora ? prec.weights.bytes_per_element() : b.weights;
         const double vocab_bytes = t.lora && prec.weights.quantized() ? 2.0 : block_bytes;
         double largest = 0.0;
+        detail::by_layer_kind unit;
         for (int i = st.first_layer; i < st.first_layer + st.layers; ++i)
-            largest = std::max(largest, detail::layer_on_device(m, i, p).total() * block_bytes);
+            largest = std::max(largest, unit(m, i, [&] { return detail::layer_on_device(m, i, p).total() * block_bytes * units::B; }).in(units::B));
         if (st.has_embedding || st.has_lm_head)
             largest = std::max(largest, static_cast<double>(m.vocab * m.hidden) / p.tp * vocab_bytes);
         out.buffers += 2.0 * largest * units::B;
@@ -376,13 +401,15 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     out.layer_sets_in_flight = pipeline_layer_sets(pp, p.vpp, stage, n_mb);
     out.in_flight_microbatches = static_cast<int>(std::ceil(out.layer_sets_in_flight - 1e-9));
     data_size per_set, largest_layer, largest_full;
+    detail::by_layer_kind kept, whole;
     for (int i = st.first_layer; i < st.first_layer + st.layers; ++i) {
-        const data_size l = layer_activation_bytes(m, i, t.seq_len, t.micro_batch, p, t.recompute, act, ao);
+        const data_size l = kept(m, i, [&] { return layer_activation_bytes(m, i, t.seq_len, t.micro_batch, p, t.recompute, act, ao); });
         per_set += l;
         largest_layer = std::max(largest_layer, l);
         if (t.recompute == recompute_kind::full)
-            largest_full = std::max(largest_full, layer_activation_bytes(m, i, t.seq_len, t.micro_batch, p,
-                                                                         recompute_kind::none, act, ao));
+            largest_full = std::max(largest_full, whole(m, i, [&] {
+                return layer_activation_bytes(m, i, t.seq_len, t.micro_batch, p, recompute_kind::none, act, ao);
+            }));
     }
     out.activations_per_layer = largest_layer;
     out.activations = per_set * out.layer_sets_in_flight;

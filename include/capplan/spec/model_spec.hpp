@@ -118,6 +118,11 @@ struct model_spec {
     bool is_linear_layer(std::int64_t i) const {
         return i >= 0 && static_cast<std::size_t>(i) < linear_layer.size() && linear_layer[static_cast<std::size_t>(i)];
     }
+    // What sets a layer's shape apart, as a number below 16 (MoE FFN, linear attention, a mixer, an FFN): the
+    // per-layer formulas depend on nothing else, so a stage of alike layers is computed once.
+    unsigned layer_kind(std::int64_t i) const {
+        return (is_moe_layer(i) ? 1u : 0u) | (is_linear_layer(i) ? 2u : 0u) | (has_mixer(i) ? 4u : 0u) | (has_ffn(i) ? 8u : 0u);
+    }
     std::int64_t moe_layer_count() const;
     std::int64_t sliding_layer_count() const;
     std::int64_t linear_layer_count() const;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -59,15 +60,29 @@ enum class recompute_kind { none, selective, full };
 
 // LoRA fine-tuning (Hu et al. 2021, arXiv:2106.09685): the base is frozen (in any format: QLoRA's NF4 too) and
 // each targeted projection W (d_in -> d_out) learns B·A, A: rank x d_in, B: d_out x rank (lora.hpp).
+enum class lora_target { q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj };
 inline const std::vector<std::string> lora_projections{"q_proj", "k_proj", "v_proj", "o_proj",
-                                                       "gate_proj", "up_proj", "down_proj"};
+                                                       "gate_proj", "up_proj", "down_proj"};  // in lora_target's order
 struct lora_spec {
     std::int64_t rank = 0;
-    std::vector<std::string> targets;  // names from lora_projections ("all_linear" reads as all of them)
-    double dropout = 0.0;              // LoRA dropout on each adapter's input (PEFT lora_dropout)
-    bool has(const std::string& projection) const {
-        return std::find(targets.begin(), targets.end(), projection) != targets.end();
+    double dropout = 0.0;  // LoRA dropout on each adapter's input (PEFT lora_dropout)
+
+    // Names from lora_projections (the reader has checked them; others are ignored).
+    void set_targets(const std::vector<std::string>& names) {
+        targets_ = names;
+        on_.fill(false);
+        for (const auto& n : names) {
+            const auto it = std::find(lora_projections.begin(), lora_projections.end(), n);
+            if (it != lora_projections.end()) on_[static_cast<std::size_t>(it - lora_projections.begin())] = true;
+        }
     }
+    const std::vector<std::string>& targets() const { return targets_; }
+    // A flag per projection: the memory and speed models ask it per layer of every layout a search ranks.
+    bool has(lora_target t) const { return on_[static_cast<std::size_t>(t)]; }
+
+private:
+    std::vector<std::string> targets_;
+    std::array<bool, 7> on_{};
 };
 
 struct training_spec {
