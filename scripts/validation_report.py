@@ -44,7 +44,8 @@ DOC = ROOT / "docs" / "validation.md"
 ROLES = ("fitted", "held_out")
 QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_loop", "throughput_static",
               "speculative_speedup", "throughput_pool", "kv_offload", "prefix_cache", "engine_allreduce",
-              "training_step", "training_mfu", "checkpoint_size", "checkpoint_save", "checkpoint_restore", "lora_memory")
+              "training_step", "training_mfu", "checkpoint_size", "checkpoint_save", "checkpoint_restore", "lora_memory",
+              "collective_busbw")
 # Issue #18's targets on held-out rows: median |error| per quantity, and no row beyond ROW_LIMIT
 # without a documented cause.
 TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput_static": 0.15,
@@ -322,6 +323,25 @@ def _training_rows(data):
     return out
 
 
+def _collective_rows():
+    # Large-message bus bandwidth of tests/python/test_collectives.py's LARGE list (each row cited in
+    # tests/data/published_collectives.json), as that test runs it; its "fit" rows fixed the efficiency factors of
+    # include/capplan/analysis/collectives.hpp.
+    tests = _load("collective_tests_for_report", ROOT / "tests" / "python" / "test_collectives.py")
+    out = []
+    for n, (label, system, gpus, per_node, op, size, opts, busbw, role) in enumerate(tests.LARGE):
+        r = capplan.collective(op, capplan.Quantity(float(size), "B"), system=system, gpus=gpus, per_node=per_node or None,
+                               **opts)
+        modelled = r.busbw_bytes_per_s / 1e9
+        out.append({"id": f"collectives LARGE[{n}]", "label": label, "quantity": "collective_busbw", "metric": "busbw GB/s",
+                    "published": busbw, "modelled": modelled, "error": modelled / busbw - 1,
+                    "role": "fitted" if role == "fit" else "held_out",
+                    "fitted_for": "the efficiency factors of include/capplan/analysis/collectives.hpp (docs/formulas.md §11)"
+                    if role == "fit" else None, "multi_node": bool(per_node) and gpus > per_node,
+                    "source": "tests/data/published_collectives.json"})
+    return out
+
+
 def _lora_rows(data):
     # Live tensors at the peak of a LoRA / QLoRA fine-tune against the allocator's published peak.
     out = []
@@ -430,6 +450,7 @@ def collect(data=None, serving=None):
     out += _checkpoint_rows(json.loads(CHECKPOINT.read_text()))
     out += _lora_rows(json.loads(LORA.read_text()))
     out += _training_rows(json.loads(TRAINING.read_text()))
+    out += _collective_rows()
     for n, row in enumerate(data["latency_measurements"]):
         if row["role"] not in ROLES:
             continue
@@ -497,7 +518,9 @@ def render(rows, provenance, data):
         "(training checkpoints written to and read from a shared file system, issue #20), or in",
         "`tests/data/published_lora.json` (peak memory of LoRA and QLoRA fine-tuning, issue #20), or in",
         "`tests/data/published_training.json` (pre-training step time and MFU, run as each family's test in",
-        "`tests/python/test_training_speed.py` runs it; a row whose layout does not fit capplan's memory says so).",
+        "`tests/python/test_training_speed.py` runs it; a row whose layout does not fit capplan's memory says so), or",
+        "the large-message collective bus bandwidths of `tests/python/test_collectives.py` (rows cited in",
+        "`tests/data/published_collectives.json`).",
         "Error = modelled / published - 1. **Fitted** rows were used to choose a constant of the model (each row's",
         "`fitted_for` says which); they cannot prove the model right. **Held-out** rows were never used to choose",
         f"one. Rows marked `unused` ({unused[0]} latency rows, {unused[1]} saturated-throughput tables) are compared by",
@@ -525,6 +548,10 @@ def render(rows, provenance, data):
         within = sum(abs(r["error"]) <= 0.12 for r in held)
         lines += ["", f"Held-out training rows (step time and MFU) within 12%: {within} of {len(held)} "
                       f"({100 * within / len(held):.0f}%; issue #20's target 80%)."]
+    multi = [r for r in rows if r["quantity"] == "collective_busbw" and r["role"] == "held_out" and r.get("multi_node")]
+    if multi:
+        within = sum(abs(r["error"]) <= 0.10 for r in multi)
+        lines += ["", f"Held-out multi-node collective rows within 10% (issue #20's target): {within} of {len(multi)}."]
     beyond = [r for r in rows if r["role"] == "held_out" and abs(r["error"]) > ROW_LIMIT]
     lines += ["", f"Held-out entries beyond {100 * ROW_LIMIT:.0f}%: {len(beyond)}"
               + "".join(f"\n- {r['id']} {r['label']} ({r['quantity']}): {pct(r['error'])}" for r in beyond), ""]
