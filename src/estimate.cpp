@@ -470,7 +470,7 @@ void estimate_training_speed(const scenario& s, estimate_result& r) {
     for (const auto& term : tp.terms) {
         if (term.term == "forward" || term.term == "backward" || term.term == "recompute" || term.term == "fp8 casts")
             compute += term.exposed;
-        else if (term.term == "tp communication" || term.term == "cp ring exchange" || term.term == "ep all-to-all")
+        else if (term.term == "tp communication" || term.term.rfind("cp ", 0) == 0 || term.term == "ep all-to-all")
             tp_comm += term.exposed;
         else if (term.term == "pp sends")  // between nodes when the stages do not fit one
             (pipeline_spans_nodes(s) ? dp : tp_comm) += term.exposed;

@@ -84,9 +84,12 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
             parallelism_spec& p = sc.parallelism;
             p = parallelism_spec{};
             p.expert_imbalance = base.parallelism.expert_imbalance;  // the workload's routing, not a layout choice
+            p.cp_algorithm = base.parallelism.cp_algorithm;          // the framework's, not a layout choice
             p.tp = sh.tp, p.pp = sh.pp, p.cp = sh.cp, p.ep = sh.ep;
             p.etp = sh.ep > 1 ? 1 : sh.tp;
             p.dp = n / (sh.tp * sh.pp * sh.cp);
+            // Ulysses re-splits the heads over the context-parallel ranks: they must divide them.
+            if (sh.cp > 1 && p.cp_algorithm == "all_to_all" && (m.heads / sh.tp) % sh.cp != 0) continue;
             const perf_setup perf = training_perf_setup(sc);
             const weight_sharding w = shard_weights(m, p);
             if (!w.problems.empty()) continue;

@@ -224,6 +224,7 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
     p.sequence_parallel = r.boolean("sequence_parallel").value_or(false);
     p.expert_imbalance = r.number("expert_imbalance", 1.0).value_or(1.0);
     p.attention_dp = r.boolean("attention_dp").value_or(false);
+    p.cp_algorithm = r.choice("cp_algorithm", {"ring", "all_gather", "all_to_all"}).value_or("ring");
     if (p.attention_dp && (p.ep != p.tp || p.tp < 2 || p.pp != 1 || p.cp != 1))
         throw config_error(r.path("attention_dp"), "true",
                            "needs ep = tp >= 2 with pp = 1 and cp = 1 (got tp " + std::to_string(p.tp) + ", ep " +
@@ -643,6 +644,12 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
                                sc.training->zero >= 3 ? "not modelled with ZeRO-3 / FSDP weight sharding"
                                                       : "needs FP8 GEMMs (precision.compute fp8)",
                                "false, or precision.compute: fp8 with zero < 3");
+        const parallelism_spec& par = sc.parallelism;
+        if (par.cp > 1 && par.cp_algorithm == "all_to_all" && (sc.model.heads / par.tp) % par.cp != 0)
+            throw config_error("/parallelism/cp_algorithm", "all_to_all",
+                               "Ulysses splits the " + std::to_string(sc.model.heads / par.tp) +
+                                   " heads of a tensor-parallel rank over cp = " + std::to_string(par.cp) + ": they do not divide",
+                               "ring or all_gather, or a cp that divides the heads per tensor-parallel rank");
         if (sc.training->lora) {
             check_lora_model(sc.model, *sc.training->lora);
             if (sc.precision.compute.element_bits < 16.0)

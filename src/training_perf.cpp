@@ -124,22 +124,41 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     forward += dequant;
     backward += dequant;
     if (t.recompute == recompute_kind::full) recompute += dequant;
-    // Context parallelism (ring attention, Liu et al. 2023 arXiv:2310.01889): each layer passes its
-    // K/V chunk around the cp ring (cp - 1 hops forward, twice that backward), overlapped with the
-    // attention core; only what the core cannot hide is exposed.
+    // Context parallelism by parallelism.cp_algorithm (ring attention: Liu et al. 2023 arXiv:2310.01889).
     duration cp_comm, cp_exposed;
     if (p.cp > 1) {
         const data_size kv = tokens * kv_bytes_per_token_per_layer(m, p.tp, s.precision.activations);
         const int ranks_per_node = std::max(1, s.system.per_node / std::min(p.tp, s.system.per_node));
         const collective_group g{std::min(p.cp, s.system.count), std::min(p.cp, ranks_per_node)};
-        const duration hop = collective_time(collective_op::send_recv, kv, s.system,
-                                             {g.gpus, g.gpus % g.per_node == 0 ? g.per_node : 1}).time;
-        const duration per_layer = 3.0 * (p.cp - 1) * hop;
-        // Only attention layers pass K/V around the ring (linear-attention layers have none to pass).
-        const double rings = static_cast<double>(attention_layers(m, all_layers(m)));
-        const duration core_per_layer = 3.0 * attention_core / rings;
-        cp_comm = rings / stages * per_layer;
-        cp_exposed = rings / stages * std::max(duration{}, per_layer - core_per_layer);
+        const collective_group group{g.gpus, g.gpus % g.per_node == 0 ? g.per_node : 1};
+        // Only attention layers exchange K/V (linear-attention layers have none to pass).
+        const double layers = static_cast<double>(attention_layers(m, all_layers(m)));
+        if (p.cp_algorithm == "all_gather") {
+            // Llama 3 (arXiv:2407.21783 §3.3.2): every rank all-gathers the sequence's K and V before attention (and
+            // again when recomputing), reduce-scatters their gradients in the backward; on the critical path.
+            const data_size whole = static_cast<double>(p.cp) * kv;
+            const double gathers = t.recompute == recompute_kind::full ? 2.0 : 1.0;
+            const duration per_layer = gathers * collective_time(collective_op::all_gather, whole, s.system, group).time +
+                                       collective_time(collective_op::reduce_scatter, whole, s.system, group).time;
+            cp_comm = cp_exposed = layers / stages * per_layer;
+        } else if (p.cp_algorithm == "all_to_all") {
+            // DeepSpeed-Ulysses (Jacobs et al. 2023, arXiv:2309.14509 §3.1): Q, K and V re-split from sequence to
+            // heads before attention and the output back after, forward and backward; on the critical path.
+            const double e = s.precision.activations.bytes_per_element();
+            const double q = static_cast<double>(m.heads * m.head_dim) / p.tp;
+            const data_size qkvo = tokens * e * 2.0 * q * units::B + kv;  // Q and O, and this rank's K and V
+            const double passes = t.recompute == recompute_kind::full ? 3.0 : 2.0;
+            const duration per_layer = passes * collective_time(collective_op::all_to_all, qkvo, s.system, group).time;
+            cp_comm = cp_exposed = layers / stages * per_layer;
+        } else {
+            // Ring attention: K/V chunks passed around the ring (cp - 1 hops forward, twice that backward),
+            // overlapped with the attention core; only what the core cannot hide is exposed.
+            const duration hop = collective_time(collective_op::send_recv, kv, s.system, group).time;
+            const duration per_layer = 3.0 * (p.cp - 1) * hop;
+            const duration core_per_layer = 3.0 * attention_core / layers;
+            cp_comm = layers / stages * per_layer;
+            cp_exposed = layers / stages * std::max(duration{}, per_layer - core_per_layer);
+        }
     }
     // Expert parallelism: dispatch and combine all-to-alls of each rank's routed tokens (its 1/tp
     // sequence shard x k), forward and backward, per MoE layer (Lepikhin et al. 2020 GShard §2;
@@ -287,7 +306,8 @@ training_performance assemble_training_performance(const scenario& s, const perf
                  {"fp8 casts", smb * fp8_casts, smb * fp8_casts},
                  {"tp communication", static_cast<double>(mb) * (tp_comm + recompute_comm), static_cast<double>(mb) * tp_exposed},
                  {"pp sends", static_cast<double>(mb) * pp_comm, static_cast<double>(mb) * pp_exposed},
-                 {"cp ring exchange", static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_exposed},
+                 {s.parallelism.cp_algorithm == "ring" ? std::string("cp ring exchange") : "cp " + s.parallelism.cp_algorithm,
+                  static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_exposed},
                  {"ep all-to-all", static_cast<double>(mb) * ep_comm, static_cast<double>(mb) * ep_exposed},
                  {"pipeline bubble", bubble, bubble},
                  {t.zero <= 1 ? std::string("dp gradients") : t.zero == 2 ? std::string("dp gradients (zero-2 reduce-scatters + gather)")

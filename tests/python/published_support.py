@@ -119,8 +119,10 @@ def training_published(row, variant=None):
         return {"model": model, "system": system, "parallelism": par, "training": training}, published, "step_time_s"
     if rid.startswith("llama3"):
         # FSDP sharding optimizer states and gradients (ZeRO-2-like, §3.3.2); no recompute at 8K; V and the
-        # micro-batch not stated: 1F1B, micro-batch 1.
+        # micro-batch not stated: 1F1B, micro-batch 1; context parallelism by all-gathering K and V (§3.3.2).
         training.update(zero=2, recompute="none")
+        if par["cp"] > 1:
+            par["cp_algorithm"] = "all_gather"
         return ({"model": row["model"], "system": system, "parallelism": par, "training": training},
                 float(row["mfu"]["value"].rstrip("%")) / 100, "mfu")
     if rid.startswith("mosaic"):

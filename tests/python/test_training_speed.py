@@ -384,3 +384,35 @@ def test_context_parallel_ranks_join_the_gradient_reduction():
     assert context["dp gradients"] == pytest.approx(plain["dp gradients"], rel=1e-12)
     assert context["optimizer step"] == pytest.approx(plain["optimizer step"], rel=1e-12)
     assert context["cp ring exchange"] > 0  # reported whole; the part attention hides is not exposed
+
+
+def test_context_parallel_all_gather_and_all_to_all_by_hand():
+    # Llama-3.1-8B, sequence 8192 over cp = 2 on one DGX-H100 (dp 4), 64 sequences a step: 16 micro-batches of one.
+    # Each rank's K and V per layer: 4096 tokens x 2 x 8 heads x 128 x 2 B = 16,777,216 B.
+    def run(algorithm):
+        r = capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+                              "parallelism": {"tp": 1, "cp": 2, "cp_algorithm": algorithm},
+                              "training": {"seq_len": 8192, "global_batch": 64}})
+        return {t["term"]: t for t in r.to_dict()["training"]["breakdown"]}
+
+    def coll(op, size):
+        return capplan.collective(op, capplan.Quantity(float(size), "B"), system="DGX-H100", gpus=2).time_s
+    kv = 4096 * 2 * 8 * 128 * 2
+    # Llama 3's all-gather CP: per layer an all-gather of both ranks' K/V and a reduce-scatter of their gradients,
+    # all of it on the critical path.
+    gather = run("all_gather")["cp all_gather"]
+    per_layer = coll("all_gather", 2 * kv) + coll("reduce_scatter", 2 * kv)
+    assert gather["time_s"] == pytest.approx(16 * 32 * per_layer, rel=1e-9)
+    assert gather["exposed_s"] == gather["time_s"]
+    # Ulysses: Q and O (4096 tokens x 4096 x 2 B each) and K/V re-split by an all-to-all, forward and backward.
+    ulysses = run("all_to_all")["cp all_to_all"]
+    assert ulysses["time_s"] == pytest.approx(16 * 32 * 2 * coll("all_to_all", 4096 * 2 * 4096 * 2 + kv), rel=1e-9)
+    # Ring attention hides its exchange under attention where it can.
+    ring = run("ring")["cp ring exchange"]
+    assert ring["exposed_s"] <= ring["time_s"]
+    for parallelism, field in (({"tp": 4, "cp": 16, "cp_algorithm": "all_to_all"}, "/parallelism/cp_algorithm"),
+                               ({"tp": 1, "cp": 2, "cp_algorithm": "mesh"}, "/parallelism/cp_algorithm")):
+        with pytest.raises(capplan.ConfigError) as e:
+            capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 64},
+                              "parallelism": parallelism, "training": {"seq_len": 8192, "global_batch": 64}})
+        assert e.value.field == field

@@ -48,6 +48,11 @@ struct parallelism_spec {
     // embeddings, dense and shared MLPs, the LM head) is replicated and each rank serves its own 1/tp
     // of the requests with their whole KV cache; the routed experts are spread over ep = tp ranks.
     bool attention_dp = false;
+    // How context-parallel ranks share the sequence's keys and values (training): "ring" (ring attention, K/V chunks
+    // passed around and overlapped with attention), "all_gather" (Llama 3: K/V all-gathered before attention,
+    // gradients reduce-scattered, on the critical path), "all_to_all" (DeepSpeed-Ulysses: Q, K, V and the output
+    // re-split from sequence to heads and back, on the critical path).
+    std::string cp_algorithm = "ring";
 
     int model_parallel() const { return tp * pp * cp; }
     // The tensor-parallel split of attention and the other non-expert weights (1 with attention_dp).
