@@ -12,9 +12,10 @@ from .units import Quantity
 Scenario = Union[Dict[str, Any], str, Path]
 
 
-def _jsonable(value: Any) -> Any:
-    """Quantities become exact unit strings, a Model its name or inline config; everything else must
-    already be JSON."""
+def _jsonable(value: Any, field: str = "") -> Any:
+    """Quantities become exact unit strings, a Model its name or inline config, numpy scalars and arrays
+    (anything with .item() / .tolist() and a dtype) numbers and lists; anything else that is not JSON is a
+    ConfigError naming its field."""
     from .catalog import Model
     if isinstance(value, Quantity):
         return value.to_json_text()
@@ -22,12 +23,19 @@ def _jsonable(value: Any) -> Any:
         ref, is_config = value._ref()
         return {**json.loads(ref), "name": value.name} if is_config else ref  # inline config fields (open)
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: _jsonable(v, f"{field}/{k}") for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, f"{field}/{i}") for i, v in enumerate(value)]
     if isinstance(value, Path):
         return str(value)
-    return value
+    if hasattr(value, "dtype") and hasattr(value, "tolist"):  # numpy (and alike) scalars and arrays
+        return _jsonable(value.tolist(), field)
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    allowed = "numbers, strings, booleans, null, lists and objects"
+    error = _core.ConfigError(f"{field or '/'}: a {type(value).__name__} is not a scenario value; allowed: {allowed}")
+    error.field, error.value, error.problem, error.allowed = field or "/", repr(value)[:80], "not a scenario value", allowed
+    raise error
 
 
 def scenario_text(scenario: Scenario) -> tuple:

@@ -251,3 +251,17 @@ def test_an_inline_accelerator_can_share_a_catalog_ones_efficiencies():
 def test_a_scenario_of_the_wrong_type_is_a_capplan_error(bad):
     with pytest.raises(capplan.ConfigError, match="a scenario is a dict, JSON text or the path"):
         capplan.estimate(bad)
+
+
+def test_numpy_values_are_numbers_and_other_objects_are_errors_naming_their_field():
+    # Jupyter users pass numpy scalars and arrays where numbers and lists go (issue #21 item 1).
+    np = pytest.importorskip("numpy")
+    plain = capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+                              "inference": {"input_tokens": 100, "output_tokens": 10, "concurrency": 4}})
+    numpy = capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": np.int64(8)},
+                              "inference": {"input_tokens": np.int32(100), "output_tokens": np.array(10),
+                                            "concurrency": np.int64(4)}})
+    assert numpy.to_dict() == plain.to_dict()
+    with pytest.raises(capplan.ConfigError) as e:
+        capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": {8}}})
+    assert e.value.field == "/system/count" and "a set is not a scenario value" in str(e.value)
