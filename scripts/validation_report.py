@@ -267,6 +267,13 @@ def _prefix_cache(row):
     return float(on.throughput_tokens_per_s) / float(off.throughput_tokens_per_s)
 
 
+def _entry(id_, label, quantity, metric, published, modelled, row, source, **extra):
+    """One compared quantity of a row (collect()'s entry); the row gives its role and what it was fitted for."""
+    return {"id": id_, "label": label, "quantity": quantity, "metric": metric, "published": published,
+            "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
+            "fitted_for": row.get("fitted_for"), "source": source, **extra}
+
+
 _AR_SYSTEM = {"H100-SXM": "DGX-H100", "H200": "HGX-H200"}
 
 
@@ -277,11 +284,9 @@ def _engine_allreduce_rows(data):
         r = capplan.collective("all_reduce", f"{row['bytes']} B", system=_AR_SYSTEM[row["gpu"]], gpus=row["gpus"],
                                engine="vllm-v1", algorithm=row["algorithm"])
         modelled, published = r.time.in_("us"), row["time_us"]["value"]
-        out.append({"id": f"published_engine_allreduce[{n}]",
-                    "label": f"{row['kernel']} {row['algorithm']} {row['gpus']} x {row['gpu']} {row['bytes'] / 1024:g} KiB",
-                    "quantity": "engine_allreduce", "metric": "us per all-reduce", "published": published,
-                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
-                    "fitted_for": row.get("fitted_for"), "source": row["source"].split(" (")[0]})
+        out.append(_entry(f"published_engine_allreduce[{n}]",
+                          f"{row['kernel']} {row['algorithm']} {row['gpus']} x {row['gpu']} {row['bytes'] / 1024:g} KiB",
+                          "engine_allreduce", "us per all-reduce", published, modelled, row, row["source"].split(" (")[0]))
     return out
 
 
@@ -297,9 +302,8 @@ def _checkpoint_rows(data):
                 ("checkpoint_size", "bytes", ck["size_bytes"], row["derived"]["checkpoint_bytes"]["value"]),
                 ("checkpoint_save", "s", ck["save_s"], row["write_s"]),
                 ("checkpoint_restore", "s", ck["restore_s"], row["recovery_s"])):
-            out.append({"id": f"published_checkpoint[{n}]", "label": label, "quantity": quantity, "metric": metric,
-                        "published": published, "modelled": modelled, "error": modelled / published - 1,
-                        "role": row["role"], "fitted_for": row.get("fitted_for"), "source": "MLPerf Storage v3.0"})
+            out.append(_entry(f"published_checkpoint[{n}]", label, quantity, metric, published, modelled, row,
+                              "MLPerf Storage v3.0"))
     return out
 
 
@@ -314,12 +318,10 @@ def _training_rows(data):
             scenario, published, key = _published.training_published(row, variant)
             r = capplan.estimate(scenario).to_dict()
             fits = "" if r["memory"]["fits"] else " (does not fit)"
-            out.append({"id": f"published_training[{n}]", "label": f"{row['id']}{' ' + variant if variant else ''}{fits}",
-                        "quantity": "training_step" if key == "step_time_s" else "training_mfu",
-                        "metric": "s" if key == "step_time_s" else "MFU", "published": published,
-                        "modelled": r["training"][key], "error": r["training"][key] / published - 1, "role": row["role"],
-                        "fitted_for": row.get("fitted_for"), "gap": row.get("known_gap"),
-                        "source": row["source"].split(",")[0][:60]})
+            out.append(_entry(f"published_training[{n}]", f"{row['id']}{' ' + variant if variant else ''}{fits}",
+                              "training_step" if key == "step_time_s" else "training_mfu",
+                              "s" if key == "step_time_s" else "MFU", published, r["training"][key], row,
+                              row["source"].split(",")[0][:60], gap=row.get("known_gap")))
     return out
 
 
@@ -333,12 +335,11 @@ def _collective_rows():
         r = capplan.collective(op, capplan.Quantity(float(size), "B"), system=system, gpus=gpus, per_node=per_node or None,
                                **opts)
         modelled = r.busbw_bytes_per_s / 1e9
-        out.append({"id": f"collectives LARGE[{n}]", "label": label, "quantity": "collective_busbw", "metric": "busbw GB/s",
-                    "published": busbw, "modelled": modelled, "error": modelled / busbw - 1,
-                    "role": "fitted" if role == "fit" else "held_out",
-                    "fitted_for": "the efficiency factors of include/capplan/analysis/collectives.hpp (docs/formulas.md §11)"
-                    if role == "fit" else None, "multi_node": bool(per_node) and gpus > per_node,
-                    "source": "tests/data/published_collectives.json"})
+        labelled = {"role": "held_out"} if role != "fit" else {
+            "role": "fitted",
+            "fitted_for": "the efficiency factors of include/capplan/analysis/collectives.hpp (docs/formulas.md §11)"}
+        out.append(_entry(f"collectives LARGE[{n}]", label, "collective_busbw", "busbw GB/s", busbw, modelled, labelled,
+                          "tests/data/published_collectives.json", multi_node=bool(per_node) and gpus > per_node))
     return out
 
 
@@ -351,10 +352,8 @@ def _lora_rows(data):
         modelled, published = _published.lora_published(row)
         label = (f"{row['model']} {row['weights']} r{row['rank']} {len(row['targets'])} targets {row['seq_len']} x "
                  f"{row['micro_batch']} on {row['gpus']} GPU(s){' zero-3' if row['zero'] == 3 else ''}")
-        out.append({"id": f"published_lora[{n}]", "label": label, "quantity": "lora_memory", "metric": "bytes",
-                    "published": published, "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
-                    "fitted_for": row.get("fitted_for"), "role_note": row.get("role_note"),
-                    "source": row["source"].split(" '")[0]})
+        out.append(_entry(f"published_lora[{n}]", label, "lora_memory", "bytes", published, modelled, row,
+                          row["source"].split(" '")[0], role_note=row.get("role_note")))
     return out
 
 
@@ -371,9 +370,8 @@ def _new_model_saturated(row, shape):
 
 
 def _saturated_entry(id_, label, metric, published, modelled, row):
-    return {"id": id_, "label": label, "quantity": "throughput_saturated", "metric": metric, "published": published,
-            "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
-            "fitted_for": row.get("fitted_for"), "source": "TensorRT-LLM perf-overview (trtllm-bench)"}
+    return _entry(id_, label, "throughput_saturated", metric, published, modelled, row,
+                  "TensorRT-LLM perf-overview (trtllm-bench)")
 
 
 def _serving_rows(serving):
@@ -385,46 +383,40 @@ def _serving_rows(serving):
                 for shape, published in row["output_tokens_per_s"].items()]
     for n, row in enumerate(serving["prefix_cache"]):
         modelled, published = _prefix_cache(row), row["published"]["value"]
-        out.append({"id": f"published_serving prefix_cache[{n}]",
-                    "label": f"{row['model']} {row['precision']} {row['gpu']} hit {row['hit_rate']:g} {row['quantity']}",
-                    "quantity": "prefix_cache", "metric": row["published"]["kind"].split(" (")[0], "published": published,
-                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
-                    "fitted_for": row.get("fitted_for"), "source": row["source"].split(" (")[0]})
+        out.append(_entry(f"published_serving prefix_cache[{n}]",
+                          f"{row['model']} {row['precision']} {row['gpu']} hit {row['hit_rate']:g} {row['quantity']}",
+                          "prefix_cache", row["published"]["kind"].split(" (")[0], published, modelled, row,
+                          row["source"].split(" (")[0]))
     for n, row in enumerate(serving["kv_offload"]):
         modelled, published = _kv_offload(row), row["published"]["value"]
-        out.append({"id": f"published_serving kv_offload[{n}]",
-                    "label": f"{row['model'] or 'host link'} {row['gpu']} {row['quantity']}" +
-                             (f" {row['input_tokens']} in" if row.get("input_tokens") else ""),
-                    "quantity": "kv_offload", "metric": row["published"]["kind"], "published": published,
-                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
-                    "fitted_for": row.get("fitted_for"), "source": "vLLM offloading connector (blog, Dec 2025)"})
+        out.append(_entry(f"published_serving kv_offload[{n}]",
+                          f"{row['model'] or 'host link'} {row['gpu']} {row['quantity']}" +
+                          (f" {row['input_tokens']} in" if row.get("input_tokens") else ""),
+                          "kv_offload", row["published"]["kind"], published, modelled, row,
+                          "vLLM offloading connector (blog, Dec 2025)"))
     for n, row in enumerate(serving["disaggregated_pools"]):
         modelled, published = _pool_throughput(row), row["throughput_per_node"]["value"]
-        out.append({"id": f"published_serving disaggregated_pools[{n}]",
-                    "label": f"{row['model']} {row['precision']} {row['count']} x {row['gpu']} {row['pool']} pool "
-                             f"ep{row['ep']} attention-dp {row['input_tokens']} in",
-                    "quantity": "throughput_pool", "metric": row["throughput_per_node"]["kind"], "published": published,
-                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
-                    "fitted_for": row.get("fitted_for"), "source": "SGLang large-scale EP (LMSYS, May 2025)"})
+        out.append(_entry(f"published_serving disaggregated_pools[{n}]",
+                          f"{row['model']} {row['precision']} {row['count']} x {row['gpu']} {row['pool']} pool "
+                          f"ep{row['ep']} attention-dp {row['input_tokens']} in",
+                          "throughput_pool", row["throughput_per_node"]["kind"], published, modelled, row,
+                          "SGLang large-scale EP (LMSYS, May 2025)"))
     for n, row in enumerate(serving["static_batch"]):
         modelled = _static_batch(row)
         published = row["throughput_tokens_per_s"]["value"]
-        out.append({"id": f"published_serving static_batch[{n}]",
-                    "label": f"{row['model']} {row['precision']} {row['gpu']} tp{row['tp']} "
-                             f"{row['input_tokens']}/{row['output_tokens']} batch {row['batch']}",
-                    "quantity": "throughput_static", "metric": "output tokens/s" + (" per GPU" if "per GPU" in
-                    row["throughput_tokens_per_s"]["kind"] else ", tp group"), "published": published,
-                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
-                    "fitted_for": row.get("fitted_for"), "source": row["engine"].split(" (")[0]})
+        per_gpu = " per GPU" if "per GPU" in row["throughput_tokens_per_s"]["kind"] else ", tp group"
+        out.append(_entry(f"published_serving static_batch[{n}]",
+                          f"{row['model']} {row['precision']} {row['gpu']} tp{row['tp']} "
+                          f"{row['input_tokens']}/{row['output_tokens']} batch {row['batch']}",
+                          "throughput_static", "output tokens/s" + per_gpu, published, modelled, row,
+                          row["engine"].split(" (")[0]))
     fits = {r["drafter"]: r for r in serving["speculative"] if r["role"] == "fitted"}
     for n, row in enumerate(serving["speculative"]):
         a = _fitted_acceptance(json.dumps(fits[row["drafter"]], sort_keys=True))
         modelled, published = _speculative_speedup(row, a), row["speedup"]["value"]
-        out.append({"id": f"published_serving speculative[{n}]",
-                    "label": f"{row['model']} {row['gpu']} {row['drafter']} k={row['draft_tokens']} a={a:.3f} batch {row['batch']}",
-                    "quantity": "speculative_speedup", "metric": "throughput ratio", "published": published,
-                    "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
-                    "fitted_for": row.get("fitted_for"), "source": row["engine"]})
+        out.append(_entry(f"published_serving speculative[{n}]",
+                          f"{row['model']} {row['gpu']} {row['drafter']} k={row['draft_tokens']} a={a:.3f} batch {row['batch']}",
+                          "speculative_speedup", "throughput ratio", published, modelled, row, row["engine"]))
     return out
 
 
@@ -455,9 +447,8 @@ def collect(data=None, serving=None):
         if row["role"] not in ROLES:
             continue
         for quantity, metric, modelled, published in _modelled(row):
-            out.append({"id": f"latency_measurements[{n}]", "label": _label(row), "quantity": quantity, "metric": metric,
-                        "published": published, "modelled": modelled, "error": modelled / published - 1,
-                        "role": row["role"], "fitted_for": row.get("fitted_for"), "source": _source(row)})
+            out.append(_entry(f"latency_measurements[{n}]", _label(row), quantity, metric, published, modelled, row,
+                              _source(row)))
     for n, table in enumerate(data["saturated_throughput"]["tables"]):
         if table["role"] not in ROLES:
             continue

@@ -472,7 +472,7 @@ disaggregation_spec read_disaggregation(object_reader& r, const catalog& cat) {
     }
     if (const auto l = r.string("kv_transfer")) d.kv_transfer = cat.link(*l, r.path("kv_transfer"));
     if (static_cast<std::int64_t>(d.prefill.count) + d.decode.count > max_system_accelerators)
-        throw config_error(r.path("decode/count"), std::to_string(d.decode.count),
+        throw config_error(r.path("decode") + "/count", std::to_string(d.decode.count),
                            "the two pools hold more than " + std::to_string(max_system_accelerators) + " accelerators",
                            "prefill.count + decode.count <= " + std::to_string(max_system_accelerators));
     r.finish();

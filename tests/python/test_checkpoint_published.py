@@ -66,3 +66,15 @@ def test_a_storage_preset_with_overrides_and_its_errors():
         assert e.value.field == field, storage
     with pytest.raises(capplan.UnitError):
         run({"preset": "AMLFS-125", "capacity": "512 TB/s"})
+    with pytest.raises(capplan.UnitError):
+        run({"preset": "AMLFS-125", "capacity": 512})  # a size needs its unit
+    with pytest.raises(capplan.ConfigError) as e:
+        run({"preset": "ParallelFS", "aggregate_bandwidth_per_tib": "-5 MB/s"})
+    assert e.value.field == "/system/storage/aggregate_bandwidth_per_tib"
+    with pytest.raises(capplan.ConfigError) as e:
+        run({"preset": 7})
+    assert e.value.field == "/system/storage/preset"
+    for key in ("ckpt_fully_parallel_save", "ckpt_fully_parallel_load"):
+        with pytest.raises(capplan.ConfigError) as e:
+            capplan.estimate({**base, "training": {**base["training"], key: "yes"}})
+        assert e.value.field == f"/training/{key}"

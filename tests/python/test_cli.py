@@ -144,3 +144,9 @@ def test_hostile_scenarios_are_one_line_errors(run_cli, text, problem):
     # Reported: a segmentation fault (deep nesting) and two tracebacks.
     code, out, err = run_cli("estimate", "-", stdin=text)
     assert code == 2 and out == "" and problem in err and len(err.strip().splitlines()) == 1
+
+
+def test_size_engine_out_of_its_choices_is_one_usage_line(run_cli):
+    code, _, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "100",
+                           "--output", "100", "--engine", "tgi")
+    assert code == 2 and "--engine" in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2

@@ -120,3 +120,12 @@ def test_review_edges_name_the_users_fields():
                                     "disaggregation": {"prefill": {"count": 1}, "decode": {"count": 1}}}},
                                    {"inference.batch": [1, 2]})
     assert all("/inference/disaggregation" in str(error) for error in list(grid["error"]))
+
+
+def test_disaggregated_pools_beyond_the_accelerator_limit_name_the_decode_count():
+    # Each pool is within 2^20 accelerators; together they are not.
+    with pytest.raises(capplan.ConfigError) as e:
+        capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100"},
+                          "inference": {"input_tokens": 2000, "output_tokens": 200, "concurrency": 16,
+                                        "disaggregation": {"prefill": {"count": 2**20}, "decode": {"count": 8}}}})
+    assert e.value.field == "/inference/disaggregation/decode/count" and "1048576" in str(e.value)

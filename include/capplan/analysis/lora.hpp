@@ -134,8 +134,8 @@ inline lora_parameters lora_model_parameters(const model_spec& m, const lora_spe
 inline double lora_device_parameters(const model_spec& m, const lora_spec& l, int first, int count,
                                      const parallelism_spec& p) {
     // Per layer kind (MoE, linear attention, mixer, FFN), once: a layout search asks per layout.
-    std::array<lora_parameters, 16> kind{};
-    std::array<bool, 16> known{};
+    std::array<lora_parameters, model_spec::layer_kinds> kind{};
+    std::array<bool, model_spec::layer_kinds> known{};
     double dense = 0.0, routed = 0.0;
     for (std::int64_t i = first; i < first + count; ++i) {
         const unsigned k = m.layer_kind(i);

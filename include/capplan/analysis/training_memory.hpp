@@ -243,8 +243,8 @@ public:
     }
 
 private:
-    std::array<data_size, 16> value_{};
-    std::array<bool, 16> known_{};
+    std::array<data_size, model_spec::layer_kinds> value_{};
+    std::array<bool, model_spec::layer_kinds> known_{};
 };
 
 // LoRA / QLoRA model states on one device of `st` (lora.hpp): the frozen base in precision.weights (routed experts

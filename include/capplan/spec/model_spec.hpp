@@ -118,8 +118,9 @@ struct model_spec {
     bool is_linear_layer(std::int64_t i) const {
         return i >= 0 && static_cast<std::size_t>(i) < linear_layer.size() && linear_layer[static_cast<std::size_t>(i)];
     }
-    // What sets a layer's shape apart, as a number below 16 (MoE FFN, linear attention, a mixer, an FFN): the
-    // per-layer formulas depend on nothing else, so a stage of alike layers is computed once.
+    // What sets a layer's shape apart, as a number below layer_kinds (MoE FFN, linear attention, a mixer, an FFN):
+    // the per-layer formulas depend on nothing else, so a stage of alike layers is computed once.
+    static constexpr unsigned layer_kinds = 16;  // four yes/no traits
     unsigned layer_kind(std::int64_t i) const {
         return (is_moe_layer(i) ? 1u : 0u) | (is_linear_layer(i) ? 2u : 0u) | (has_mixer(i) ? 4u : 0u) | (has_ffn(i) ? 8u : 0u);
     }
