@@ -7,6 +7,7 @@
 #include "capplan/analysis/storage_io.hpp"
 #include "capplan/spec/engine_profile.hpp"
 
+#include <bit>
 #include <fstream>
 #include <sstream>
 
@@ -225,6 +226,12 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
     p.expert_imbalance = r.number("expert_imbalance", 1.0).value_or(1.0);
     p.attention_dp = r.boolean("attention_dp").value_or(false);
     p.cp_algorithm = r.choice("cp_algorithm", {"ring", "all_gather", "all_to_all"}).value_or("ring");
+    p.pipeline_schedule = r.choice("pipeline_schedule", {"1f1b", "dualpipe"}).value_or("1f1b");
+    if (p.dualpipe() && (p.pp < 2 || p.pp % 2 != 0 || p.vpp > 1))
+        throw config_error(r.path("pipeline_schedule"), "dualpipe",
+                           "pairs stage i with stage pp - 1 - i on each rank: needs an even pp >= 2 and no interleaving (got pp " +
+                               std::to_string(p.pp) + ", vpp " + std::to_string(p.vpp) + ")",
+                           "1f1b, or an even pp with vpp 1");
     if (p.attention_dp && (p.ep != p.tp || p.tp < 2 || p.pp != 1 || p.cp != 1))
         throw config_error(r.path("attention_dp"), "true",
                            "needs ep = tp >= 2 with pp = 1 and cp = 1 (got tp " + std::to_string(p.tp) + ", ep " +
@@ -296,13 +303,61 @@ lora_spec read_lora(object_reader& r) {
     return l;
 }
 
+// Megatron-Core's recompute_modules: a non-empty list of recompute_module_names.
+unsigned read_recompute_modules(const json& v, const std::string& field) {
+    std::string allowed;
+    for (const auto& n : recompute_module_names) allowed += (allowed.empty() ? "" : ", ") + n;
+    if (!v.is_array() || v.empty())
+        throw config_error(field, detail::short_value(v), "expected a non-empty list of module names", allowed);
+    unsigned mask = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::string at = field + "/" + std::to_string(i);
+        if (!v[i].is_string()) throw config_error(at, detail::short_value(v[i]), "expected a module name", allowed);
+        const std::string name = v[i].get<std::string>();
+        const auto it = std::find(recompute_module_names.begin(), recompute_module_names.end(), name);
+        if (it == recompute_module_names.end()) {
+            const auto near = detail::closest(name, recompute_module_names, 1);
+            throw config_error(at, "'" + name + "'", "not a module selective recompute reruns" +
+                               (near.empty() ? std::string() : "; did you mean '" + near.front() + "'?"), allowed);
+        }
+        mask |= 1u << static_cast<unsigned>(it - recompute_module_names.begin());
+    }
+    return mask;
+}
+
+// A module the model lacks would rerun nothing: say so rather than accept it silently.
+void check_recompute_modules(const model_spec& m, const training_spec& t) {
+    const std::string field = "/training/recompute_modules";
+    auto lacks = [&](recompute_module r, bool has, const std::string& what) {
+        if (t.recomputes(r) && !has)
+            throw config_error(field, recompute_module_names[static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(r)))],
+                               m.name + " has no " + what, "modules the model has");
+    };
+    bool dense_mlp = false;
+    for (std::int64_t i = 0; i < m.layers && !dense_mlp; ++i) dense_mlp = m.has_ffn(i) && !m.is_moe_layer(i);
+    lacks(recompute_module::mla_up_proj, m.mla, "multi-head latent attention (MLA) up-projections");
+    lacks(recompute_module::mlp, dense_mlp, "dense MLP layers (mlp reruns those; MoE layers are moe, moe_act)");
+    lacks(recompute_module::moe, m.is_moe(), "MoE layers");
+    lacks(recompute_module::moe_act, m.is_moe(), "MoE layers");
+    lacks(recompute_module::shared_experts, m.is_moe() && m.moe.shared_experts > 0, "shared experts");
+}
+
 training_spec read_training(object_reader& r) {
     training_spec t;
     t.seq_len = r.required_integer("seq_len", 1);
     t.global_batch = r.required_integer("global_batch", 1);
     t.micro_batch = r.integer("micro_batch", 1).value_or(1);
-    const auto rc = r.choice("recompute", {"none", "selective", "full"}).value_or("none");
+    const auto rc_given = r.choice("recompute", {"none", "selective", "full"});
+    const std::string rc = rc_given.value_or("none");
     t.recompute = rc == "full" ? recompute_kind::full : rc == "selective" ? recompute_kind::selective : recompute_kind::none;
+    if (const json* mods = r.get("recompute_modules"); mods && !mods->is_null()) {
+        if (rc_given && *rc_given != "selective")
+            throw config_error(r.path("recompute_modules"), detail::short_value(*mods),
+                               "names what selective recompute reruns, but recompute is \"" + *rc_given + "\"",
+                               "recompute: \"selective\" (or leave recompute out), or no recompute_modules");
+        t.recompute = recompute_kind::selective;
+        t.recompute_modules = read_recompute_modules(*mods, r.path("recompute_modules"));
+    }
     t.zero = static_cast<int>(r.integer("zero", 0).value_or(0));
     if (t.zero > 3) throw config_error(r.path("zero"), std::to_string(t.zero), "no such ZeRO stage", "0, 1, 2, 3");
     t.shard_group = static_cast<int>(r.integer("shard_group", 1).value_or(0));
@@ -333,6 +388,7 @@ training_spec read_training(object_reader& r) {
         t.data_decode_samples_per_s_per_node = dr.number("decode_samples_per_s_per_node", 0.0);
         dr.finish();
     }
+    t.mtp_layers = static_cast<int>(r.integer("mtp_layers", 0, 16).value_or(0));
     t.tokens = r.number("tokens", 1.0);
     t.price_per_device_hour = r.number("price_per_device_hour", 0.0);
     if (t.global_batch % t.micro_batch != 0)
@@ -645,11 +701,19 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
                                                       : "needs FP8 GEMMs (precision.compute fp8)",
                                "false, or precision.compute: fp8 with zero < 3");
         const parallelism_spec& par = sc.parallelism;
+        const std::int64_t per_pipeline = sc.training->global_batch / (std::int64_t{par.dp} * sc.training->micro_batch);
+        if (par.dualpipe() && (per_pipeline < par.pp || per_pipeline % 2 != 0))
+            throw config_error("/parallelism/pipeline_schedule", "dualpipe",
+                               "feeds half of each pipeline's micro-batches from each end: needs an even number of them, at "
+                               "least pp = " + std::to_string(par.pp) + " (global_batch / (dp x micro_batch) = " +
+                                   std::to_string(per_pipeline) + ")",
+                               "1f1b, or a global_batch giving an even count >= pp");
         if (par.cp > 1 && par.cp_algorithm == "all_to_all" && (sc.model.heads / par.tp) % par.cp != 0)
             throw config_error("/parallelism/cp_algorithm", "all_to_all",
                                "Ulysses splits the " + std::to_string(sc.model.heads / par.tp) +
                                    " heads of a tensor-parallel rank over cp = " + std::to_string(par.cp) + ": they do not divide",
                                "ring or all_gather, or a cp that divides the heads per tensor-parallel rank");
+        check_recompute_modules(sc.model, *sc.training);
         if (sc.training->lora) {
             check_lora_model(sc.model, *sc.training->lora);
             if (sc.precision.compute.element_bits < 16.0)
@@ -722,6 +786,9 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
     if (sc.training && sc.inference)
         throw config_error("/inference", "", "a scenario describes training or inference, not both",
                            "either a training or an inference object");
+    if (sc.inference && sc.parallelism.dualpipe())
+        throw config_error("/parallelism/pipeline_schedule", "dualpipe", "is a training schedule (a serving pipeline has no backward)",
+                           "1f1b, or leave it out");
     apply_released_expert_format(sc);
     root.finish();
     return sc;

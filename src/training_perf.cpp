@@ -67,6 +67,66 @@ duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const w
     return bytes / (perf.memory_bandwidth * perf.efficiency.memory_at(per_kernel.si())) + kernels * perf.efficiency.per_kernel;
 }
 
+// Selective recompute beyond the attention core (training_spec::recompute_modules): each named module's forward once
+// more in the backward, for the whole model on one rank (the caller divides by the stages). `tokens`: the rank's
+// tokens of one micro-batch. The MoE module's rerun also repeats its dispatch and combine (`alltoall`).
+struct module_rerun {
+    duration compute, alltoall;
+};
+module_rerun selective_module_rerun(const scenario& s, const perf_setup& perf, const step_breakdown& f, double tokens) {
+    using namespace units;
+    const training_spec& t = *s.training;
+    const model_spec& m = s.model;
+    const parallelism_spec& p = s.parallelism;
+    module_rerun out;
+    if (t.recompute != recompute_kind::selective) return out;
+    const double h = static_cast<double>(m.hidden), tp = p.tp, e = s.precision.activations.bytes_per_element();
+    auto gemm = [&](double flops, double kernels) {  // `kernels` GEMMs of equal size
+        return flops * FLOP / (perf.peak * perf.efficiency.gemm_at(flops / kernels));
+    };
+    auto pass = [&](double bytes) { return bytes * B / (perf.memory_bandwidth * perf.efficiency.memory_at(bytes)); };
+    const double layers = static_cast<double>(m.layers);
+    const double moe_layers = m.is_moe() ? static_cast<double>(m.moe_layer_count()) : 0.0;
+    if (t.recomputes(recompute_module::mla_up_proj) && m.mla) {
+        // q_b (q_lora_rank -> heads x qk) and kv_b (kv_lora_rank -> heads x (qk_nope + v)), column-parallel over tp.
+        const auto& a = m.mla_dims;
+        const double heads = static_cast<double>(m.heads) / tp;
+        const double q = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) * heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) : 0.0;
+        const double kv = static_cast<double>(a.kv_lora_rank) * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim);
+        out.compute += static_cast<double>(attention_layers(m, all_layers(m))) * gemm(2.0 * tokens * (q + kv), q > 0 ? 2.0 : 1.0);
+    }
+    if (t.recomputes(recompute_module::layernorm)) {
+        // The two norms per layer: read the input, write the output (split over tp with sequence parallelism).
+        const double rep = p.sequence_parallel && p.tp > 1 ? tp : 1.0;
+        out.compute += layers * 2.0 * pass(tokens * 2.0 * e * h / rep);
+    }
+    if (t.recomputes(recompute_module::mlp)) {
+        const double dense = layers - moe_layers;
+        const double mats = (m.gated_mlp ? 3.0 : 2.0) * h * static_cast<double>(m.intermediate) / tp;
+        out.compute += dense * gemm(2.0 * tokens * mats, 2.0);
+    }
+    if (m.is_moe()) {
+        const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
+        const double slots = imbalance * tokens * static_cast<double>(m.moe.experts_per_token);  // this rank's routed copies
+        const double ie = static_cast<double>(m.moe.expert_intermediate) / p.etp;
+        const double shared = static_cast<double>(shared_expert_parameters(m)) / tp;
+        const duration shared_time = gemm(2.0 * tokens * shared, 2.0);
+        if (t.recomputes(recompute_module::moe)) {
+            const double experts = static_cast<double>(m.moe.routed_experts) / p.ep;
+            const double routed = 2.0 * slots * static_cast<double>(expert_parameters(m).matrices) / p.etp;
+            const duration routed_time = routed * FLOP / (perf.peak * perf.efficiency.grouped_gemm_at(routed / (2.0 * experts)));
+            const duration router = gemm(2.0 * tokens * h * static_cast<double>(m.moe.routed_experts), 1.0);
+            out.compute += moe_layers * (routed_time + shared_time + router);
+            out.alltoall += f.ep_alltoall;  // the forward's dispatch and combine, again
+        } else {
+            // moe_act: SwiGLU reads the gate and up outputs, writes its product; shared_experts: their MLP again.
+            if (t.recomputes(recompute_module::moe_act)) out.compute += moe_layers * pass(slots * ((m.moe.gated ? 3.0 : 2.0) * ie * e));
+            if (t.recomputes(recompute_module::shared_experts)) out.compute += moe_layers * shared_time;
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 training_step_parts training_step_time(const scenario& s, const perf_setup& perf, const step_breakdown& f,
@@ -104,6 +164,20 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     }
     const duration attention_forward = (attention_core + attention_16bit_extra) / stages;  // per stage
     duration forward = (f.compute + head_time + attention_16bit_extra) / stages;
+    // Multi-token prediction (DeepSeek-V3 arXiv:2412.19437 §2.2, Eq. 21-22): each module projects [norm(h); norm(emb)]
+    // (2h -> h), runs one transformer block and the shared output head over every position. Its block is costed as
+    // the model's mean layer and, like the layers, spread over the stages (the pipeline layout balances its stage:
+    // Megatron-Bridge's DeepSeek-V3 layouts give that stage fewer decoder layers).
+    duration mtp_alltoall;
+    if (t.mtp_layers > 0) {
+        const double layers = static_cast<double>(m.layers);
+        const auto head_op = std::find_if(f.ops.begin(), f.ops.end(), [](const op_time& op) { return op.op == "lm head and embedding"; });
+        const duration blocks = f.compute - (head_op != f.ops.end() ? head_op->time : duration{});
+        const flop_count proj = 2.0 * tokens * 2.0 * static_cast<double>(m.hidden) * static_cast<double>(m.hidden) / p.tp * FLOP;
+        const duration module = blocks / layers + head_time + proj / (perf.peak * perf.efficiency.gemm);
+        forward += static_cast<double>(t.mtp_layers) * module / stages;
+        mtp_alltoall = static_cast<double>(t.mtp_layers) * f.ep_alltoall / std::max(1.0, static_cast<double>(m.moe_layer_count())) / stages;
+    }
     const duration tp_comm = 2.0 * f.tp_allreduce / stages;
     // Backward = 2 x forward (Narayanan et al. 2021 §3.2), except the fused attention core: its
     // backward recomputes the scores, five matrix products to the forward's two, 2.5 x its FLOPs
@@ -114,9 +188,11 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // one forward's worth (the attention core still 2.5x its forward with FlashAttention, 2x without).
     duration backward = t.lora ? forward + (perf.flash_attention ? 1.5 : 1.0) * attention_forward
                                      : 2.0 * forward + (perf.flash_attention ? 0.5 * attention_forward : duration{});
-    duration recompute = t.recompute == recompute_kind::full        ? forward
-                         : t.recompute == recompute_kind::selective ? attention_forward
-                                                                    : duration{};
+    const module_rerun rerun = selective_module_rerun(s, perf, f, tokens);
+    duration recompute = t.recompute == recompute_kind::full ? forward
+                         : t.recompute == recompute_kind::selective
+                             ? (t.recomputes(recompute_module::core_attn) ? attention_forward : duration{}) + rerun.compute / stages
+                             : duration{};
     // LoRA on a base narrower than 16 bits: every forward, backward and recomputed forward first dequantises each
     // of the stage's block weights into a 16-bit buffer (read the packed weight, write 2 bytes), memory-bound,
     // one kernel per matrix, serial with the GEMM that reads it (bitsandbytes MatMul4Bit).
@@ -165,7 +241,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // DeepSeek-V3 §3.2). With ep_comm_overlap one micro-batch's all-to-alls run under another's
     // compute (DeepSeek-V3 §3.2.1 DualPipe; Megatron Core --overlap-moe-expert-parallel-comm):
     // only what the micro-batch's forward and backward cannot cover stays exposed.
-    const duration ep_comm = 2.0 * f.ep_alltoall / stages;
+    const duration ep_comm = 2.0 * (f.ep_alltoall / stages + mtp_alltoall) + rerun.alltoall / stages;
     // FP8 casts (Transformer Engine, Micikevicius et al. 2022 arXiv:2209.05433 §4): each GEMM's
     // 16-bit input is cast to FP8 with a transposed copy for the other GEMM of the pair (fused
     // cast_transpose: read 2 B, write 1 + 1 B per element): in the forward the activations entering
@@ -201,7 +277,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         const data_size piece = tokens * static_cast<double>(m.hidden) * s.precision.activations.bytes_per_element() * B /
                                 static_cast<double>(p.tp);
         pp_comm = 2.0 * static_cast<double>(p.vpp) * (perf.pipeline_send_latency + piece / perf.pipeline_send_bandwidth);
-        pp_exposed = p.vpp > 1 ? std::max(duration{}, pp_comm - (forward + backward)) : pp_comm;
+        pp_exposed = p.vpp > 1 || p.dualpipe() ? std::max(duration{}, pp_comm - (forward + backward)) : pp_comm;
     }
     // Stragglers: the slowest rank sets the pace of every synchronous step (an optional factor >= 1).
     const double straggler = t.straggler_factor;
@@ -215,11 +291,20 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                     ? std::max(duration{}, tp_comm - (forward + backward)) +
                                           std::max(duration{}, recompute_comm - recompute)
                                     : tp_comm + recompute_comm;
-    const duration ep_exposed = t.ep_comm_overlap ? std::max(duration{}, ep_comm - (forward + backward)) : ep_comm;
+    // DualPipe overlaps a forward chunk with a backward chunk so that each one's all-to-alls run under the other's
+    // compute (DeepSeek-V3 §3.2.1), as ep_comm_overlap does.
+    const bool ep_hidden = t.ep_comm_overlap || p.dualpipe();
+    const duration ep_exposed = ep_hidden ? std::max(duration{}, ep_comm - (forward + backward)) : ep_comm;
     const duration per_mb = straggler * (forward + backward + recompute + fp8_casts) + tp_exposed + pp_exposed + cp_exposed + ep_exposed;
-    const double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
     const duration compute = static_cast<double>(mb) * per_mb;
-    const duration bubble = bubble_mbs * per_mb;
+    // Bubbles (DeepSeek-V3 Table 2): 1F1B (pp - 1)(F + B), interleaved / v; DualPipe (pp/2 - 1)(F&B + B - 3W), with the
+    // overlapped chunk pair F&B = F + B and the weight-gradient half of the backward W = B / 2 (recompute counts in B).
+    double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
+    duration bubble = bubble_mbs * per_mb;
+    if (p.dualpipe()) {
+        bubble = (stages / 2.0 - 1.0) * straggler * (forward + (backward + recompute) / 2.0);
+        bubble_mbs = per_mb > duration{} ? bubble / per_mb : 0.0;
+    }
 
     // Data-parallel gradients: every rank reduces its stage's parameters' gradients over the ranks that
     // hold the same weights: dp x cp (context-parallel ranks see other tokens of the same sequences;
@@ -227,8 +312,10 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // optimizer shards over it, as the memory model does).
     // LoRA: only the adapters have gradients and optimizer states; ZeRO-3 gathers the frozen base in its format.
     const pipeline_stage& fullest = w.stages[static_cast<std::size_t>(w.largest_stage)];
-    const double params = t.lora ? lora_device_parameters(m, *t.lora, fullest.first_layer, fullest.layers, p)
-                                 : w.per_device().total();
+    // DualPipe: each rank holds two stages (i and pp - 1 - i) and reduces and updates both (DeepSeek-V3 §3.2.1).
+    const double copies = p.dualpipe() ? 2.0 : 1.0;
+    const double params = copies * (t.lora ? lora_device_parameters(m, *t.lora, fullest.first_layer, fullest.layers, p)
+                                           : w.per_device().total());
     const double grad_bytes = t.distributed_optimizer ? 4.0 : 2.0;  // fp32 main grads with Megatron's distributed optimizer
     const int replicas_of_weights = p.dp * p.cp;
     duration dp_time;

@@ -324,7 +324,7 @@ def _cmd_size_training(args) -> str:
     if args.format == "json":
         return json.dumps({**r, "limits": lim}, indent=2)
     header = ["tp", "pp", "dp", "cp", "ep", "vpp", "sp", "mb", "recompute", "zero", "step", "tokens/s", "MFU", "memory"]
-    rows = [[b["tp"], b["pp"], b["dp"], b["cp"], b["ep"], b["vpp"], "yes" if b["sequence_parallel"] else "no",
+    rows = [[b["tp"], b["pp"], b["dp"], b["cp"], b["ep"], r.schedule_label(b), "yes" if b["sequence_parallel"] else "no",
              b["micro_batch"], b["recompute"], r.zero_label(b),
              str(Quantity.from_si(b["step_time_s"], (0, 0, 1, 0))), f"{b['tokens_per_s']:.0f}", f"{100 * b['mfu']:.1f}%",
              str(Quantity.from_si(b["memory_per_device_bytes"], (1, 0, 0, 0)))] for b in r["best"]]

@@ -90,8 +90,13 @@ class TrainingSearchResult(dict):
         shard = b.get("shard_group", b["dp"])
         return f"{b['zero']} / {shard}" if shard < b["dp"] else str(b["zero"])
 
+    @staticmethod
+    def schedule_label(b) -> str:
+        """The pipeline schedule in the vpp column: the interleaving depth, or "dualpipe"."""
+        return "dualpipe" if b.get("pipeline_schedule") == "dualpipe" else str(b["vpp"])
+
     def _rows(self):
-        return [(b["tp"], b["pp"], b["dp"], b["cp"], b["ep"], b["vpp"], "yes" if b["sequence_parallel"] else "no",
+        return [(b["tp"], b["pp"], b["dp"], b["cp"], b["ep"], self.schedule_label(b), "yes" if b["sequence_parallel"] else "no",
                  b["micro_batch"], b["recompute"], self.zero_label(b),
                  str(Quantity.from_si(b["step_time_s"], TIME)), f"{b['tokens_per_s']:.0f}", f"{100 * b['mfu']:.1f}%",
                  str(Quantity.from_si(b["memory_per_device_bytes"], SIZE))) for b in self["best"]]
@@ -197,7 +202,7 @@ def _layout_scenario(base: Dict[str, Any], best: Dict[str, Any], seq_len: int, m
     training.update(seq_len=seq_len, micro_batch=micro_batch, global_batch=gb, recompute=best["recompute"],
                     zero=best["zero"], shard_group=best["shard_group"], distributed_optimizer=best["distributed_optimizer"])
     kept = {k: v for k, v in (base.get("parallelism") or {}).items() if k not in ("dp", "etp")}  # e.g. expert_imbalance
-    parallelism = {**kept, **{k: best[k] for k in ("tp", "pp", "cp", "ep", "vpp")},
+    parallelism = {**kept, **{k: best[k] for k in ("tp", "pp", "cp", "ep", "vpp", "pipeline_schedule")},
                    "sequence_parallel": best["sequence_parallel"]}
     return {**base, "parallelism": parallelism, "training": training}
 

@@ -103,7 +103,7 @@ void register_layout_search(py::module_& m) {
                           terms.push_back({{"term", term.term}, {"time_s", term.time.si()}, {"exposed_s", term.exposed.si()}});
                       j["best"].push_back(
                           {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"vpp", p.vpp},
-                           {"sequence_parallel", p.sequence_parallel}, {"micro_batch", c.micro_batch},
+                           {"pipeline_schedule", p.pipeline_schedule}, {"sequence_parallel", p.sequence_parallel}, {"micro_batch", c.micro_batch},
                            {"recompute", c.recompute == recompute_kind::full ? "full"
                                          : c.recompute == recompute_kind::selective ? "selective" : "none"},
                            {"zero", c.zero}, {"distributed_optimizer", c.distributed_optimizer},

@@ -74,7 +74,7 @@ def test_a_context_parallel_layout_from_the_search_agrees_with_estimate():
 
 def _check_layout_alone(scenario, b):
     """A layout the search returned, estimated alone: it fits and has the same step time."""
-    again = capplan.estimate({**scenario, "parallelism": {k: b[k] for k in ("tp", "pp", "cp", "ep", "vpp")} |
+    again = capplan.estimate({**scenario, "parallelism": {k: b[k] for k in ("tp", "pp", "cp", "ep", "vpp", "pipeline_schedule")} |
                               {"sequence_parallel": b["sequence_parallel"]},
                               "training": {**scenario["training"], "micro_batch": b["micro_batch"],
                                            "recompute": b["recompute"], "zero": b["zero"],

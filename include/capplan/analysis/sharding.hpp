@@ -196,6 +196,22 @@ inline weight_sharding shard_weights(const model_spec& m, const parallelism_spec
     return w;
 }
 
+// `n` multi-token-prediction modules on the last stage's devices (DeepSeek-V3 arXiv:2412.19437 §2.2): each one
+// transformer block (as the model's last layer), the projection M (2h -> h, column-parallel) and its two input norms;
+// with pp > 1 the stage also holds a copy of the embedding the modules share with the first stage (Megatron-Core
+// keeps one on the last stage and keeps the two in sync).
+inline device_parameters mtp_on_device(const model_spec& m, const parallelism_spec& p, int n, int pp) {
+    device_parameters d;
+    const double h = static_cast<double>(m.hidden);
+    for (int i = 0; i < n; ++i) {
+        d += detail::layer_on_device(m, m.layers - 1, p);
+        d.block_linear += 2.0 * h * h / p.attention_tp();
+        d.other += 2.0 * h;
+    }
+    if (n > 0 && pp > 1) d.other += static_cast<double>(m.vocab) * h / p.attention_tp();
+    return d;
+}
+
 // Bytes of a device's parameters: block matrices in `weights`, the rest in 16 bits when
 // `weights` is quantized (the same rule as weight_bytes()).
 inline data_size device_weight_bytes(const device_parameters& d, const number_format& weights,

@@ -56,6 +56,7 @@ struct activation_options {
     const lora_spec* lora = nullptr;   // LoRA: frozen projections keep no input for a weight gradient (lora.hpp)
     bool frozen_inputs_saved = false;  // LoRA on a bitsandbytes 4-bit base: MatMul4Bit saves its input anyway
     bool eager = false;                // unfused PyTorch norms and SwiGLU (training.kernels "eager")
+    unsigned recompute_modules = 0;    // selective recompute's modules (training_spec); 0: core_attn
 };
 
 struct training_memory_options {
@@ -137,7 +138,15 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     const double rep = p.sequence_parallel && p.tp > 1 ? tp : 1.0;
     if (r == recompute_kind::full) return tokens * e * h / rep * units::B;
 
-    const bool keep_core = r == recompute_kind::none;  // selective recompute redoes core attention (§5)
+    // Selective recompute frees what its modules saved and reruns them in the backward (Megatron-Core
+    // recompute_modules; core_attn alone is Korthikanti §5): the module's input stays, its inner tensors go.
+    const unsigned mods = r == recompute_kind::selective
+                              ? (o.recompute_modules ? o.recompute_modules : static_cast<unsigned>(recompute_module::core_attn))
+                              : 0u;
+    auto rerun = [&](recompute_module x) { return (mods & static_cast<unsigned>(x)) != 0; };
+    const bool keep_core = !rerun(recompute_module::core_attn);
+    // layernorm: the two norms' outputs are recomputed; they are the 16-bit GEMM inputs (an FP8 GEMM keeps its own copy).
+    const double norm_out = rerun(recompute_module::layernorm) && g >= e ? 0.0 : 1.0;
     // A projection's input is saved for its weight gradient; with LoRA only targeted ones keep it (lora.hpp).
     const lora_spec* lora = o.lora;
     auto saved = [&](std::initializer_list<lora_target> projections) {
@@ -152,7 +161,7 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     // Eager RMSNorm (Hugging Face LlamaRMSNorm, litgpt, torchtune) saves the fp32 upcast of its input, and the
     // normalised 16-bit output for the norm weight's gradient when that weight trains; a fused norm keeps its input.
     const double norm_bytes = o.eager ? 4.0 + (lora ? 0.0 : e) : e;
-    double replicated = m.norms_per_layer * norm_bytes * h + qkv_in * g * h;
+    double replicated = m.norms_per_layer * norm_bytes * h + norm_out * qkv_in * g * h;
     double split = 0.0;
     const double heads = m.heads / tp;
     double o_width;
@@ -160,7 +169,7 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
         const auto& a = m.mla_dims;
         const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
         replicated += (e + g) * static_cast<double>(a.q_lora_rank + a.kv_lora_rank);
-        split += e * heads * (2.0 * qk + static_cast<double>(a.v_head_dim));
+        if (!rerun(recompute_module::mla_up_proj)) split += e * heads * (2.0 * qk + static_cast<double>(a.v_head_dim));
         o_width = heads * static_cast<double>(a.v_head_dim);
     } else {
         const double d = static_cast<double>(m.head_dim);
@@ -175,20 +184,24 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
 
     double routed = 0.0;
     if (!m.is_moe_layer(layer)) {
-        replicated += mlp_in * g * h;
+        replicated += norm_out * mlp_in * g * h;
         const double I = static_cast<double>(m.intermediate) / tp;
         // Eager SwiGLU, silu(gate) * up, also keeps silu's output for the product's backward.
-        split += e * (m.gated_mlp ? (o.eager ? 3.0 : 2.0) : 1.0) * I + down_in * g * I;
+        if (!rerun(recompute_module::mlp)) split += e * (m.gated_mlp ? (o.eager ? 3.0 : 2.0) : 1.0) * I + down_in * g * I;
     } else {
         const double E = static_cast<double>(m.moe.routed_experts);
-        replicated += e * h + 8.0 * E;
+        const bool whole = rerun(recompute_module::moe);  // the layer rerun from its input: nothing inside kept
+        // The router reads the 16-bit norm output (layernorm recompute frees it whatever the GEMMs save).
+        replicated += (rerun(recompute_module::layernorm) ? 0.0 : e * h) + (whole ? 0.0 : 8.0 * E);
         const double shared = static_cast<double>(m.moe.shared_experts * m.moe.shared_width()) / tp;
         const double gate_up = m.moe.gated && o.eager ? 3.0 : 2.0;  // eager SwiGLU keeps silu(gate) too
-        split += gate_up * e * shared + down_in * g * shared;
+        if (!whole && !rerun(recompute_module::shared_experts)) split += gate_up * e * shared + down_in * g * shared;
         const double copies = tokens * static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
                               static_cast<double>(p.etp) / tp;
         const double Ie = static_cast<double>(m.moe.expert_intermediate) / p.etp;
-        routed = copies * ((mlp_in * g + e) * h + (gate_up * e + down_in * g) * Ie);
+        // moe_act: the activation's output (the down-projection's input) is recomputed from the kept gate/up outputs.
+        const double act_out = rerun(recompute_module::moe_act) ? 0.0 : down_in * g;
+        routed = whole ? 0.0 : copies * ((mlp_in * g + e) * h + (gate_up * e + act_out) * Ie);
     }
     if (lora) split += lora_activation_bytes_per_token(m, layer, *lora, e, p.tp);
     return (tokens * (replicated / rep + split) + routed) * units::B;
@@ -298,8 +311,18 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
                                                       const training_memory_options& o = {}) {
     training_memory out;
     out.stage = stage;
-    const pipeline_stage& st = w.stages.at(static_cast<std::size_t>(stage));
     const int pp = static_cast<int>(w.stages.size());
+    pipeline_stage st = w.stages.at(static_cast<std::size_t>(stage));
+    if (t.mtp_layers > 0 && st.has_lm_head) st.params += mtp_on_device(m, p, t.mtp_layers, pp);
+    // DualPipe: the rank also holds stage pp - 1 - i, the other direction's copy (DeepSeek-V3 §3.2.1, Table 2: 2x
+    // parameters); its activations stay those of one stage's layers (Table 2: pp + 1 micro-batches in flight).
+    if (p.dualpipe() && pp > 1) {
+        const pipeline_stage& mirror = w.stages.at(static_cast<std::size_t>(pp - 1 - stage));
+        st.params += mirror.params;
+        if (t.mtp_layers > 0 && mirror.has_lm_head) st.params += mtp_on_device(m, p, t.mtp_layers, pp);
+        st.has_embedding = st.has_embedding || mirror.has_embedding;
+        st.has_lm_head = st.has_lm_head || mirror.has_lm_head;
+    }
     const state_bytes b = bytes_per_parameter(prec, t, o);
 
     // Sharding divisors. Weights are replicated over cp as over dp, so ZeRO/FSDP and the distributed
@@ -394,11 +417,13 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     if (t.lora) ao.lora = &*t.lora;
     ao.frozen_inputs_saved = t.lora && prec.weights.quantized();
     ao.eager = t.eager_kernels;
+    ao.recompute_modules = t.recompute_modules;
     if (detail::low_precision_compute(prec)) ao.gemm_input_bytes = prec.compute.bytes_per_element();
     const number_format& act = prec.activations;
     const double e = act.bytes_per_element();
     const std::int64_t n_mb = detail::microbatches_per_step(p, t);
-    out.layer_sets_in_flight = pipeline_layer_sets(pp, p.vpp, stage, n_mb);
+    out.layer_sets_in_flight = p.dualpipe() && pp > 1 ? std::min(static_cast<double>(pp + 1), static_cast<double>(n_mb))
+                                                      : pipeline_layer_sets(pp, p.vpp, stage, n_mb);
     out.in_flight_microbatches = static_cast<int>(std::ceil(out.layer_sets_in_flight - 1e-9));
     data_size per_set, largest_layer, largest_full;
     detail::by_layer_kind kept, whole;
@@ -411,15 +436,21 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
                 return layer_activation_bytes(m, i, t.seq_len, t.micro_batch, p, recompute_kind::none, act, ao);
             }));
     }
+    const double tokens = static_cast<double>(t.seq_len) * static_cast<double>(t.micro_batch) / p.cp;
+    const double rep = p.sequence_parallel && p.tp > 1 ? static_cast<double>(p.tp) : 1.0;
+    const double h = static_cast<double>(m.hidden);
+    if (t.mtp_layers > 0 && st.has_lm_head) {
+        // Each MTP module: its block's activations (as the last layer's) and its projection's 2h-wide input.
+        const data_size block = layer_activation_bytes(m, m.layers - 1, t.seq_len, t.micro_batch, p, t.recompute, act, ao);
+        const double g = ao.gemm_input_bytes > 0 ? std::min(ao.gemm_input_bytes, e) : e;
+        per_set += static_cast<double>(t.mtp_layers) * (block + tokens * 2.0 * g * h / rep * units::B);
+    }
     out.activations_per_layer = largest_layer;
     out.activations = per_set * out.layer_sets_in_flight;
     // Full recompute: the layer being back-propagated holds its recomputed activations (Chen et al. 2016,
     // arXiv:1604.06174: checkpoints plus one recomputed segment).
     out.activations += largest_full;
 
-    const double tokens = static_cast<double>(t.seq_len) * static_cast<double>(t.micro_batch) / p.cp;
-    const double rep = p.sequence_parallel && p.tp > 1 ? static_cast<double>(p.tp) : 1.0;
-    const double h = static_cast<double>(m.hidden);
     if (st.has_embedding) {
         // Token ids (int64) for the embedding backward (Megatron theoretical_memory_usage.py) and the embedding
         // dropout mask (Korthikanti §4.3: sbhp/t), per in-flight micro-batch.
@@ -433,7 +464,9 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
         // Eager (Hugging Face LlamaForCausalLM.forward: logits.float(), then a shifted .contiguous() copy into
         // CrossEntropyLoss): the fp32 logits it returns, log_softmax's fp32 output kept for its backward, and in
         // the backward the fp32 gradients of both: 16 B per token and vocabulary entry at the peak, twice the fused 8.
-        out.logits = (t.eager_kernels ? 4.0 : 2.0) * 4.0 * tokens * static_cast<double>(m.vocab) / p.tp * units::B;
+        // MTP modules each compute their own logits and loss over every position (DeepSeek-V3 §2.2, Eq. 22-23).
+        out.logits = (1.0 + t.mtp_layers) * (t.eager_kernels ? 4.0 : 2.0) * 4.0 * tokens * static_cast<double>(m.vocab) /
+                     p.tp * units::B;
         if (o.explain) out.notes.push_back("logits: fp32 s·b·V/tp for the loss and its fp32 gradient (Korthikanti et al. 2022 §4.3, "
                                            "4sbv/t, + gradient); a fused in-place cross-entropy needs half");
     }
@@ -442,8 +475,13 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
                                        (o.dropout ? "with 1-byte dropout masks" : "dropout 0 (no masks), as modern LLM pre-training") +
                                        (o.flash_attention ? "; FlashAttention: no s² scores, fp32 log-sum-exp kept (Dao 2023, arXiv:2307.08691 §3.1)"
                                                           : "; attention scores materialised (s² per head)"));
-    if (o.explain && t.recompute == recompute_kind::selective)
-        out.notes.push_back("selective recompute: core attention recomputed (Korthikanti §5)");
+    if (o.explain && t.recompute == recompute_kind::selective) {
+        std::string names;
+        for (std::size_t i = 0; i < recompute_module_names.size(); ++i)
+            if (t.recompute_modules & (1u << i)) names += (names.empty() ? "" : ", ") + recompute_module_names[i];
+        out.notes.push_back("selective recompute of " + names + " (Megatron-Core recompute_modules; core_attn: Korthikanti §5): "
+                            "their inner tensors freed, their inputs kept");
+    }
     if (o.explain && t.recompute == recompute_kind::full)
         out.notes.push_back("full recompute: layer inputs kept (Korthikanti Table 2: 2sbh; /t with SP per §5) + one layer recomputed");
     if (o.explain && pp > 1)

@@ -53,6 +53,11 @@ struct parallelism_spec {
     // gradients reduce-scattered, on the critical path), "all_to_all" (DeepSpeed-Ulysses: Q, K, V and the output
     // re-split from sequence to heads and back, on the critical path).
     std::string cp_algorithm = "ring";
+    // Training's pipeline schedule: "1f1b" (PipeDream-Flush; interleaved when vpp > 1) or "dualpipe" (DeepSeek-V3
+    // arXiv:2412.19437 §3.2.1: micro-batches fed from both ends, each rank holding two stages, a forward and a backward
+    // chunk overlapped so that their all-to-alls and pipeline sends run under the other's compute).
+    std::string pipeline_schedule = "1f1b";
+    bool dualpipe() const { return pipeline_schedule == "dualpipe"; }
 
     int model_parallel() const { return tp * pp * cp; }
     // The tensor-parallel split of attention and the other non-expert weights (1 with attention_dp).
@@ -62,6 +67,16 @@ struct parallelism_spec {
 };
 
 enum class recompute_kind { none, selective, full };
+
+// What "selective" recompute redoes in the backward: Megatron-Core's TransformerConfig.recompute_modules (bit i is
+// recompute_module_names[i]). core_attn alone is Korthikanti et al. 2022 §5; the others free a module's saved tensors
+// and rerun its forward (the MoE recipes of Megatron-Bridge: DeepSeek-V3 mla_up_proj and mlp).
+enum class recompute_module : unsigned {
+    core_attn = 1u << 0, mla_up_proj = 1u << 1, layernorm = 1u << 2, mlp = 1u << 3,
+    moe = 1u << 4, moe_act = 1u << 5, shared_experts = 1u << 6
+};
+inline const std::vector<std::string> recompute_module_names{"core_attn", "mla_up_proj", "layernorm", "mlp",
+                                                             "moe", "moe_act", "shared_experts"};
 
 // LoRA fine-tuning (Hu et al. 2021, arXiv:2106.09685): the base is frozen (in any format: QLoRA's NF4 too) and
 // each targeted projection W (d_in -> d_out) learns B·A, A: rank x d_in, B: d_out x rank (lora.hpp).
@@ -95,6 +110,7 @@ struct training_spec {
     std::int64_t global_batch = 0;  // sequences per optimizer step
     std::int64_t micro_batch = 1;
     recompute_kind recompute = recompute_kind::none;
+    unsigned recompute_modules = static_cast<unsigned>(recompute_module::core_attn);  // with recompute "selective"
     int zero = 0;                   // ZeRO stage over the shard group: 1 optimizer, 2 + gradients, 3 + weights
     int shard_group = 0;            // ranks ZeRO/FSDP shards over; 0 = all of dp (HSDP: a divisor of dp)
     bool distributed_optimizer = false;  // Megatron-LM: optimizer states sharded over dp (= ZeRO-1)
@@ -120,6 +136,12 @@ struct training_spec {
     bool eager_kernels = false;          // kernels "eager": unfused PyTorch norms and SwiGLU (Hugging Face, litgpt)
     std::optional<double> tokens;        // tokens to train on: gives time and GPU-hours
     std::optional<double> price_per_device_hour;  // gives the cost
+    int mtp_layers = 0;                  // multi-token-prediction modules trained beside the model (DeepSeek-V3 §2.2)
+
+    // Whether selective recompute reruns module `r` (never under "none"; "full" reruns every layer whole).
+    bool recomputes(recompute_module r) const {
+        return recompute == recompute_kind::selective && (recompute_modules & static_cast<unsigned>(r)) != 0;
+    }
 };
 
 // How requests arrive and how long they are, for the serving simulation (serving_sim.hpp).

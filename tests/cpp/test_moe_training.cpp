@@ -1,0 +1,166 @@
+// Training as MoE recipes run it: selective recompute modules (Megatron-Core recompute_modules), multi-token
+// prediction (DeepSeek-V3 §2.2) and the DualPipe schedule (DeepSeek-V3 §3.2.1), each checked by hand.
+#include <doctest/doctest.h>
+
+#include "capplan/analysis/inference_perf.hpp"
+#include "capplan/analysis/sharding.hpp"
+#include "capplan/analysis/training_memory.hpp"
+#include "capplan/analysis/training_perf.hpp"
+#include "capplan/error.hpp"
+#include "capplan/spec/scenario_io.hpp"
+#include "test_support.hpp"
+
+using namespace capplan;
+using namespace capplan::units;
+
+namespace {
+scenario read(const std::string& model, const std::string& parallelism, const std::string& training, int count = 64) {
+    return read_scenario(R"({"model": ")" + model + R"(", "system": {"preset": "DGX-H100", "count": )" + std::to_string(count) +
+                             R"(}, "parallelism": )" + parallelism + R"(, "training": )" + training + "}",
+                         test::shipped_catalog());
+}
+unsigned modules(std::initializer_list<recompute_module> ms) {
+    unsigned u = 0;
+    for (auto x : ms) u |= static_cast<unsigned>(x);
+    return u;
+}
+// One layer's activations for a 4096-token micro-batch, bf16, tp 1, selective recompute of `mods`.
+double layer_bytes(const model_spec& m, std::int64_t layer, unsigned mods, const std::string& gemm_format = "bf16") {
+    parallelism_spec p;
+    activation_options o;
+    o.recompute_modules = mods;
+    if (gemm_format == "fp8") o.gemm_input_bytes = 1.0;
+    return layer_activation_bytes(m, layer, 4096, 1, p, recompute_kind::selective, find_format("bf16"), o).si();
+}
+training_step_parts parts(const scenario& s) {
+    const perf_setup perf = training_perf_setup(s);
+    const training_spec& t = *s.training;
+    return training_step_time(s, perf, step_time_breakdown(perf, training_micro_batch(t.micro_batch, t.seq_len, s.parallelism.cp)),
+                              shard_weights(s.model, s.parallelism));
+}
+}  // namespace
+
+TEST_CASE("recompute modules free what each module saved (per layer, 4096 tokens, bf16, tp 1)") {
+    const catalog& cat = test::shipped_catalog();
+    const model_spec qwen = cat.model("Qwen3-30B-A3B");  // h 2048, 128 experts of width 768, top-8, no shared
+    const auto core = modules({recompute_module::core_attn});
+    // moe: the routed copies, 4096 x 8 = 32768, each (g + e)·h + (2e + g)·I_e = 4·2048 + 6·768 = 12800 B, and the fp32
+    // router logits and probabilities, 8·E = 1024 B per token: 419,430,400 + 4,194,304 B.
+    CHECK(layer_bytes(qwen, 0, core) - layer_bytes(qwen, 0, core | modules({recompute_module::moe})) ==
+          doctest::Approx(423624704.0));
+    // moe_act: only the activation's output, the down-projection input: 32768 x 2 x 768 B.
+    CHECK(layer_bytes(qwen, 0, core) - layer_bytes(qwen, 0, core | modules({recompute_module::moe_act})) ==
+          doctest::Approx(50331648.0));
+    // layernorm in bf16: the QKV input g·h and the router's e·h, 4096 x (4096 + 4096) B; with FP8 GEMMs (their own
+    // 1-byte copies kept) only the router's 16-bit input, 4096 x 4096 B.
+    CHECK(layer_bytes(qwen, 0, core) - layer_bytes(qwen, 0, core | modules({recompute_module::layernorm})) ==
+          doctest::Approx(33554432.0));
+    CHECK(layer_bytes(qwen, 0, core, "fp8") - layer_bytes(qwen, 0, core | modules({recompute_module::layernorm}), "fp8") ==
+          doctest::Approx(16777216.0));
+    // mla_up_proj (DeepSeek-V3: 128 heads, q/k 192 and v 128 per head): Q, K, V after the up-projections,
+    // 2 x 128 x (2 x 192 + 128) = 131,072 B per token.
+    const model_spec ds = cat.model("DeepSeek-V3");
+    CHECK(layer_bytes(ds, 10, core) - layer_bytes(ds, 10, core | modules({recompute_module::mla_up_proj})) ==
+          doctest::Approx(4096.0 * 131072.0));
+    // mlp (a dense layer of DeepSeek-V3, width 18432): gate and up outputs 2e·I and the down input g·I, 6 x 18432 B/token.
+    CHECK(layer_bytes(ds, 0, core) - layer_bytes(ds, 0, core | modules({recompute_module::mlp})) ==
+          doctest::Approx(4096.0 * 6.0 * 18432.0));
+    // shared_experts (one of width 2048): 6 x 2048 B per token.
+    CHECK(layer_bytes(ds, 10, core) - layer_bytes(ds, 10, core | modules({recompute_module::shared_experts})) ==
+          doctest::Approx(4096.0 * 6.0 * 2048.0));
+    // Without core_attn the attention core's saved tensors stay (FlashAttention: fp32 log-sum-exp and O).
+    CHECK(layer_bytes(qwen, 0, modules({recompute_module::moe_act})) > layer_bytes(qwen, 0, core | modules({recompute_module::moe_act})));
+}
+
+TEST_CASE("recompute modules cost their forward again: DeepSeek-V3's MLA up-projections by hand") {
+    const std::string par = R"({"tp": 1, "pp": 16, "ep": 8})";
+    const scenario a = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 256, "recompute": "selective"})", 256);
+    const scenario b = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 256, "recompute_modules": ["core_attn", "mla_up_proj"]})", 256);
+    CHECK(b.training->recompute == recompute_kind::selective);
+    // q_b 1536 -> 128 x 192 and kv_b 512 -> 128 x (128 + 128): 2 x 4096 x (37,748,736 + 8,388,608 x 2) FLOPs per layer, two
+    // GEMMs, 61 layers over 16 stages.
+    const double flops = 2.0 * 4096 * (1536.0 * 128 * 192 + 512.0 * 128 * 256);
+    const perf_setup perf = training_perf_setup(b);
+    const double per_layer = flops / (perf.peak.si() * perf.efficiency.gemm_at(flops / 2.0));
+    CHECK((parts(b).recompute - parts(a).recompute).si() == doctest::Approx(61.0 / 16.0 * per_layer));
+    // moe reruns the layer's experts and its dispatch and combine.
+    const scenario c = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 256, "recompute_modules": ["moe"]})", 256);
+    CHECK(parts(c).ep_comm.si() == doctest::Approx(1.5 * parts(a).ep_comm.si()));
+    CHECK(parts(c).recompute > duration{});
+}
+
+TEST_CASE("recompute_modules: errors name the field") {
+    auto bad = [](const std::string& model, const std::string& training, const char* says) {
+        CHECK_THROWS_WITH_AS(read(model, R"({"tp": 1})", training), doctest::Contains(says), config_error);
+    };
+    bad("Llama-3.1-8B", R"({"seq_len": 4096, "global_batch": 64, "recompute": "full", "recompute_modules": ["mlp"]})",
+        "/training/recompute_modules");
+    bad("Llama-3.1-8B", R"({"seq_len": 4096, "global_batch": 64, "recompute_modules": ["mpl"]})", "did you mean 'mlp'");
+    bad("Llama-3.1-8B", R"({"seq_len": 4096, "global_batch": 64, "recompute_modules": []})", "/training/recompute_modules");
+    bad("Llama-3.1-8B", R"({"seq_len": 4096, "global_batch": 64, "recompute_modules": [3]})", "/training/recompute_modules/0");
+    bad("Llama-3.1-8B", R"({"seq_len": 4096, "global_batch": 64, "recompute_modules": ["mla_up_proj"]})", "no multi-head latent");
+    bad("Llama-3.1-8B", R"({"seq_len": 4096, "global_batch": 64, "recompute_modules": ["moe"]})", "no MoE layers");
+    bad("Qwen3-30B-A3B", R"({"seq_len": 4096, "global_batch": 64, "recompute_modules": ["mlp"]})", "no dense MLP layers");
+    bad("Qwen3-30B-A3B", R"({"seq_len": 4096, "global_batch": 64, "recompute_modules": ["shared_experts"]})", "no shared experts");
+    bad("Llama-3.1-8B", R"({"seq_len": 4096, "global_batch": 64, "mtp_layers": 17})", "/training/mtp_layers");
+}
+
+TEST_CASE("multi-token prediction: one more block, projection and head on the last stage") {
+    const std::string par = R"({"tp": 1, "pp": 4, "ep": 8})";
+    const scenario a = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 256})", 256);
+    const scenario b = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 256, "mtp_layers": 1})", 256);
+    const weight_sharding w = shard_weights(a.model, a.parallelism);
+    // Model states of the last stage: + the last layer's block, M (2h x h), two norms and an embedding copy (pp > 1).
+    const double h = 7168.0;
+    const double extra = detail::layer_on_device(a.model, 60, a.parallelism).total() + 2.0 * h * h + 2.0 * h + 129280.0 * h;
+    const training_memory ma = estimate_training_memory_stage(a.model, w, a.precision, a.parallelism, *a.training, 3);
+    const training_memory mb = estimate_training_memory_stage(b.model, w, b.precision, b.parallelism, *b.training, 3);
+    CHECK((mb.weights - ma.weights).si() == doctest::Approx(2.0 * extra));  // bf16 weights, unsharded
+    CHECK(mb.logits.si() == doctest::Approx(2.0 * ma.logits.si()));       // its own logits and loss
+    // The first stage holds none of it.
+    CHECK(estimate_training_memory_stage(b.model, w, b.precision, b.parallelism, *b.training, 0).weights.si() ==
+          doctest::Approx(estimate_training_memory_stage(a.model, w, a.precision, a.parallelism, *a.training, 0).weights.si()));
+    // Time: the forward grows by one mean block, the head and M per micro-batch, spread over the 4 stages.
+    const perf_setup perf = training_perf_setup(a);
+    const step_breakdown f = step_time_breakdown(perf, training_micro_batch(1, 4096, 1));
+    duration head_op;
+    for (const auto& op : f.ops)
+        if (op.op == "lm head and embedding") head_op = op.time;
+    const double head = 2.0 * 4096 * h * 129280 / (perf.peak.si() * perf.efficiency.gemm);
+    const double proj = 2.0 * 4096 * 2.0 * h * h / (perf.peak.si() * perf.efficiency.gemm);
+    const double module = (f.compute - head_op).si() / 61.0 + head + proj;
+    CHECK((parts(b).forward - parts(a).forward).si() == doctest::Approx(module / 4.0));
+}
+
+TEST_CASE("DualPipe: bubble (pp/2 - 1)(F + B/2), two stages' states per rank, pp + 1 micro-batches in flight") {
+    const std::string t = R"({"seq_len": 4096, "global_batch": 128})";  // 8 micro-batches per pipeline (dp 16)
+    const scenario one = read("Mixtral-8x7B", R"({"tp": 1, "pp": 4, "ep": 8})", t);
+    const scenario dual = read("Mixtral-8x7B", R"({"tp": 1, "pp": 4, "ep": 8, "pipeline_schedule": "dualpipe"})", t);
+    const training_step_parts a = parts(one), d = parts(dual);
+    // DeepSeek-V3 Table 2 with F&B = F + B and W = B / 2: (4/2 - 1) x (F + B/2).
+    CHECK(d.bubble.si() == doctest::Approx((d.forward + d.backward / 2.0).si()));
+    CHECK(a.bubble.si() == doctest::Approx(3.0 * (a.forward + a.backward + a.recompute + a.fp8_casts).si() +
+                                           3.0 * (a.tp_exposed + a.pp_exposed + a.cp_exposed + a.ep_exposed).si()));
+    // The all-to-alls and sends run under the paired chunk's compute.
+    CHECK(d.ep_exposed.si() == doctest::Approx(std::max(0.0, (d.ep_comm - d.forward - d.backward).si())));
+    CHECK(d.pp_exposed.si() == doctest::Approx(std::max(0.0, (d.pp_comm - d.forward - d.backward).si())));
+    CHECK(d.step < a.step);
+    // Memory on rank 0: its stage and the mirror stage 3 (embedding and head both), 5 micro-batches of activations.
+    const weight_sharding w = shard_weights(one.model, one.parallelism);
+    const training_memory m = estimate_training_memory_stage(dual.model, w, dual.precision, dual.parallelism, *dual.training, 0);
+    CHECK(m.weights.si() == doctest::Approx(2.0 * (w.stages[0].params.total() + w.stages[3].params.total())));
+    CHECK(m.layer_sets_in_flight == doctest::Approx(5.0));
+    CHECK(m.logits.si() > 0.0);
+    // Errors name the field: odd pp, interleaving, too few micro-batches, serving.
+    CHECK_THROWS_WITH_AS(read("Mixtral-8x7B", R"({"tp": 1, "pp": 3, "pipeline_schedule": "dualpipe"})", t, 48),
+                         doctest::Contains("/parallelism/pipeline_schedule"), config_error);
+    CHECK_THROWS_WITH_AS(read("Mixtral-8x7B", R"({"tp": 1, "pp": 4, "vpp": 2, "pipeline_schedule": "dualpipe"})", t),
+                         doctest::Contains("/parallelism/pipeline_schedule"), config_error);
+    CHECK_THROWS_WITH_AS(read("Mixtral-8x7B", R"({"tp": 1, "pp": 4, "pipeline_schedule": "dualpipe"})",
+                              R"({"seq_len": 4096, "global_batch": 32})"),
+                         doctest::Contains("an even number"), config_error);
+    CHECK_THROWS_WITH_AS(read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+        "parallelism": {"pp": 2, "pipeline_schedule": "dualpipe"}, "inference": {"input_tokens": 100, "output_tokens": 10}})",
+                                       test::shipped_catalog()),
+                         doctest::Contains("training schedule"), config_error);
+}
