@@ -143,7 +143,14 @@ collective_result collective_time(collective_op op, data_size size, const system
 
     if (op == collective_op::all_to_all) {
         // Point-to-point to every peer: intra-domain bytes over the scale-up link, the rest over this GPU's NICs.
-        const double intra = static_cast<double>(domain - 1) / n, inter = static_cast<double>(n - domain) / n;
+        double intra = static_cast<double>(domain - 1) / n, inter = static_cast<double>(n - domain) / n;
+        if (options.node_dedup_topk > 0 && parts > 1) {
+            // k uniform picks over `parts` domains reach (parts - 1)(1 - (1 - 1/parts)^k) others on average (DeepEP
+            // README: tokens go to each node once over RDMA and are forwarded over NVLink); per routed copy:
+            const double k = options.node_dedup_topk, P = parts;
+            inter = (P - 1.0) * (1.0 - std::pow(1.0 - 1.0 / P, k)) / k;
+            intra = static_cast<double>(domain - 1) / domain;  // forwarded inside the receiving domain
+        }
         duration t_intra = intra > 0 ? (size * intra) / up : duration{};
         duration t_inter = inter > 0 ? (size * inter) / (*v.nic_per_gpu * collective_efficiency::network) : duration{};
         const duration t_bw = std::max(t_intra, t_inter) * options.imbalance;

@@ -96,7 +96,11 @@ perf_setup perf_setup::from(const scenario& s) {
             out.allreduce_grid.engine_bandwidth = engine_allreduce_bandwidth(s.system, tp);
         }
     }
-    if (s.model.is_moe() && s.parallelism.ep > 1) out.alltoall_grid = grid(collective_op::all_to_all, s.parallelism.ep);
+    if (s.model.is_moe() && s.parallelism.ep > 1) {
+        out.alltoall_grid = grid(collective_op::all_to_all, s.parallelism.ep);
+        if (s.training && s.training->moe_dispatcher != "alltoall")
+            out.alltoall_grid.options.node_dedup_topk = static_cast<int>(s.model.moe.experts_per_token);
+    }
     // The first point now: a system that cannot run these groups fails here, with its reason.
     if (!out.allreduce_grid.empty()) out.allreduce_grid.at(out.system, 0);
     if (!out.alltoall_grid.empty()) out.alltoall_grid.at(out.system, 0);
@@ -121,7 +125,7 @@ perf_setup perf_setup::from(const scenario& s) {
 
 duration perf_setup::collective_grid::at(const system_spec& sys, int k) const {
     double& t = seconds[static_cast<std::size_t>(k)];
-    if (t < 0) t = collective_time(op, std::ldexp(1.0, k) * B, sys, group).time.si();
+    if (t < 0) t = collective_time(op, std::ldexp(1.0, k) * B, sys, group, options).time.si();
     return t * s;
 }
 

@@ -340,6 +340,9 @@ void check_recompute_modules(const model_spec& m, const training_spec& t) {
     lacks(recompute_module::moe, m.is_moe(), "MoE layers");
     lacks(recompute_module::moe_act, m.is_moe(), "MoE layers");
     lacks(recompute_module::shared_experts, m.is_moe() && m.moe.shared_experts > 0, "shared experts");
+    if (t.moe_dispatcher != "alltoall" && !m.is_moe())
+        throw config_error("/training/moe_dispatcher", t.moe_dispatcher, m.name + " has no experts to dispatch to",
+                           "alltoall (or leave it out) for a dense model");
 }
 
 training_spec read_training(object_reader& r) {
@@ -374,6 +377,7 @@ training_spec read_training(object_reader& r) {
     t.flash_attention = r.boolean("flash_attention").value_or(true);
     t.dropout = r.boolean("dropout").value_or(false);
     t.ep_comm_overlap = r.boolean("ep_comm_overlap").value_or(false);
+    t.moe_dispatcher = r.choice("moe_dispatcher", {"alltoall", "deepep", "hybridep"}).value_or("alltoall");
     t.fp8_params = r.boolean("fp8_params").value_or(false);
     t.eager_kernels = r.choice("kernels", {"fused", "eager"}).value_or("fused") == "eager";
     if (const json* l = r.get("lora"); l && !l->is_null()) {

@@ -2,6 +2,9 @@
 // prediction (DeepSeek-V3 §2.2) and the DualPipe schedule (DeepSeek-V3 §3.2.1), each checked by hand.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
+#include "capplan/analysis/collectives.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/sharding.hpp"
 #include "capplan/analysis/training_memory.hpp"
@@ -163,4 +166,30 @@ TEST_CASE("DualPipe: bubble (pp/2 - 1)(F + B/2), two stages' states per rank, pp
         "parallelism": {"pp": 2, "pipeline_schedule": "dualpipe"}, "inference": {"input_tokens": 100, "output_tokens": 10}})",
                                        test::shipped_catalog()),
                          doctest::Contains("training schedule"), config_error);
+}
+
+TEST_CASE("node-deduplicating dispatch: each token crosses the network once per other node it reaches") {
+    system_spec b200 = test::shipped_catalog().system("HGX-B200");
+    b200.count = 32;
+    // ep 32 over 4 nodes of 8, top-8: a copy crosses nodes with probability 24/32 in a plain all-to-all; deduplicated,
+    // a token reaches 3 (1 - 0.75^8) = 2.699 other nodes on average, 0.3374 per copy: the NIC part shrinks by
+    // 0.3374 / 0.75 = 0.4499, and it still binds (NVLink carries 7/8 of the copies at 18x the NIC rate).
+    collective_options dedup;
+    dedup.node_dedup_topk = 8;
+    const auto plain = collective_time(collective_op::all_to_all, 4 * GiB, b200, {32, 8});
+    const auto deep = collective_time(collective_op::all_to_all, 4 * GiB, b200, {32, 8}, dedup);
+    const double k = 8.0, P = 4.0;
+    const double ratio = (P - 1.0) * (1.0 - std::pow(1.0 - 1.0 / P, k)) / k / 0.75;
+    CHECK(ratio == doctest::Approx(0.4499).epsilon(1e-3));
+    CHECK((deep.time - deep.latency).si() == doctest::Approx(ratio * (plain.time - plain.latency).si()).epsilon(1e-6));
+    // Within one node nothing crosses the network: the option changes nothing.
+    CHECK(collective_time(collective_op::all_to_all, 1 * GiB, b200, {8, 8}, dedup).time.si() ==
+          doctest::Approx(collective_time(collective_op::all_to_all, 1 * GiB, b200, {8, 8}).time.si()));
+    // As a training scenario's dispatcher; a dense model has nothing to dispatch.
+    const scenario s = read("DeepSeek-V3", R"({"tp": 1, "pp": 8, "ep": 32})",
+                            R"({"seq_len": 4096, "global_batch": 256, "moe_dispatcher": "deepep"})", 256);
+    const scenario a = read("DeepSeek-V3", R"({"tp": 1, "pp": 8, "ep": 32})", R"({"seq_len": 4096, "global_batch": 256})", 256);
+    CHECK(parts(s).ep_comm < 0.6 * parts(a).ep_comm);
+    CHECK_THROWS_WITH_AS(read("Llama-3.1-8B", R"({"tp": 1})", R"({"seq_len": 4096, "global_batch": 64, "moe_dispatcher": "deepep"})"),
+                         doctest::Contains("/training/moe_dispatcher"), config_error);
 }

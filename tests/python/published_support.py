@@ -130,8 +130,11 @@ def training_published(row, variant=None):
         published = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
         return {"model": _gpt_shape(row), "system": system, "parallelism": par, "training": training}, published, "step_time_s"
     # NeMo 24.07 and Megatron-Bridge: FP8 with the distributed optimizer and FP8 primary weights (their recipes),
-    # tensor-parallel communication overlapped with sequence parallelism when tp > 1; the FSDP row ZeRO-3.
-    precision = {"weights": "bf16", "compute": "fp8"}
+    # tensor-parallel communication overlapped with sequence parallelism when tp > 1; the FSDP row ZeRO-3. A row read
+    # with its recipe ("recipe": Megatron-Bridge's performance configs) runs that recipe's recompute modules, MTP,
+    # all-to-all overlap and dispatcher, and BF16 rows run BF16.
+    bf16 = row.get("precision") == "BF16"
+    precision = {"weights": "bf16", "compute": "bf16" if bf16 else "fp8"}
     if _int_or(row.get("vpp"), 1) > 1:
         par["vpp"] = row["vpp"]
     if row["tp"] > 1:
@@ -140,7 +143,12 @@ def training_published(row, variant=None):
         par["ep"] = row["ep"]
     fsdp = row.get("fsdp") == 1
     training.update(recompute="none", tp_comm_overlap=row["tp"] > 1,
-                    **({"zero": 3} if fsdp else {"distributed_optimizer": True, "fp8_params": True}))
+                    **({"zero": 3} if fsdp else {"distributed_optimizer": True, "fp8_params": not bf16}))
+    recipe = row.get("recipe") or {}
+    if "recompute_modules" in recipe:
+        del training["recompute"]
+    training.update({k: recipe[k] for k in ("recompute_modules", "mtp_layers", "ep_comm_overlap", "tp_comm_overlap",
+                                            "moe_dispatcher") if k in recipe})
     published = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
     return ({"model": row["model"], "system": system, "parallelism": par, "precision": precision, "training": training},
             published, "step_time_s")

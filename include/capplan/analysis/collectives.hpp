@@ -56,6 +56,10 @@ struct collective_options {
     std::optional<coll_algorithm> algorithm;  // force one (NCCL_ALGO); empty = cheapest
     bool allow_nvls = true;                    // NCCL_NVLS_ENABLE
     double imbalance = 1.0;                    // all-to-all: busiest rank's bytes / average (>= 1)
+    // All-to-all as a node-deduplicating MoE dispatcher runs it (DeepEP's normal kernels, HybridEP): the bytes are
+    // `node_dedup_topk` copies per token, and each token crosses the network once per other node holding one of its
+    // experts, then the scale-up link carries the copies to their GPUs. 0: a plain all-to-all.
+    int node_dedup_topk = 0;
     // A fitted calibration for this system and operation replaces the modelled latency and bus
     // bandwidth (capplan calibrate-collectives; models/calibration/).
     std::optional<duration> calibrated_latency;

@@ -125,6 +125,7 @@ struct perf_setup {
         // costed at their exact size by allreduce(); the grid holds NCCL's times.
         const engine_allreduce* engine = nullptr;
         std::optional<byte_rate> engine_bandwidth;
+        collective_options options;  // e.g. a node-deduplicating MoE dispatcher
         bool empty() const { return group.gpus <= 1; }
         duration at(const system_spec& sys, int k) const;
     };

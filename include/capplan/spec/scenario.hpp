@@ -124,6 +124,9 @@ struct training_spec {
     double straggler_factor = 1.0;       // >= 1: the slowest rank's compute time / the model's
     bool tp_comm_overlap = false;        // tensor-parallel communication pipelined with the GEMMs
     bool ep_comm_overlap = false;        // expert-parallel all-to-alls under another micro-batch's compute
+    // The MoE token dispatcher: "alltoall" (NCCL all-to-all, every routed copy sent) or "deepep" / "hybridep"
+    // (DeepEP normal kernels, HybridEP: each token crosses the network once per node, then NVLink fans it out).
+    std::string moe_dispatcher = "alltoall";
     bool flash_attention = true;         // false: attention scores materialised (Megatron-LM before 2023)
     bool dropout = false;                // attention and hidden dropout (Megatron-LM's GPT default 0.1)
     bool fp8_params = false;             // FP8 primary weights (Megatron --fp8-param-gather): no 16-bit copy
