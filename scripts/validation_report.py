@@ -321,7 +321,7 @@ def _training_rows(data):
             out.append(_entry(f"published_training[{n}]", f"{row['id']}{' ' + variant if variant else ''}{fits}",
                               "training_step" if key == "step_time_s" else "training_mfu",
                               "s" if key == "step_time_s" else "MFU", published, r["training"][key], row,
-                              row["source"].split(",")[0][:60], gap=row.get("known_gap")))
+                              row["source"].split(",")[0][:60], gap=row.get("known_gap"), role_note=row.get("role_note")))
     return out
 
 

@@ -118,9 +118,13 @@ def training_published(row, variant=None):
                                                                  else "full_recompute_no_sp"]
         return {"model": model, "system": system, "parallelism": par, "training": training}, published, "step_time_s"
     if rid.startswith("llama3"):
-        # FSDP sharding optimizer states and gradients (ZeRO-2-like, §3.3.2); no recompute at 8K; V and the
-        # micro-batch not stated: 1F1B, micro-batch 1; context parallelism by all-gathering K and V (§3.3.2).
+        # As §3.3.2 of arXiv:2407.21783 describes the run: FSDP sharding optimizer states and gradients (ZeRO-2-like);
+        # no recompute at 8K; tensor parallelism as Korthikanti et al. (2023) cite it, i.e. with sequence parallelism;
+        # the interleaved schedule with one layer per model chunk ("we reduce one Transformer layer each from the first
+        # and the last stages ... the first model chunk on the first stage has only the embedding": 126 layers in
+        # 16 x 8 one-layer chunks, V = 8); context parallelism by all-gathering K and V. Micro-batch not stated: 1.
         training.update(zero=2, recompute="none")
+        par.update(sequence_parallel=True, vpp=8)
         if par["cp"] > 1:
             par["cp_algorithm"] = "all_gather"
         return ({"model": row["model"], "system": system, "parallelism": par, "training": training},

@@ -416,3 +416,33 @@ def test_context_parallel_all_gather_and_all_to_all_by_hand():
             capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 64},
                               "parallelism": parallelism, "training": {"seq_len": 8192, "global_batch": 64}})
         assert e.value.field == field
+
+
+_TRAINING_ROWS = json.loads((pathlib.Path(__file__).parents[1] / "data" / "published_training.json").read_text())["rows"]
+LLAMA3 = [r for r in _TRAINING_ROWS if r["id"].startswith("llama3")]
+
+
+@pytest.mark.parametrize("row", LLAMA3, ids=[r["id"] for r in LLAMA3])
+def test_llama3_runs_above_8k_gpus_fit_and_their_mfu_is_within_12_percent(row):
+    # Issue #20: two runs above 8k GPUs. Llama 3 405B on 8,192 and 16,384 H100s (arXiv:2407.21783 Table 4), run as
+    # §3.3.2 describes it (sequence-parallel TP, V = 8 one-layer chunks, ZeRO-2-like FSDP; published_support): held
+    # out, +10.0%, +9.2%, +3.4% in MFU; Meta's MFU formula is not published.
+    from published_support import training_published
+    scenario, published, key = training_published(row)
+    r = capplan.estimate(scenario)
+    assert r.memory.fits is True
+    assert r.to_dict()["training"][key] == pytest.approx(published, rel=0.12)
+
+
+MOE = [r for r in _TRAINING_ROWS if r.get("recipe")]
+
+
+@pytest.mark.parametrize("row", MOE, ids=[r["id"] for r in MOE])
+def test_moe_training_rows_as_their_recipes_ran_them(row):
+    # Issue #20 item 2: nine Megatron-Bridge MoE rows with their recipes' recompute modules, MTP, overlap and
+    # dispatcher. All fast today (-6% to -42%, docs/validation.md: a documented gap); this pins the direction and the
+    # bound so a change that widens the gap, or flips it, is seen.
+    from published_support import training_published
+    scenario, published, key = training_published(row)
+    step = capplan.estimate(scenario).to_dict()["training"][key]
+    assert 0.55 * published <= step <= published
