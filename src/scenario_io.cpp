@@ -374,6 +374,8 @@ training_spec read_training(object_reader& r) {
     t.ckpt_fully_parallel_load = r.boolean("ckpt_fully_parallel_load").value_or(false);
     t.straggler_factor = r.number("straggler_factor", 1.0).value_or(1.0);
     t.tp_comm_overlap = r.boolean("tp_comm_overlap").value_or(false);
+    t.overlap_grad_reduce = r.boolean("overlap_grad_reduce").value_or(true);
+    t.overlap_param_gather = r.boolean("overlap_param_gather").value_or(true);
     t.flash_attention = r.boolean("flash_attention").value_or(true);
     t.dropout = r.boolean("dropout").value_or(false);
     t.ep_comm_overlap = r.boolean("ep_comm_overlap").value_or(false);

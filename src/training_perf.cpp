@@ -318,7 +318,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                            : w.per_device().total());
     const double grad_bytes = t.distributed_optimizer ? 4.0 : 2.0;  // fp32 main grads with Megatron's distributed optimizer
     const int replicas_of_weights = p.dp * p.cp;
-    duration dp_time;
+    duration grad_time, gather_time;  // gradient reductions; parameter all-gathers (ZeRO 2-3)
     if (replicas_of_weights > 1) {
         // Megatron's rank order tp-cp-ep-dp-pp: tp and cp fastest, pipeline stages outermost, so a node
         // holds per_node / tp consecutive members of the group.
@@ -338,24 +338,28 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         const collective_group sg{group, group <= dp_per_node ? group : group % dp_per_node == 0 ? dp_per_node : 1};
         const double mbs = static_cast<double>(mb);
         if (t.zero <= 1) {
-            dp_time = collective_time(collective_op::all_reduce, grads, s.system, g).time;
+            grad_time = collective_time(collective_op::all_reduce, grads, s.system, g).time;
         } else {
-            dp_time = mbs * collective_time(collective_op::reduce_scatter, grads, s.system, sg).time;
+            grad_time = mbs * collective_time(collective_op::reduce_scatter, grads, s.system, sg).time;
             if (group < replicas_of_weights) {  // HSDP: the shards' gradients all-reduced across the replicas, once per step
                 // Shard groups are consecutive ranks, so a node holds dp_per_node / group replicas of each shard
                 // (one when the group fills or spans nodes).
                 const int replicas = replicas_of_weights / group;
                 const int in_node = std::max(1, dp_per_node / group);
-                dp_time += collective_time(collective_op::all_reduce, grads / static_cast<double>(group), s.system,
-                                           {replicas, replicas % in_node == 0 ? in_node : 1}).time;
+                grad_time += collective_time(collective_op::all_reduce, grads / static_cast<double>(group), s.system,
+                                             {replicas, replicas % in_node == 0 ? in_node : 1}).time;
             }
-            dp_time += t.zero == 2 ? collective_time(collective_op::all_gather, p16, s.system, sg).time
-                                   : 2.0 * mbs * collective_time(collective_op::all_gather, gathered, s.system, sg).time;
+            gather_time = t.zero == 2 ? collective_time(collective_op::all_gather, p16, s.system, sg).time
+                                      : 2.0 * mbs * collective_time(collective_op::all_gather, gathered, s.system, sg).time;
         }
     }
-    // Overlap: the step-end all-reduce hides behind the last backward; per-micro-batch traffic
-    // (stages 2-3) behind all the step's compute.
-    const duration dp_exposed = std::max(duration{}, dp_time - (t.zero >= 2 ? compute : backward));
+    // Overlap: the step-end all-reduce hides behind the last backward; per-micro-batch traffic (stages 2-3) behind all
+    // the step's compute. Only what is overlapped hides: gradient reductions with overlap_grad_reduce (PyTorch DDP's
+    // buckets, Li et al. 2020 arXiv:2006.15704 §3.2.3; Megatron --overlap-grad-reduce), parameter all-gathers with
+    // overlap_param_gather (FSDP prefetch, Zhao et al. 2023 arXiv:2304.11277 §3.3; Megatron --overlap-param-gather).
+    const duration dp_time = grad_time + gather_time;
+    const duration hidden = (t.overlap_grad_reduce ? grad_time : duration{}) + (t.overlap_param_gather ? gather_time : duration{});
+    const duration dp_exposed = dp_time - hidden + std::max(duration{}, hidden - (t.zero >= 2 ? compute : backward));
 
     // Optimizer: read and write this rank's states (weights, gradients, master, moments), memory-bound.
     // Each rank updates its shard of the states: over the ZeRO shard group (HSDP: smaller than dp), or

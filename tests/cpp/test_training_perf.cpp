@@ -213,3 +213,33 @@ TEST_CASE("dropout: two more passes of materialised scores and a mask byte; mask
     CHECK(bytes(fused_dropped, "norms and elementwise") - bytes(fused, "norms and elementwise") ==
           doctest::Approx(32.0 * 2 * 4096.0 * 4096.0));
 }
+
+TEST_CASE("data-parallel overlap switches: what is not overlapped is exposed whole") {
+    const std::string par = R"({"tp": 1})";
+    auto parts_of = [&](const std::string& training) {
+        const scenario s = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 64},
+            "parallelism": )" + par + R"(, "training": )" + training + "}", test::shipped_catalog());
+        const perf_setup perf = training_perf_setup(s);
+        return training_step_time(s, perf, step_time_breakdown(perf, training_micro_batch(1, 4096, 1)), shard_weights(s.model, s.parallelism));
+    };
+    // ZeRO 0 on 64 ranks: one all-reduce; overlapped it hides behind the last backward, else all of it shows.
+    const auto on = parts_of(R"({"seq_len": 4096, "global_batch": 128})");
+    const auto off = parts_of(R"({"seq_len": 4096, "global_batch": 128, "overlap_grad_reduce": false})");
+    CHECK(off.dp_time.si() == doctest::Approx(on.dp_time.si()));
+    CHECK(on.dp_exposed.si() == doctest::Approx(std::max(0.0, (on.dp_time - on.backward).si())));
+    CHECK(off.dp_exposed.si() == doctest::Approx(off.dp_time.si()));
+    CHECK((off.step - on.step).si() == doctest::Approx((off.dp_exposed - on.dp_exposed).si()));
+    // ZeRO-3: per micro-batch reduce-scatters and two all-gathers; without prefetch the gathers show whole, the
+    // reduce-scatters still hide behind the step's compute.
+    const auto z3 = parts_of(R"({"seq_len": 4096, "global_batch": 128, "zero": 3})");
+    const auto z3_off = parts_of(R"({"seq_len": 4096, "global_batch": 128, "zero": 3, "overlap_param_gather": false})");
+    const auto z3_none = parts_of(R"({"seq_len": 4096, "global_batch": 128, "zero": 3, "overlap_param_gather": false,
+                                      "overlap_grad_reduce": false})");
+    const duration compute = 2.0 * (z3.forward + z3.backward);  // 2 micro-batches, no recompute or casts (bf16)
+    CHECK(z3.dp_exposed.si() == doctest::Approx(std::max(0.0, (z3.dp_time - compute).si())));
+    CHECK(z3_off.dp_exposed > z3.dp_exposed);
+    CHECK(z3_off.dp_exposed < z3_off.dp_time);
+    CHECK(z3_none.dp_exposed.si() == doctest::Approx(z3_none.dp_time.si()));
+    CHECK_THROWS_WITH_AS(parts_of(R"({"seq_len": 4096, "global_batch": 128, "overlap_grad_reduce": 1})"),
+                         doctest::Contains("/training/overlap_grad_reduce"), config_error);
+}

@@ -123,6 +123,10 @@ struct training_spec {
     bool ckpt_fully_parallel_load = false;  // read once and exchanged among replicas (Megatron --ckpt-fully-parallel-load)
     double straggler_factor = 1.0;       // >= 1: the slowest rank's compute time / the model's
     bool tp_comm_overlap = false;        // tensor-parallel communication pipelined with the GEMMs
+    // Data-parallel traffic under compute (both on by default, as PyTorch DDP / FSDP and Megatron-Bridge's recipes run):
+    // gradient reductions bucketed behind the backward, parameter all-gathers prefetched behind the forward.
+    bool overlap_grad_reduce = true;
+    bool overlap_param_gather = true;
     bool ep_comm_overlap = false;        // expert-parallel all-to-alls under another micro-batch's compute
     // The MoE token dispatcher: "alltoall" (NCCL all-to-all, every routed copy sent) or "deepep" / "hybridep"
     // (DeepEP normal kernels, HybridEP: each token crosses the network once per node, then NVLink fans it out).
