@@ -302,6 +302,7 @@ system_entry read_system(object_reader& r, const header& h) {
         e.nics_per_node = static_cast<int>(s.required_integer("nics_per_node", 1));
         e.scale_out_topology = s.choice("topology", {"rail_optimized_fat_tree", "fat_tree", "dcn"}).value_or("");
         e.oversubscription = s.number("oversubscription", 1.0).value_or(1.0);
+        e.pod_nodes = static_cast<int>(s.integer("pod_nodes", 1, max_system_accelerators).value_or(0));
         e.scale_out_reduction = s.boolean("in_network_reduction").value_or(false);
         s.finish();
     }
@@ -487,7 +488,7 @@ system_spec catalog::system(std::string_view name, const std::string& field) con
     s.torus_shape = e.torus_shape;
     if (!e.scale_out_link.empty())
         s.scale_out = scale_out_spec{link(e.scale_out_link), e.nics_per_node, e.scale_out_topology, e.oversubscription,
-                                     e.scale_out_reduction};
+                                     e.scale_out_reduction, e.pod_nodes};
     if (!e.storage.empty()) s.storage = storage(e.storage);
     return s;
 }

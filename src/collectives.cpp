@@ -124,7 +124,19 @@ collective_result collective_time(collective_op op, data_size size, const system
 
     const double f = bus_factor(op, n);
     const byte_rate up = v.up * v.up_efficiency;
-    const byte_rate out = v.nic_per_gpu ? *v.nic_per_gpu * static_cast<double>(domain) * collective_efficiency::network
+    // Pods (scale_out.pod_nodes): full bisection inside one, `oversubscription` above. A group spanning P pods:
+    // a ring or tree crosses each pod's uplinks twice per group, and when every GPU of a pod runs such a group at once
+    // (data-parallel groups do) the crossings share the pod's uplinks, pod GPUs x NIC / oversubscription: each gets
+    // min(1, n / (2 P oversubscription)) of a NIC. An all-to-all sends (P - 1)/P of its bytes to other pods, all at the
+    // uplinks' 1 / oversubscription.
+    const int pod_nodes = system.scale_out ? system.scale_out->pod_nodes : 0;
+    const int group_nodes = n / g;
+    const int span = std::max(group.span_nodes, group_nodes);
+    const int pods = pod_nodes > 0 && parts > 1 ? std::min(group_nodes, (span + pod_nodes - 1) / pod_nodes) : 1;
+    const double oversub = system.scale_out ? system.scale_out->oversubscription : 1.0;
+    const double pod_share = pods > 1 ? std::min(1.0, n / (2.0 * pods * oversub)) : 1.0;
+    r.pods = pods;
+    const byte_rate out = v.nic_per_gpu ? *v.nic_per_gpu * static_cast<double>(domain) * collective_efficiency::network * pod_share
                                         : byte_rate{};
     // Tree and NVLS-tree all-reduce across nodes: two nodes exchange once (the bus factor applies to the NICs);
     // across more, measured tree bandwidth stays below the NICs' line rate (collective_efficiency::tree_network).
@@ -153,6 +165,10 @@ collective_result collective_time(collective_op op, data_size size, const system
         }
         duration t_intra = intra > 0 ? (size * intra) / up : duration{};
         duration t_inter = inter > 0 ? (size * inter) / (*v.nic_per_gpu * collective_efficiency::network) : duration{};
+        if (pods > 1) {  // of the other nodes' peers, those in other pods behind the oversubscribed uplinks
+            const double others = static_cast<double>(n - domain), own_pod = static_cast<double>(n) / pods - domain;
+            t_inter = t_inter * ((std::max(0.0, own_pod) + oversub * (others - std::max(0.0, own_pod))) / others);
+        }
         const duration t_bw = std::max(t_intra, t_inter) * options.imbalance;
         const auto& L = detail::latency_table(coll_algorithm::ring);
         const double lat = L.base[2] + (v.nvlink ? L.nvlink[2] : L.pci[2]) + (parts > 1 ? L.net[2] : 0.0);
@@ -167,7 +183,7 @@ collective_result collective_time(collective_op op, data_size size, const system
         const double eff = system.scale_up_topology == "nvswitch" ? collective_efficiency::p2p_nvswitch : v.up_efficiency;
         const byte_rate pair = v.pair * eff;
         tier_up = pair;
-        if (parts > 1) tier_out = *v.nic_per_gpu * collective_efficiency::network;
+        if (parts > 1) tier_out = *v.nic_per_gpu * collective_efficiency::network * pod_share;
         const byte_rate bw = parts > 1 ? std::min(pair, tier_out) : pair;
         const auto& L = detail::latency_table(coll_algorithm::ring);
         for (auto p : protocols) {

@@ -100,6 +100,10 @@ perf_setup perf_setup::from(const scenario& s) {
         out.alltoall_grid = grid(collective_op::all_to_all, s.parallelism.ep);
         if (s.training && s.training->moe_dispatcher != "alltoall")
             out.alltoall_grid.options.node_dedup_topk = static_cast<int>(s.model.moe.experts_per_token);
+        // Megatron's rank order tp-cp-ep-dp-pp: an expert-parallel group's ranks range over tp x cp x ep GPUs.
+        if (s.training)
+            out.alltoall_grid.group.span_nodes = static_cast<int>(
+                (std::int64_t{s.parallelism.tp} * s.parallelism.cp * s.parallelism.ep + s.system.per_node - 1) / s.system.per_node);
     }
     // The first point now: a system that cannot run these groups fails here, with its reason.
     if (!out.allreduce_grid.empty()) out.allreduce_grid.at(out.system, 0);

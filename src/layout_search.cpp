@@ -85,6 +85,7 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
             p = parallelism_spec{};
             p.expert_imbalance = base.parallelism.expert_imbalance;  // the workload's routing, not a layout choice
             p.cp_algorithm = base.parallelism.cp_algorithm;          // the framework's, not a layout choice
+            p.rank_order = base.parallelism.rank_order;              // likewise
             p.tp = sh.tp, p.pp = sh.pp, p.cp = sh.cp, p.ep = sh.ep;
             p.etp = sh.ep > 1 ? 1 : sh.tp;
             p.dp = n / (sh.tp * sh.pp * sh.cp);

@@ -85,7 +85,8 @@ std::string to_json(const system_spec& s, int indent) {
               {"scale_up_topology", s.scale_up_topology}, {"scale_up_domain", s.scale_up_domain}};
     if (s.scale_out)
         j["scale_out"] = {{"link", link_json(s.scale_out->link)}, {"nics_per_node", s.scale_out->nics_per_node},
-                          {"topology", s.scale_out->topology}, {"oversubscription", s.scale_out->oversubscription}};
+                          {"topology", s.scale_out->topology}, {"oversubscription", s.scale_out->oversubscription},
+                          {"pod_nodes", s.scale_out->pod_nodes}};
     else
         j["scale_out"] = nullptr;
     if (s.storage)

@@ -174,6 +174,7 @@ system_spec read_system(object_reader& sys, const catalog& cat) {
             if (const auto n = r.integer("nics_per_node", 1)) so.nics_per_node = static_cast<int>(*n);
             if (const auto t = r.choice("topology", {"rail_optimized_fat_tree", "fat_tree", "dcn"})) so.topology = *t;
             if (const auto o = r.number("oversubscription", 1.0)) so.oversubscription = *o;
+            if (const auto pn = r.integer("pod_nodes", 1, max_system_accelerators)) so.pod_nodes = static_cast<int>(*pn);
             if (const auto red = r.boolean("in_network_reduction")) so.in_network_reduction = *red;
             r.finish();
             s.scale_out = so;
@@ -227,6 +228,7 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
     p.attention_dp = r.boolean("attention_dp").value_or(false);
     p.cp_algorithm = r.choice("cp_algorithm", {"ring", "all_gather", "all_to_all"}).value_or("ring");
     p.pipeline_schedule = r.choice("pipeline_schedule", {"1f1b", "dualpipe"}).value_or("1f1b");
+    p.rank_order = r.choice("rank_order", {"tp-cp-ep-dp-pp", "tp-cp-pp-dp"}).value_or("tp-cp-ep-dp-pp");
     if (p.dualpipe() && (p.pp < 2 || p.pp % 2 != 0 || p.vpp > 1))
         throw config_error(r.path("pipeline_schedule"), "dualpipe",
                            "pairs stage i with stage pp - 1 - i on each rank: needs an even pp >= 2 and no interleaving (got pp " +
@@ -792,6 +794,9 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
     if (sc.training && sc.inference)
         throw config_error("/inference", "", "a scenario describes training or inference, not both",
                            "either a training or an inference object");
+    if (sc.inference && sc.parallelism.rank_order != "tp-cp-ep-dp-pp")
+        throw config_error("/parallelism/rank_order", sc.parallelism.rank_order, "places training's data-parallel groups",
+                           "leave it out for a serving scenario");
     if (sc.inference && sc.parallelism.dualpipe())
         throw config_error("/parallelism/pipeline_schedule", "dualpipe", "is a training schedule (a serving pipeline has no backward)",
                            "1f1b, or leave it out");

@@ -320,11 +320,23 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     const int replicas_of_weights = p.dp * p.cp;
     duration grad_time, gather_time;  // gradient reductions; parameter all-gathers (ZeRO 2-3)
     if (replicas_of_weights > 1) {
-        // Megatron's rank order tp-cp-ep-dp-pp: tp and cp fastest, pipeline stages outermost, so a node
-        // holds per_node / tp consecutive members of the group.
-        const int per_node = std::max(1, s.system.per_node / std::min(p.tp, s.system.per_node));
+        // Megatron's rank order tp-cp-ep-dp-pp: tp and cp fastest, pipeline stages outermost, so a node holds
+        // per_node / tp consecutive members of the group, whose ranks range over tp x cp x dp GPUs. With data
+        // parallelism outermost (tp-cp-pp-dp) a node holds its cp members times the dp replicas that fit beside a
+        // whole pipeline, and the group ranges over the whole cluster.
+        const bool dp_outer = p.rank_order == "tp-cp-pp-dp";
+        const int node = s.system.per_node;
+        const std::int64_t pipeline = std::int64_t{p.tp} * p.cp * p.pp;
+        const int per_node = dp_outer ? std::max(1, std::min(p.cp, node / std::min(p.tp, node))) *
+                                            static_cast<int>(std::max<std::int64_t>(1, node / pipeline))
+                                      : std::max(1, node / std::min(p.tp, node));
         const int dp_per_node = std::min(replicas_of_weights, per_node);
-        const collective_group g{replicas_of_weights, replicas_of_weights % dp_per_node == 0 ? dp_per_node : 1};
+        auto span_of = [&](int members) {  // nodes a group of `members` (dp x cp ranks) ranges over
+            const std::int64_t gpus = dp_outer ? pipeline * (members / p.cp) : std::int64_t{p.tp} * members;
+            return static_cast<int>((gpus + node - 1) / node);
+        };
+        const collective_group g{replicas_of_weights, replicas_of_weights % dp_per_node == 0 ? dp_per_node : 1,
+                                 span_of(replicas_of_weights)};
         const data_size grads = params * grad_bytes * B;
         const data_size p16 = params * 2.0 * B;  // the updated parameters (16-bit)
         const data_size gathered = t.lora ? frozen_base_bytes(w.per_device(), s.precision) * B : p16;  // ZeRO-3's, per micro-batch
@@ -335,7 +347,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         // micro-batch), over the shard group (HSDP: then all-reduced across the groups' replicas).
         const int group = (t.shard_group > 0 ? t.shard_group : p.dp) * p.cp;
         // A shard group no larger than a node's members stays inside the node.
-        const collective_group sg{group, group <= dp_per_node ? group : group % dp_per_node == 0 ? dp_per_node : 1};
+        const collective_group sg{group, group <= dp_per_node ? group : group % dp_per_node == 0 ? dp_per_node : 1, span_of(group)};
         const double mbs = static_cast<double>(mb);
         if (t.zero <= 1) {
             grad_time = collective_time(collective_op::all_reduce, grads, s.system, g).time;

@@ -38,6 +38,7 @@ struct system_entry {
     int nics_per_node = 0;
     std::string scale_out_topology;
     double oversubscription = 1.0;
+    int pod_nodes = 0;
     bool scale_out_reduction = false;
     std::string storage;  // empty: none
     std::string host_link;

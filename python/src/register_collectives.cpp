@@ -23,7 +23,7 @@ nlohmann::ordered_json result_json(const collective_result& r) {
                          {"time_s", t.time.si()}});
     return {{"op", op_name(r.op)},          {"size_bytes", r.size.si()},
             {"gpus", r.gpus},               {"per_node", r.per_node},
-            {"nodes", r.nodes},             {"time_s", r.time.si()},
+            {"nodes", r.nodes},             {"pods", r.pods},               {"time_s", r.time.si()},
             {"latency_s", r.latency.si()},  {"algbw_bytes_per_s", r.algbw.si()},
             {"busbw_bytes_per_s", r.busbw.si()}, {"algorithm", algorithm_name(r.algorithm)},
             {"protocol", protocol_name(r.protocol)}, {"calibrated", r.calibrated},

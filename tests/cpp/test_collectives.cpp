@@ -115,3 +115,38 @@ TEST_CASE("TPU v5p 4x4x4 torus: dimension-wise rings over all ports") {
     // LL: 6.6 + 2 passes x (3 + 3 + 3) hops x 0.6 + 13 launch; a ring would take 2 x 63 hops
     CHECK(tiny.latency.in(us) == doctest::Approx(6.6 + 2 * 9 * 0.6 + 13.0));
 }
+
+TEST_CASE("pods: oversubscription only above a pod (scale_out.pod_nodes)") {
+    auto h = sys("DGX-H100");
+    h.count = 64;  // 8 nodes of 8
+    collective_options ring;
+    ring.algorithm = coll_algorithm::ring;
+    auto bw_part = [](const collective_result& r) { return (r.time - r.latency).si(); };
+    const auto flat = collective_time(collective_op::all_to_all, 4 * GiB, h, {64, 8});
+    h.scale_out->oversubscription = 4.0;
+    const auto over = collective_time(collective_op::all_to_all, 4 * GiB, h, {64, 8});
+    h.scale_out->pod_nodes = 4;  // two pods of 4 nodes
+    const auto pods = collective_time(collective_op::all_to_all, 4 * GiB, h, {64, 8});
+    CHECK(pods.pods == 2);
+    // Without pods every crossing is oversubscribed: 4x the NIC time. With pods, of a GPU's 56 peers on other nodes
+    // 24 share its pod and 32 sit behind the 1:4 uplinks: (24 + 4 x 32) / 56 = 2.714 x.
+    CHECK(bw_part(over) == doctest::Approx(4.0 * bw_part(flat)).epsilon(1e-6));
+    CHECK(bw_part(pods) == doctest::Approx(152.0 / 56.0 * bw_part(flat)).epsilon(1e-6));
+    // A ring of all 64 crosses each pod's uplinks twice: 64 / (2 x 2 x 4) = 4 >= 1, no slowdown. A data-parallel ring
+    // of one GPU per node (8 ranks over 8 nodes) with every GPU in such a ring: 8 / (2 x 2 x 4) = 0.5 of a NIC.
+    const auto all = collective_time(collective_op::all_reduce, 4 * GiB, h, {64, 8}, ring);
+    h.scale_out->pod_nodes = 0;
+    h.scale_out->oversubscription = 1.0;
+    const auto all_flat = collective_time(collective_op::all_reduce, 4 * GiB, h, {64, 8}, ring);
+    const auto dp_flat = collective_time(collective_op::all_reduce, 4 * GiB, h, {8, 1}, ring);
+    h.scale_out->pod_nodes = 4;
+    h.scale_out->oversubscription = 4.0;
+    const auto dp_pods = collective_time(collective_op::all_reduce, 4 * GiB, h, {8, 1}, ring);
+    CHECK(all.time.si() == doctest::Approx(all_flat.time.si()));
+    CHECK(bw_part(dp_pods) == doctest::Approx(2.0 * bw_part(dp_flat)).epsilon(1e-6));
+    // Within one pod nothing changes.
+    auto plain = sys("DGX-H100");
+    plain.count = 64;
+    CHECK(collective_time(collective_op::all_to_all, 4 * GiB, h, {32, 8}).time.si() ==
+          doctest::Approx(collective_time(collective_op::all_to_all, 4 * GiB, plain, {32, 8}).time.si()));
+}

@@ -243,3 +243,30 @@ TEST_CASE("data-parallel overlap switches: what is not overlapped is exposed who
     CHECK_THROWS_WITH_AS(parts_of(R"({"seq_len": 4096, "global_batch": 128, "overlap_grad_reduce": 1})"),
                          doctest::Contains("/training/overlap_grad_reduce"), config_error);
 }
+
+TEST_CASE("rank order: data parallelism outermost spans the cluster, and crosses oversubscribed pods") {
+    // 1,024 H100s, tp 8 x pp 4 x dp 32, pods of 16 nodes behind 1:7 uplinks. Megatron's order keeps a data-parallel
+    // group within tp x dp = 256 GPUs = 32 nodes (2 pods); Llama 3's [TP, CP, PP, DP] spreads it over all 128 nodes
+    // (8 pods). One member per node either way (tp 8 fills a node).
+    auto run = [](const std::string& order, int pod_nodes) {
+        const std::string sys = R"({"preset": "DGX-H100", "count": 1024, "scale_out": {"oversubscription": 7, "pod_nodes": )" +
+                                std::to_string(pod_nodes) + "}}";
+        const scenario s = read_scenario(R"({"model": "Llama-3.1-70B", "system": )" + sys +
+                                             R"(, "parallelism": {"tp": 8, "pp": 4, "sequence_parallel": true, "rank_order": ")" + order +
+                                             R"("}, "training": {"seq_len": 4096, "global_batch": 256, "overlap_grad_reduce": false}})",
+                                         test::shipped_catalog());
+        const perf_setup perf = training_perf_setup(s);
+        return training_step_time(s, perf, step_time_breakdown(perf, training_micro_batch(1, 4096, 1)), shard_weights(s.model, s.parallelism));
+    };
+    // The all-reduce's NIC share: Megatron 32 / (2 x 2 x 7) = 1.14 -> 1 (no slowdown); dp outermost 32 / (2 x 8 x 7) =
+    // 0.286 of a NIC: the bandwidth part 3.5x.
+    const auto mega = run("tp-cp-ep-dp-pp", 16), outer = run("tp-cp-pp-dp", 16);
+    const auto mega_one = run("tp-cp-ep-dp-pp", 1024), outer_one = run("tp-cp-pp-dp", 1024);  // one pod: no tier
+    CHECK(mega.dp_time.si() == doctest::Approx(mega_one.dp_time.si()));
+    CHECK(outer_one.dp_time.si() == doctest::Approx(mega_one.dp_time.si()));
+    CHECK(outer.dp_time.si() > 3.0 * outer_one.dp_time.si());
+    CHECK(outer.dp_time.si() < 3.5 * outer_one.dp_time.si());
+    CHECK_THROWS_WITH_AS(read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+        "parallelism": {"rank_order": "dp-tp"}, "training": {"seq_len": 4096, "global_batch": 8}})", test::shipped_catalog()),
+                         doctest::Contains("/parallelism/rank_order"), config_error);
+}

@@ -123,8 +123,11 @@ def training_published(row, variant=None):
         # the interleaved schedule with one layer per model chunk ("we reduce one Transformer layer each from the first
         # and the last stages ... the first model chunk on the first stage has only the embedding": 126 layers in
         # 16 x 8 one-layer chunks, V = 8); context parallelism by all-gathering K and V. Micro-batch not stated: 1.
+        # The ranks in [TP, CP, PP, DP] order on its RoCE fabric: pods of 3,072 GPUs (384 nodes) at full bisection,
+        # 1:7 oversubscribed above them (§3.3.1).
         training.update(zero=2, recompute="none")
-        par.update(sequence_parallel=True, vpp=8)
+        par.update(sequence_parallel=True, vpp=8, rank_order="tp-cp-pp-dp")
+        system["scale_out"] = {"pod_nodes": 384, "oversubscription": 7}
         if par["cp"] > 1:
             par["cp_algorithm"] = "all_gather"
         return ({"model": row["model"], "system": system, "parallelism": par, "training": training},

@@ -50,6 +50,9 @@ coll_algorithm parse_algorithm(std::string_view name, const std::string& field =
 struct collective_group {
     int gpus = 0;
     int per_node = 0;
+    // Nodes the group's ranks range over (strided groups, e.g. data parallelism outside tp, spread wider than their
+    // own nodes); 0: its own nodes, contiguous. Sets how many pods it spans (scale_out_spec::pod_nodes).
+    int span_nodes = 0;
 };
 
 struct collective_options {
@@ -77,6 +80,7 @@ struct collective_result {
     collective_op op = collective_op::all_reduce;
     data_size size;
     int gpus = 0, per_node = 0, nodes = 0;
+    int pods = 1;  // pods of the scale-out fabric the group spans (scale_out.pod_nodes)
     coll_algorithm algorithm = coll_algorithm::ring;
     coll_protocol protocol = coll_protocol::simple;
     duration time, latency;
@@ -182,7 +186,9 @@ inline topology_view view(const system_spec& s, int group_gpus_in_domain) {
     if (s.scale_out) {
         v.out_link = s.scale_out->link.name;
         const double nics = s.scale_out->nics_per_node;
-        v.nic_per_gpu = link_rate(s.scale_out->link) * nics / s.per_node / s.scale_out->oversubscription;
+        // Oversubscription on every crossing, or with pods only between them (collective_time).
+        const double over = s.scale_out->pod_nodes > 0 ? 1.0 : s.scale_out->oversubscription;
+        v.nic_per_gpu = link_rate(s.scale_out->link) * nics / s.per_node / over;
         v.collnet = s.scale_out->in_network_reduction;
     }
     return v;

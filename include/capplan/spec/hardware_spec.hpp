@@ -107,6 +107,10 @@ struct scale_out_spec {
     std::string topology;
     double oversubscription = 1.0;
     bool in_network_reduction = false;  // switches reduce in flight (InfiniBand SHARP / NCCL CollNet)
+    // Nodes of a pod at full bisection (a fat-tree's lower tiers); `oversubscription` then applies only to traffic
+    // between pods (Llama 3, arXiv:2407.21783 §3.3.1: pods of 3,072 GPUs, 1:7 above them). 0: one tier, every
+    // crossing oversubscribed.
+    int pod_nodes = 0;
 };
 
 // The most accelerators a system may have, and so the largest parallel degree: 2^20 = 1,048,576,

@@ -57,6 +57,10 @@ struct parallelism_spec {
     // arXiv:2412.19437 §3.2.1: micro-batches fed from both ends, each rank holding two stages, a forward and a backward
     // chunk overlapped so that their all-to-alls and pipeline sends run under the other's compute).
     std::string pipeline_schedule = "1f1b";
+    // How ranks map to GPUs, fastest-varying first: "tp-cp-ep-dp-pp" (Megatron-LM's default: a data-parallel group
+    // spans tp x cp x dp GPUs) or "tp-cp-pp-dp" (Llama 3 §3.3.2, TorchTitan: data parallelism outermost, its groups
+    // range over the whole cluster, so they are the ones that cross pods).
+    std::string rank_order = "tp-cp-ep-dp-pp";
     bool dualpipe() const { return pipeline_schedule == "dualpipe"; }
 
     int model_parallel() const { return tp * pp * cp; }
