@@ -108,8 +108,8 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
                     // micro-batch count divisible by pp.
                     if (stage_layers % vpp != 0 || (vpp > 1 && (sh.pp == 1 || mb % sh.pp != 0))) continue;
                     p.vpp = static_cast<int>(vpp);
-                    // DualPipe (an even pp, no interleaving, an even micro-batch count of at least pp) beside 1F1B.
-                    const bool dual_ok = vpp == 1 && sh.pp >= 2 && sh.pp % 2 == 0 && mb >= sh.pp && mb % 2 == 0;
+                    // DualPipe (an even pp, no interleaving, an even micro-batch count of at least 2 pp) beside 1F1B.
+                    const bool dual_ok = vpp == 1 && sh.pp >= 2 && sh.pp % 2 == 0 && mb >= 2 * sh.pp && mb % 2 == 0;
                     for (const bool dual : {false, true}) {
                     if (dual && !dual_ok) continue;
                     p.pipeline_schedule = dual ? "dualpipe" : "1f1b";

@@ -322,13 +322,15 @@ unsigned read_recompute_modules(const json& v, const std::string& field) {
             throw config_error(at, "'" + name + "'", "not a module selective recompute reruns" +
                                (near.empty() ? std::string() : "; did you mean '" + near.front() + "'?"), allowed);
         }
-        mask |= 1u << static_cast<unsigned>(it - recompute_module_names.begin());
+        const unsigned bit = 1u << static_cast<unsigned>(it - recompute_module_names.begin());
+        if (mask & bit) throw config_error(at, "'" + name + "'", "named twice", "each module once");
+        mask |= bit;
     }
     return mask;
 }
 
 // A module the model lacks would rerun nothing: say so rather than accept it silently.
-void check_recompute_modules(const model_spec& m, const training_spec& t) {
+void check_training_model(const model_spec& m, const parallelism_spec& p, const training_spec& t) {
     const std::string field = "/training/recompute_modules";
     auto lacks = [&](recompute_module r, bool has, const std::string& what) {
         if (t.recomputes(r) && !has)
@@ -345,6 +347,9 @@ void check_recompute_modules(const model_spec& m, const training_spec& t) {
     if (t.moe_dispatcher != "alltoall" && !m.is_moe())
         throw config_error("/training/moe_dispatcher", t.moe_dispatcher, m.name + " has no experts to dispatch to",
                            "alltoall (or leave it out) for a dense model");
+    if (t.moe_dispatcher != "alltoall" && p.ep == 1)
+        throw config_error("/training/moe_dispatcher", t.moe_dispatcher, "dispatches over expert parallelism, and ep is 1",
+                           "ep > 1, or alltoall (or leave it out)");
 }
 
 training_spec read_training(object_reader& r) {
@@ -710,18 +715,19 @@ scenario read_scenario(std::string_view json_text, const catalog& cat, const std
                                "false, or precision.compute: fp8 with zero < 3");
         const parallelism_spec& par = sc.parallelism;
         const std::int64_t per_pipeline = sc.training->global_batch / (std::int64_t{par.dp} * sc.training->micro_batch);
-        if (par.dualpipe() && (per_pipeline < par.pp || per_pipeline % 2 != 0))
+        // deepseek-ai/DualPipe dualpipe.py step(): num_chunks % 2 == 0 and num_chunks >= num_ranks * 2.
+        if (par.dualpipe() && (per_pipeline < 2 * std::int64_t{par.pp} || per_pipeline % 2 != 0))
             throw config_error("/parallelism/pipeline_schedule", "dualpipe",
                                "feeds half of each pipeline's micro-batches from each end: needs an even number of them, at "
-                               "least pp = " + std::to_string(par.pp) + " (global_batch / (dp x micro_batch) = " +
+                               "least 2 x pp = " + std::to_string(2 * par.pp) + " (global_batch / (dp x micro_batch) = " +
                                    std::to_string(per_pipeline) + ")",
-                               "1f1b, or a global_batch giving an even count >= pp");
+                               "1f1b, or a global_batch giving an even count >= 2 x pp");
         if (par.cp > 1 && par.cp_algorithm == "all_to_all" && (sc.model.heads / par.tp) % par.cp != 0)
             throw config_error("/parallelism/cp_algorithm", "all_to_all",
                                "Ulysses splits the " + std::to_string(sc.model.heads / par.tp) +
                                    " heads of a tensor-parallel rank over cp = " + std::to_string(par.cp) + ": they do not divide",
                                "ring or all_gather, or a cp that divides the heads per tensor-parallel rank");
-        check_recompute_modules(sc.model, *sc.training);
+        check_training_model(sc.model, sc.parallelism, *sc.training);
         if (sc.training->lora) {
             check_lora_model(sc.model, *sc.training->lora);
             if (sc.precision.compute.element_bits < 16.0)

@@ -107,14 +107,15 @@ module_rerun selective_module_rerun(const scenario& s, const perf_setup& perf, c
     }
     if (m.is_moe()) {
         const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
-        const double slots = imbalance * tokens * static_cast<double>(m.moe.experts_per_token);  // this rank's routed copies
+        // This rank's routed copies: its 1/tp sequence shard x k, as the forward routes them (training_micro_batch).
+        const double slots = imbalance * tokens / tp * static_cast<double>(m.moe.experts_per_token);
         const double ie = static_cast<double>(m.moe.expert_intermediate) / p.etp;
         const double shared = static_cast<double>(shared_expert_parameters(m)) / tp;
         const duration shared_time = gemm(2.0 * tokens * shared, 2.0);
         if (t.recomputes(recompute_module::moe)) {
-            const double experts = static_cast<double>(m.moe.routed_experts) / p.ep;
+            // Its two grouped GEMMs, each at the efficiency of half the work, as the forward charges them.
             const double routed = 2.0 * slots * static_cast<double>(expert_parameters(m).matrices) / p.etp;
-            const duration routed_time = routed * FLOP / (perf.peak * perf.efficiency.grouped_gemm_at(routed / (2.0 * experts)));
+            const duration routed_time = routed * FLOP / (perf.peak * perf.efficiency.grouped_gemm_at(routed / 2.0));
             const duration router = gemm(2.0 * tokens * h * static_cast<double>(m.moe.routed_experts), 1.0);
             out.compute += moe_layers * (routed_time + shared_time + router);
             out.alltoall += f.ep_alltoall;  // the forward's dispatch and combine, again
@@ -241,7 +242,9 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // DeepSeek-V3 §3.2). With ep_comm_overlap one micro-batch's all-to-alls run under another's
     // compute (DeepSeek-V3 §3.2.1 DualPipe; Megatron Core --overlap-moe-expert-parallel-comm):
     // only what the micro-batch's forward and backward cannot cover stays exposed.
-    const duration ep_comm = 2.0 * (f.ep_alltoall / stages + mtp_alltoall) + rerun.alltoall / stages;
+    // A full recompute reruns the forward's dispatch and combine too, as it reruns the TP all-reduces.
+    const duration ep_rerun = t.recompute == recompute_kind::full ? f.ep_alltoall / stages + mtp_alltoall : rerun.alltoall / stages;
+    const duration ep_comm = 2.0 * (f.ep_alltoall / stages + mtp_alltoall) + ep_rerun;
     // FP8 casts (Transformer Engine, Micikevicius et al. 2022 arXiv:2209.05433 §4): each GEMM's
     // 16-bit input is cast to FP8 with a transposed copy for the other GEMM of the pair (fused
     // cast_transpose: read 2 B, write 1 + 1 B per element): in the forward the activations entering
@@ -302,7 +305,10 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     double bubble_mbs = p.vpp > 1 ? (stages - 1.0) / p.vpp : stages - 1.0;
     duration bubble = bubble_mbs * per_mb;
     if (p.dualpipe()) {
-        bubble = (stages / 2.0 - 1.0) * straggler * (forward + (backward + recompute) / 2.0);
+        // B' = B + R (recomputation belongs to the full backward); W, the weight gradients, is half the backward
+        // (none with LoRA's frozen base): F&B + B' - 3W = (F + casts + B') + B' - 3W.
+        const duration full_backward = backward + recompute, weights = t.lora ? duration{} : backward / 2.0;
+        bubble = (stages / 2.0 - 1.0) * straggler * (forward + fp8_casts + 2.0 * full_backward - 3.0 * weights);
         bubble_mbs = per_mb > duration{} ? bubble / per_mb : 0.0;
     }
 

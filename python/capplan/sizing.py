@@ -201,6 +201,8 @@ def _layout_scenario(base: Dict[str, Any], best: Dict[str, Any], seq_len: int, m
     # (the micro-batches are divisors of the replica's sequences, so the scenario's global batch is kept)
     training.update(seq_len=seq_len, micro_batch=micro_batch, global_batch=gb, recompute=best["recompute"],
                     zero=best["zero"], shard_group=best["shard_group"], distributed_optimizer=best["distributed_optimizer"])
+    if best["recompute"] != "selective":
+        training.pop("recompute_modules", None)  # they name what selective recompute reruns
     kept = {k: v for k, v in (base.get("parallelism") or {}).items() if k not in ("dp", "etp")}  # e.g. expert_imbalance
     parallelism = {**kept, **{k: best[k] for k in ("tp", "pp", "cp", "ep", "vpp", "pipeline_schedule")},
                    "sequence_parallel": best["sequence_parallel"]}
@@ -274,7 +276,8 @@ def training_limits(scenario, threads: int = 0, search: Optional[Dict[str, Any]]
                 "seq_len": seq, "reason": f"no layout fits memory at {tried} tokens and micro-batch 1 "
                                           f"({r['enumerated']} layouts tried)"}
 
-    frugal = dict(found, recompute="full", micro_batch=1)
+    # Full recompute, and 1F1B (DualPipe holds two stages' states and needs 2 x pp micro-batches per pipeline).
+    frugal = dict(found, recompute="full", micro_batch=1, pipeline_schedule="1f1b")
     if found["dp"] > 1:
         frugal.update(zero=3, shard_group=found["dp"], distributed_optimizer=False)
 

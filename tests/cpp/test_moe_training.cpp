@@ -90,6 +90,13 @@ TEST_CASE("recompute modules cost their forward again: DeepSeek-V3's MLA up-proj
     const scenario c = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 256, "recompute_modules": ["moe"]})", 256);
     CHECK(parts(c).ep_comm.si() == doctest::Approx(1.5 * parts(a).ep_comm.si()));
     CHECK(parts(c).recompute > duration{});
+    // Each tp rank routes its own 1/tp shard (as the forward does): at tp 2 the experts' rerun is half tp 1's (the
+    // router, 2 T h E on every rank, is not split), and less than the forward it reruns part of.
+    const std::string q = R"({"seq_len": 4096, "global_batch": 64, "recompute_modules": ["moe"]})";
+    const training_step_parts q1 = parts(read("Qwen3-30B-A3B", R"({"tp": 1, "ep": 8})", q, 64));
+    const training_step_parts q2 = parts(read("Qwen3-30B-A3B", R"({"tp": 2, "ep": 8, "sequence_parallel": true})", q, 64));
+    CHECK(q2.recompute < 0.6 * q1.recompute);
+    CHECK(q2.recompute < q2.forward);
 }
 
 TEST_CASE("recompute_modules: errors name the field") {
@@ -106,6 +113,7 @@ TEST_CASE("recompute_modules: errors name the field") {
     bad("Qwen3-30B-A3B", R"({"seq_len": 4096, "global_batch": 64, "recompute_modules": ["mlp"]})", "no dense MLP layers");
     bad("Qwen3-30B-A3B", R"({"seq_len": 4096, "global_batch": 64, "recompute_modules": ["shared_experts"]})", "no shared experts");
     bad("Llama-3.1-8B", R"({"seq_len": 4096, "global_batch": 64, "mtp_layers": 17})", "/training/mtp_layers");
+    bad("Llama-3.1-8B", R"({"seq_len": 4096, "global_batch": 64, "recompute_modules": ["mlp", "mlp"]})", "named twice");
 }
 
 TEST_CASE("multi-token prediction: one more block, projection and head on the last stage") {
@@ -119,7 +127,8 @@ TEST_CASE("multi-token prediction: one more block, projection and head on the la
     const training_memory ma = estimate_training_memory_stage(a.model, w, a.precision, a.parallelism, *a.training, 3);
     const training_memory mb = estimate_training_memory_stage(b.model, w, b.precision, b.parallelism, *b.training, 3);
     CHECK((mb.weights - ma.weights).si() == doctest::Approx(2.0 * extra));  // bf16 weights, unsharded
-    CHECK(mb.logits.si() == doctest::Approx(2.0 * ma.logits.si()));       // its own logits and loss
+    // Its own fp32 logits kept for its loss (4 B per token and entry) beside the model's, one gradient live: 12 / 8.
+    CHECK(mb.logits.si() == doctest::Approx(1.5 * ma.logits.si()));
     // The first stage holds none of it.
     CHECK(estimate_training_memory_stage(b.model, w, b.precision, b.parallelism, *b.training, 0).weights.si() ==
           doctest::Approx(estimate_training_memory_stage(a.model, w, a.precision, a.parallelism, *a.training, 0).weights.si()));
@@ -148,6 +157,12 @@ TEST_CASE("DualPipe: bubble (pp/2 - 1)(F + B/2), two stages' states per rank, pp
     CHECK(d.ep_exposed.si() == doctest::Approx(std::max(0.0, (d.ep_comm - d.forward - d.backward).si())));
     CHECK(d.pp_exposed.si() == doctest::Approx(std::max(0.0, (d.pp_comm - d.forward - d.backward).si())));
     CHECK(d.step < a.step);
+    // With full recompute the recomputation belongs to B' = B + R, not to W: (F + 2 (B + R) - 1.5 B).
+    const scenario full = read("Mixtral-8x7B", R"({"tp": 1, "pp": 4, "ep": 8, "pipeline_schedule": "dualpipe"})",
+                               R"({"seq_len": 4096, "global_batch": 128, "recompute": "full"})");
+    const training_step_parts r = parts(full);
+    CHECK(r.recompute > duration{});
+    CHECK(r.bubble.si() == doctest::Approx((r.forward + 2.0 * (r.backward + r.recompute) - 1.5 * r.backward).si()));
     // Memory on rank 0: its stage and the mirror stage 3 (embedding and head both), 5 micro-batches of activations.
     const weight_sharding w = shard_weights(one.model, one.parallelism);
     const training_memory m = estimate_training_memory_stage(dual.model, w, dual.precision, dual.parallelism, *dual.training, 0);
@@ -192,4 +207,6 @@ TEST_CASE("node-deduplicating dispatch: each token crosses the network once per 
     CHECK(parts(s).ep_comm < 0.6 * parts(a).ep_comm);
     CHECK_THROWS_WITH_AS(read("Llama-3.1-8B", R"({"tp": 1})", R"({"seq_len": 4096, "global_batch": 64, "moe_dispatcher": "deepep"})"),
                          doctest::Contains("/training/moe_dispatcher"), config_error);
+    CHECK_THROWS_WITH_AS(read("Mixtral-8x7B", R"({"tp": 1})", R"({"seq_len": 4096, "global_batch": 64, "moe_dispatcher": "deepep"})"),
+                         doctest::Contains("ep is 1"), config_error);
 }

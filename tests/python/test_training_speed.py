@@ -446,3 +446,15 @@ def test_moe_training_rows_as_their_recipes_ran_them(row):
     scenario, published, key = training_published(row)
     step = capplan.estimate(scenario).to_dict()["training"][key]
     assert 0.55 * published <= step <= published
+
+
+def test_training_limits_keep_recompute_modules_only_with_selective_recompute():
+    # The limits step re-estimates the searched layout with full recompute (its frugal settings): the scenario's
+    # recompute_modules (which only selective recompute takes) must not reach it, nor a DualPipe schedule, whose
+    # micro-batch rule the frugal micro-batch 1 can break.
+    scenario = {"model": "Mixtral-8x7B", "system": {"preset": "DGX-H100", "count": 64},
+                "training": {"seq_len": 4096, "global_batch": 256, "recompute_modules": ["moe_act"]}}
+    lim = capplan.training_limits(scenario)
+    assert lim["fits"] is True
+    assert lim["limits_with"]["recompute"] == "full"
+    assert lim["largest_micro_batch"] >= 1 and lim["longest_sequence"] >= 4096

@@ -198,8 +198,8 @@ inline weight_sharding shard_weights(const model_spec& m, const parallelism_spec
 
 // `n` multi-token-prediction modules on the last stage's devices (DeepSeek-V3 arXiv:2412.19437 §2.2): each one
 // transformer block (as the model's last layer), the projection M (2h -> h, column-parallel) and its two input norms;
-// with pp > 1 the stage also holds a copy of the embedding the modules share with the first stage (Megatron-Core
-// keeps one on the last stage and keeps the two in sync).
+// unless the devices already hold the embedding the modules share (pp = 1, a tied head's copy, DualPipe's rank
+// holding both ends: DeepSeek-V3 §3.2.3), a copy of it (Megatron-Core keeps one on the last stage, kept in sync).
 inline device_parameters mtp_on_device(const model_spec& m, const parallelism_spec& p, int n, int pp) {
     device_parameters d;
     const double h = static_cast<double>(m.hidden);
@@ -208,7 +208,8 @@ inline device_parameters mtp_on_device(const model_spec& m, const parallelism_sp
         d.block_linear += 2.0 * h * h / p.attention_tp();
         d.other += 2.0 * h;
     }
-    if (n > 0 && pp > 1) d.other += static_cast<double>(m.vocab) * h / p.attention_tp();
+    const bool embedding_here = pp == 1 || m.tied_embeddings || p.dualpipe();
+    if (n > 0 && !embedding_here) d.other += static_cast<double>(m.vocab) * h / p.attention_tp();
     return d;
 }
 

@@ -464,9 +464,10 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
         // Eager (Hugging Face LlamaForCausalLM.forward: logits.float(), then a shifted .contiguous() copy into
         // CrossEntropyLoss): the fp32 logits it returns, log_softmax's fp32 output kept for its backward, and in
         // the backward the fp32 gradients of both: 16 B per token and vocabulary entry at the peak, twice the fused 8.
-        // MTP modules each compute their own logits and loss over every position (DeepSeek-V3 §2.2, Eq. 22-23).
-        out.logits = (1.0 + t.mtp_layers) * (t.eager_kernels ? 4.0 : 2.0) * 4.0 * tokens * static_cast<double>(m.vocab) /
-                     p.tp * units::B;
+        // MTP modules each compute their own logits and loss over every position (DeepSeek-V3 §2.2, Eq. 22-23): each
+        // keeps its logits for its loss's backward; one gradient is live at a time.
+        const double kept = t.eager_kernels ? 8.0 : 4.0, gradient = kept;
+        out.logits = ((1.0 + t.mtp_layers) * kept + gradient) * tokens * static_cast<double>(m.vocab) / p.tp * units::B;
         if (o.explain) out.notes.push_back("logits: fp32 s·b·V/tp for the loss and its fp32 gradient (Korthikanti et al. 2022 §4.3, "
                                            "4sbv/t, + gradient); a fused in-place cross-entropy needs half");
     }
