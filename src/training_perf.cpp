@@ -269,6 +269,23 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                           (static_cast<double>(m.layers) - moe_layers) * dense + moe_layers * moe);
         fp8_casts = (elements * 4.0 * B) / stages / (perf.memory_bandwidth * perf.efficiency.memory);
     }
+    // MoE token permutations around the expert GEMMs, memory-bound copies of h-wide rows serial with them
+    // (Megatron-Core token_dispatcher.py): MoEAlltoAllTokenDispatcher permutes the tokens into their k routed copies
+    // (read and write each copy), sorts the received copies by local expert when a rank holds more than one
+    // (sort_chunks_by_idxs, read and write) and back after the experts, and unpermutes (read each copy, write each
+    // token); the DeepEP manager permutes after its dispatch and unpermutes before its combine; HybridEP fuses both
+    // into its kernels (moe_permute_fusion_into_hybridep). The backward mirrors each copy.
+    duration moe_permute;
+    if (m.is_moe() && p.ep > 1 && t.moe_dispatcher != "hybridep") {
+        const double imbalance = p.expert_imbalance;
+        const double copies = imbalance * tokens / p.tp * static_cast<double>(m.moe.experts_per_token);  // this rank's
+        const bool sorted = t.moe_dispatcher == "alltoall" && m.moe.routed_experts / p.ep > 1;
+        const double rows = t.moe_dispatcher == "alltoall" ? (sorted ? 7.0 : 3.0) * copies + tokens / p.tp : 4.0 * copies;
+        const double e = s.precision.activations.bytes_per_element();
+        const data_size per_layer = rows * static_cast<double>(m.hidden) * e * B;
+        const double layers = static_cast<double>(m.moe_layer_count()) + t.mtp_layers;
+        moe_permute = 2.0 * layers / stages * per_layer / (perf.memory_bandwidth * perf.efficiency.memory_at(per_layer.si()));
+    }
     // Pipeline sends (Narayanan et al. 2021 §4.1): per micro-batch each stage boundary passes the
     // activations forward and their gradients back, once per model chunk (interleaving multiplies the
     // sends by vpp, ibid. §2.2.2). Megatron's scatter/gather optimisation (sequence parallelism shards
@@ -298,7 +315,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // compute (DeepSeek-V3 §3.2.1), as ep_comm_overlap does.
     const bool ep_hidden = t.ep_comm_overlap || p.dualpipe();
     const duration ep_exposed = ep_hidden ? std::max(duration{}, ep_comm - (forward + backward)) : ep_comm;
-    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts) + tp_exposed + pp_exposed + cp_exposed + ep_exposed;
+    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts + moe_permute) + tp_exposed + pp_exposed + cp_exposed + ep_exposed;
     const duration compute = static_cast<double>(mb) * per_mb;
     // Bubbles (DeepSeek-V3 Table 2): 1F1B (pp - 1)(F + B), interleaved / v; DualPipe (pp/2 - 1)(F&B + B - 3W), with the
     // overlapped chunk pair F&B = F + B and the weight-gradient half of the backward W = B / 2 (recompute counts in B).
@@ -308,7 +325,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         // B' = B + R (recomputation belongs to the full backward); W, the weight gradients, is half the backward
         // (none with LoRA's frozen base): F&B + B' - 3W = (F + casts + B') + B' - 3W.
         const duration full_backward = backward + recompute, weights = t.lora ? duration{} : backward / 2.0;
-        bubble = (stages / 2.0 - 1.0) * straggler * (forward + fp8_casts + 2.0 * full_backward - 3.0 * weights);
+        bubble = (stages / 2.0 - 1.0) * straggler * (forward + fp8_casts + moe_permute + 2.0 * full_backward - 3.0 * weights);
         bubble_mbs = per_mb > duration{} ? bubble / per_mb : 0.0;
     }
 
@@ -389,7 +406,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
 
     out.straggler = straggler;
     out.bubble_micro_batches = bubble_mbs;
-    out.forward = forward, out.backward = backward, out.recompute = recompute, out.fp8_casts = fp8_casts;
+    out.forward = forward, out.backward = backward, out.recompute = recompute, out.fp8_casts = fp8_casts, out.moe_permute = moe_permute;
     out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.tp_exposed = tp_exposed, out.pp_comm = pp_comm, out.pp_exposed = pp_exposed, out.cp_comm = cp_comm, out.cp_exposed = cp_exposed, out.ep_comm = ep_comm, out.ep_exposed = ep_exposed;
     out.bubble = bubble, out.dp_time = dp_time, out.dp_exposed = dp_exposed, out.optimizer = optimizer;
     out.step = compute + bubble + dp_exposed + optimizer;
@@ -402,7 +419,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
     const training_spec& t = *s.training;
     const model_spec& m = s.model;
     const training_step_parts parts = training_step_time(s, perf, f, w);
-    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, tp_comm, recompute_comm, tp_exposed, pp_comm,
+    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, moe_permute, tp_comm, recompute_comm, tp_exposed, pp_comm,
                 pp_exposed, cp_comm, cp_exposed, ep_comm, ep_exposed, bubble,
                 dp_time, dp_exposed, optimizer, step] = parts;
     training_performance out;
@@ -413,6 +430,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
                  {"backward", smb * backward, smb * backward},
                  {"recompute", smb * recompute, smb * recompute},
                  {"fp8 casts", smb * fp8_casts, smb * fp8_casts},
+                 {"moe permutations", smb * moe_permute, smb * moe_permute},
                  {"tp communication", static_cast<double>(mb) * (tp_comm + recompute_comm), static_cast<double>(mb) * tp_exposed},
                  {"pp sends", static_cast<double>(mb) * pp_comm, static_cast<double>(mb) * pp_exposed},
                  {s.parallelism.cp_algorithm == "ring" ? std::string("cp ring exchange") : "cp " + s.parallelism.cp_algorithm,

@@ -150,8 +150,9 @@ TEST_CASE("DualPipe: bubble (pp/2 - 1)(F + B/2), two stages' states per rank, pp
     const scenario dual = read("Mixtral-8x7B", R"({"tp": 1, "pp": 4, "ep": 8, "pipeline_schedule": "dualpipe"})", t);
     const training_step_parts a = parts(one), d = parts(dual);
     // DeepSeek-V3 Table 2 with F&B = F + B and W = B / 2: (4/2 - 1) x (F + B/2).
-    CHECK(d.bubble.si() == doctest::Approx((d.forward + d.backward / 2.0).si()));
-    CHECK(a.bubble.si() == doctest::Approx(3.0 * (a.forward + a.backward + a.recompute + a.fp8_casts).si() +
+    // (The token permutations, memory-bound work of each chunk, count with F.)
+    CHECK(d.bubble.si() == doctest::Approx((d.forward + d.moe_permute + d.backward / 2.0).si()));
+    CHECK(a.bubble.si() == doctest::Approx(3.0 * (a.forward + a.backward + a.recompute + a.fp8_casts + a.moe_permute).si() +
                                            3.0 * (a.tp_exposed + a.pp_exposed + a.cp_exposed + a.ep_exposed).si()));
     // The all-to-alls and sends run under the paired chunk's compute.
     CHECK(d.ep_exposed.si() == doctest::Approx(std::max(0.0, (d.ep_comm - d.forward - d.backward).si())));
@@ -162,7 +163,7 @@ TEST_CASE("DualPipe: bubble (pp/2 - 1)(F + B/2), two stages' states per rank, pp
                                R"({"seq_len": 4096, "global_batch": 128, "recompute": "full"})");
     const training_step_parts r = parts(full);
     CHECK(r.recompute > duration{});
-    CHECK(r.bubble.si() == doctest::Approx((r.forward + 2.0 * (r.backward + r.recompute) - 1.5 * r.backward).si()));
+    CHECK(r.bubble.si() == doctest::Approx((r.forward + r.moe_permute + 2.0 * (r.backward + r.recompute) - 1.5 * r.backward).si()));
     // Memory on rank 0: its stage and the mirror stage 3 (embedding and head both), 5 micro-batches of activations.
     const weight_sharding w = shard_weights(one.model, one.parallelism);
     const training_memory m = estimate_training_memory_stage(dual.model, w, dual.precision, dual.parallelism, *dual.training, 0);
@@ -209,4 +210,24 @@ TEST_CASE("node-deduplicating dispatch: each token crosses the network once per 
                          doctest::Contains("/training/moe_dispatcher"), config_error);
     CHECK_THROWS_WITH_AS(read("Mixtral-8x7B", R"({"tp": 1})", R"({"seq_len": 4096, "global_batch": 64, "moe_dispatcher": "deepep"})"),
                          doctest::Contains("ep is 1"), config_error);
+}
+
+TEST_CASE("MoE token permutations: memory-bound copies of the routed rows, by dispatcher") {
+    // Qwen3-30B-A3B (h 2048, k 8, 48 MoE layers) on 8 H100s, ep 8 (16 local experts), one 4096-token micro-batch,
+    // bf16: 32,768 routed copies. alltoall: permute (2 copies' rows), sort and sort back (2 + 2), unpermute (1 + the
+    // 4096 tokens) = 7 x 32768 + 4096 rows of 2 x 2048 B, forward and again backward, at the memory rate.
+    auto run = [](const std::string& dispatcher) {
+        return parts(read("Qwen3-30B-A3B", R"({"tp": 1, "ep": 8})",
+                          R"({"seq_len": 4096, "global_batch": 8, "moe_dispatcher": ")" + dispatcher + R"("})", 8));
+    };
+    const scenario s = read("Qwen3-30B-A3B", R"({"tp": 1, "ep": 8})", R"({"seq_len": 4096, "global_batch": 8})", 8);
+    const perf_setup perf = training_perf_setup(s);
+    auto expect = [&](double rows) {
+        const double bytes = rows * 2048.0 * 2.0;
+        return 2.0 * 48.0 * bytes / (perf.memory_bandwidth.si() * perf.efficiency.memory_at(bytes));
+    };
+    CHECK(run("alltoall").moe_permute.si() == doctest::Approx(expect(7.0 * 32768 + 4096)));
+    CHECK(run("deepep").moe_permute.si() == doctest::Approx(expect(4.0 * 32768)));
+    CHECK(run("hybridep").moe_permute.si() == 0.0);  // fused into its dispatch and combine
+    CHECK(parts(read("Llama-3.1-8B", R"({"tp": 1})", R"({"seq_len": 4096, "global_batch": 8})", 8)).moe_permute.si() == 0.0);
 }
