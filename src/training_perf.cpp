@@ -337,8 +337,12 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     const pipeline_stage& fullest = w.stages[static_cast<std::size_t>(w.largest_stage)];
     // DualPipe: each rank holds two stages (i and pp - 1 - i) and reduces and updates both (DeepSeek-V3 §3.2.1).
     const double copies = p.dualpipe() ? 2.0 : 1.0;
+    // MTP modules sit on the last stage, which may then hold the most (their gradients reduce and update there too).
+    const double mtp = t.mtp_layers > 0 && !t.lora ? w.stages.back().params.total() +
+                                                         mtp_on_device(m, p, t.mtp_layers, static_cast<int>(w.stages.size())).total()
+                                                   : 0.0;
     const double params = copies * (t.lora ? lora_device_parameters(m, *t.lora, fullest.first_layer, fullest.layers, p)
-                                           : w.per_device().total());
+                                           : std::max(w.per_device().total(), mtp));
     const double grad_bytes = t.distributed_optimizer ? 4.0 : 2.0;  // fp32 main grads with Megatron's distributed optimizer
     const int replicas_of_weights = p.dp * p.cp;
     duration grad_time, gather_time;  // gradient reductions; parameter all-gathers (ZeRO 2-3)

@@ -231,3 +231,16 @@ TEST_CASE("MoE token permutations: memory-bound copies of the routed rows, by di
     CHECK(run("hybridep").moe_permute.si() == 0.0);  // fused into its dispatch and combine
     CHECK(parts(read("Llama-3.1-8B", R"({"tp": 1})", R"({"seq_len": 4096, "global_batch": 8})", 8)).moe_permute.si() == 0.0);
 }
+
+TEST_CASE("MTP's parameters join the data-parallel traffic and the optimizer step of the stage holding them") {
+    // DeepSeek-V3, pp 4, ep 8 on 256 GPUs: the last stage plus one MTP module (a MoE block, M, norms, an embedding
+    // copy) holds more than the fullest stage without it, so its gradients set the all-reduce and optimizer bytes.
+    const std::string par = R"({"tp": 1, "pp": 4, "ep": 8})";
+    const scenario a = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 256})", 256);
+    const scenario b = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 256, "mtp_layers": 1})", 256);
+    const weight_sharding w = shard_weights(a.model, a.parallelism);
+    const double last = w.stages.back().params.total() + mtp_on_device(a.model, a.parallelism, 1, 4).total();
+    REQUIRE(last > w.per_device().total());
+    // The optimizer step is linear in the parameters: its ratio is theirs.
+    CHECK(parts(b).optimizer.si() / parts(a).optimizer.si() == doctest::Approx(last / w.per_device().total()));
+}
