@@ -119,14 +119,18 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
                         for (recompute_kind rc : {recompute_kind::none, recompute_kind::selective, recompute_kind::full}) {
                             for (int zero = 0; zero <= 3; ++zero) {
                                 // Stage 0: Megatron's distributed optimizer or not; stages 1-3: the shard
-                                // group, all of dp or an HSDP divisor (powers of two).
+                                // group, all of dp or an HSDP divisor (powers of two). Sharding over one rank
+                                // (dp x cp = 1, or a shard group of 1 without cp) is stage 0 again: not listed twice.
                                 std::vector<std::pair<bool, int>> options;
-                                if (zero == 0) options = {{false, p.dp}, {true, p.dp}};
-                                else
+                                if (zero == 0) {
+                                    options = {{false, p.dp}};
+                                    if (p.dp * p.cp > 1) options.push_back({true, p.dp});
+                                } else {
                                     for (int g = p.dp; g >= 1; g /= 2) {
-                                        if (p.dp % g == 0) options.push_back({false, g});
+                                        if (p.dp % g == 0 && g * p.cp > 1) options.push_back({false, g});
                                         if (g % 2 != 0) break;
                                     }
+                                }
                                 for (const auto& [dist_opt, group] : options) {
                                     ++en;
                                     training_spec& t = *sc.training;
