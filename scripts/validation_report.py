@@ -290,12 +290,15 @@ def _engine_allreduce_rows(data):
     return out
 
 
+def _compared(rows):
+    """(index, row) of each row with a role the report compares (fitted or held out)."""
+    return ((n, row) for n, row in enumerate(rows) if row["role"] in ROLES)
+
+
 def _checkpoint_rows(data):
     # Size, blocking save and fully parallel restore of each MLPerf Storage row (published_support.checkpoint_published).
     out = []
-    for n, row in enumerate(data["rows"]):
-        if row["role"] not in ROLES:
-            continue
+    for n, row in _compared(data["rows"]):
         ck = _published.checkpoint_published(row)
         label = f"{row['model']} AMLFS-125 {row['capacity_tib']} TiB dp{row['data_parallel_instances']}"
         for quantity, metric, modelled, published in (
@@ -311,9 +314,7 @@ def _training_rows(data):
     # Each pre-training row as its family's speed test runs it (published_support.training_published); Korthikanti's
     # Table 5 rows twice (selective recompute + sequence parallelism, and full recompute).
     out = []
-    for n, row in enumerate(data["rows"]):
-        if row["role"] not in ROLES:
-            continue
+    for n, row in _compared(data["rows"]):
         for variant in (("selective", "full") if row["id"].startswith("korthikanti2022-t5") else (None,)):
             scenario, published, key = _published.training_published(row, variant)
             r = capplan.estimate(scenario).to_dict()
@@ -346,9 +347,7 @@ def _collective_rows():
 def _lora_rows(data):
     # Live tensors at the peak of a LoRA / QLoRA fine-tune against the allocator's published peak.
     out = []
-    for n, row in enumerate(data["rows"]):
-        if row["role"] not in ROLES:
-            continue
+    for n, row in _compared(data["rows"]):
         modelled, published = _published.lora_published(row)
         label = (f"{row['model']} {row['weights']} r{row['rank']} {len(row['targets'])} targets {row['seq_len']} x "
                  f"{row['micro_batch']} on {row['gpus']} GPU(s){' zero-3' if row['zero'] == 3 else ''}")
@@ -443,15 +442,11 @@ def collect(data=None, serving=None):
     out += _lora_rows(json.loads(LORA.read_text()))
     out += _training_rows(json.loads(TRAINING.read_text()))
     out += _collective_rows()
-    for n, row in enumerate(data["latency_measurements"]):
-        if row["role"] not in ROLES:
-            continue
+    for n, row in _compared(data["latency_measurements"]):
         for quantity, metric, modelled, published in _modelled(row):
             out.append(_entry(f"latency_measurements[{n}]", _label(row), quantity, metric, published, modelled, row,
                               _source(row)))
-    for n, table in enumerate(data["saturated_throughput"]["tables"]):
-        if table["role"] not in ROLES:
-            continue
+    for n, table in _compared(data["saturated_throughput"]["tables"]):
         adp = " attention-dp" if table.get("parallelism", {}).get("attention_dp") else ""
         out += [_saturated_entry(f"saturated_throughput.tables[{n}] {shape}",
                                  f"{table['model']} fp8 {table['accelerator']} tp{table['tp']}{adp} {shape}",

@@ -2,6 +2,7 @@
 
 #include "capplan/analysis/engine_allreduce.hpp"
 
+#include "capplan/detail/ceil_div.hpp"
 #include "capplan/detail/closest.hpp"
 #include "capplan/error.hpp"
 #include "capplan/units_parse.hpp"
@@ -132,7 +133,7 @@ collective_result collective_time(collective_op op, data_size size, const system
     const int pod_nodes = system.scale_out ? system.scale_out->pod_nodes : 0;
     const int group_nodes = n / g;
     const int span = std::max(group.span_nodes, group_nodes);
-    const int pods = pod_nodes > 0 && parts > 1 ? std::min(group_nodes, (span + pod_nodes - 1) / pod_nodes) : 1;
+    const int pods = pod_nodes > 0 && parts > 1 ? static_cast<int>(std::min<std::int64_t>(group_nodes, detail::ceil_div(span, pod_nodes))) : 1;
     const double oversub = system.scale_out ? system.scale_out->oversubscription : 1.0;
     const double pod_share = pods > 1 ? std::min(1.0, n / (2.0 * pods * oversub)) : 1.0;
     r.pods = pods;

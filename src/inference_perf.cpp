@@ -1,5 +1,6 @@
 #include "capplan/analysis/inference_perf.hpp"
 
+#include "capplan/detail/ceil_div.hpp"
 #include "capplan/error.hpp"
 #include "capplan/spec/engine_profile.hpp"
 #include "capplan/units_parse.hpp"
@@ -103,7 +104,7 @@ perf_setup perf_setup::from(const scenario& s) {
         // Megatron's rank order tp-cp-ep-dp-pp: an expert-parallel group's ranks range over tp x cp x ep GPUs.
         if (s.training)
             out.alltoall_grid.group.span_nodes = static_cast<int>(
-                (std::int64_t{s.parallelism.tp} * s.parallelism.cp * s.parallelism.ep + s.system.per_node - 1) / s.system.per_node);
+                detail::ceil_div(std::int64_t{s.parallelism.tp} * s.parallelism.cp * s.parallelism.ep, s.system.per_node));
     }
     // The first point now: a system that cannot run these groups fails here, with its reason.
     if (!out.allreduce_grid.empty()) out.allreduce_grid.at(out.system, 0);

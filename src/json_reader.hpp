@@ -254,4 +254,21 @@ private:
     std::vector<std::string> known_;
 };
 
+// A list element at `at` that must be one of `names` (a fixed vocabulary: LoRA's projections, recompute modules):
+// its index, or an error naming `at` that suggests the closest name. `what` says what the names are.
+inline std::size_t name_index(const json& v, const std::string& at, const std::vector<std::string>& names,
+                              const std::string& what) {
+    std::string allowed;
+    for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
+    if (!v.is_string()) throw config_error(at, short_value(v), "expected " + what, allowed);
+    const std::string name = v.get<std::string>();
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+        const auto near = closest(name, names, 1);
+        throw config_error(at, "'" + name + "'", "not " + what +
+                           (near.empty() ? std::string() : "; did you mean '" + near.front() + "'?"), allowed);
+    }
+    return static_cast<std::size_t>(it - names.begin());
+}
+
 }  // namespace capplan::detail

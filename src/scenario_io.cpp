@@ -283,15 +283,8 @@ lora_spec read_lora(object_reader& r) {
         targets = lora_projections;
     } else if (t->is_array() && !t->empty()) {
         for (std::size_t i = 0; i < t->size(); ++i) {
-            const json& v = (*t)[i];
-            const std::string at = field + "/" + std::to_string(i);
-            if (!v.is_string()) throw config_error(at, detail::short_value(v), "expected a projection name", names);
-            const std::string name = v.get<std::string>();
-            if (std::find(lora_projections.begin(), lora_projections.end(), name) == lora_projections.end()) {
-                const auto near = detail::closest(name, lora_projections, 1);
-                throw config_error(at, "'" + name + "'", "not a projection LoRA targets here" +
-                                   (near.empty() ? std::string() : "; did you mean '" + near.front() + "'?"), names);
-            }
+            const std::string& name = lora_projections[detail::name_index(
+                (*t)[i], field + "/" + std::to_string(i), lora_projections, "a projection LoRA targets here")];
             if (std::find(targets.begin(), targets.end(), name) == targets.end()) targets.push_back(name);
         }
     } else {
@@ -314,16 +307,9 @@ unsigned read_recompute_modules(const json& v, const std::string& field) {
     unsigned mask = 0;
     for (std::size_t i = 0; i < v.size(); ++i) {
         const std::string at = field + "/" + std::to_string(i);
-        if (!v[i].is_string()) throw config_error(at, detail::short_value(v[i]), "expected a module name", allowed);
-        const std::string name = v[i].get<std::string>();
-        const auto it = std::find(recompute_module_names.begin(), recompute_module_names.end(), name);
-        if (it == recompute_module_names.end()) {
-            const auto near = detail::closest(name, recompute_module_names, 1);
-            throw config_error(at, "'" + name + "'", "not a module selective recompute reruns" +
-                               (near.empty() ? std::string() : "; did you mean '" + near.front() + "'?"), allowed);
-        }
-        const unsigned bit = 1u << static_cast<unsigned>(it - recompute_module_names.begin());
-        if (mask & bit) throw config_error(at, "'" + name + "'", "named twice", "each module once");
+        const std::size_t k = detail::name_index(v[i], at, recompute_module_names, "a module selective recompute reruns");
+        const unsigned bit = 1u << static_cast<unsigned>(k);
+        if (mask & bit) throw config_error(at, "'" + recompute_module_names[k] + "'", "named twice", "each module once");
         mask |= bit;
     }
     return mask;

@@ -8,6 +8,7 @@
 #include "capplan/analysis/kv_cache.hpp"
 #include "capplan/analysis/lora.hpp"
 #include "capplan/analysis/sharding.hpp"
+#include "capplan/detail/ceil_div.hpp"
 #include "capplan/error.hpp"
 #include "capplan/units_parse.hpp"
 
@@ -359,8 +360,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                       : std::max(1, node / std::min(p.tp, node));
         const int dp_per_node = std::min(replicas_of_weights, per_node);
         auto span_of = [&](int members) {  // nodes a group of `members` (dp x cp ranks) ranges over
-            const std::int64_t gpus = dp_outer ? pipeline * (members / p.cp) : std::int64_t{p.tp} * members;
-            return static_cast<int>((gpus + node - 1) / node);
+            return static_cast<int>(detail::ceil_div(dp_outer ? pipeline * (members / p.cp) : std::int64_t{p.tp} * members, node));
         };
         const collective_group g{replicas_of_weights, replicas_of_weights % dp_per_node == 0 ? dp_per_node : 1,
                                  span_of(replicas_of_weights)};

@@ -150,3 +150,31 @@ def test_size_engine_out_of_its_choices_is_one_usage_line(run_cli):
     code, _, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "100",
                            "--output", "100", "--engine", "tgi")
     assert code == 2 and "--engine" in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+_BAD_NEW_FIELDS = [  # each new field of issue #20's MoE and fabric work, a bad value, the field the error must name
+    ({"system": {"preset": "DGX-H100", "count": 64, "scale_out": {"pod_nodes": 0}}}, "/system/scale_out/pod_nodes"),
+    ({"system": {"preset": "DGX-H100", "count": 64, "scale_out": {"pod_nodes": 2.5}}}, "/system/scale_out/pod_nodes"),
+    ({"system": {"preset": "DGX-H100", "count": 64, "scale_out": {"pod_nodes": 4294967296}}}, "/system/scale_out/pod_nodes"),
+    ({"parallelism": {"rank_order": "pp-dp"}}, "/parallelism/rank_order"),
+    ({"parallelism": {"pp": 3, "pipeline_schedule": "dualpipe"}}, "/parallelism/pipeline_schedule"),
+    ({"training": {"overlap_param_gather": "yes"}}, "/training/overlap_param_gather"),
+    ({"training": {"overlap_grad_reduce": 0}}, "/training/overlap_grad_reduce"),
+    ({"training": {"mtp_layers": -1}}, "/training/mtp_layers"),
+    ({"training": {"mtp_layers": 1e12}}, "/training/mtp_layers"),
+    ({"training": {"recompute_modules": "mlp"}}, "/training/recompute_modules"),
+    ({"training": {"recompute_modules": ["mla_up_proj"]}}, "/training/recompute_modules"),
+    ({"training": {"moe_dispatcher": "nccl"}}, "/training/moe_dispatcher"),
+]
+
+
+@pytest.mark.parametrize("change,field", _BAD_NEW_FIELDS, ids=[f for _, f in _BAD_NEW_FIELDS])
+def test_bad_values_of_the_new_training_and_fabric_fields_end_in_one_line_and_exit_2(run_cli, tmp_path, change, field):
+    scenario = {"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": 64},
+                "parallelism": {"tp": 8}, "training": {"seq_len": 4096, "global_batch": 64}}
+    for key, value in change.items():
+        scenario[key] = {**scenario[key], **value}
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(scenario))
+    code, out, err = run_cli("estimate", str(f))
+    assert code == 2 and field in err and len(err.strip().splitlines()) == 1, err

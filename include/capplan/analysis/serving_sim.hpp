@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "capplan/detail/ceil_div.hpp"
 #include "capplan/detail/percentile.hpp"
 #include "capplan/analysis/step_model.hpp"
 #include "capplan/error.hpp"
@@ -354,7 +355,7 @@ inline latency_summary summarise_counts(value_counts& pairs) {
     return s;
 }
 
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+using capplan::detail::ceil_div;
 
 class simulator {
 public:
