@@ -469,7 +469,7 @@ void estimate_training_speed(const scenario& s, estimate_result& r) {
     duration compute, tp_comm, dp, bubble, optimizer;
     for (const auto& term : tp.terms) {
         if (term.term == "forward" || term.term == "backward" || term.term == "recompute" || term.term == "fp8 casts" ||
-            term.term == "moe permutations")
+            term.term == "moe permutations" || term.term == "loss (cross-entropy)")
             compute += term.exposed;
         else if (term.term == "tp communication" || term.term.rfind("cp ", 0) == 0 || term.term == "ep all-to-all")
             tp_comm += term.exposed;

@@ -129,6 +129,64 @@ module_rerun selective_module_rerun(const scenario& s, const perf_setup& perf, c
     return out;
 }
 
+// Memory-bound kernels of a training step that the serving roofline (§14) does not cost, per micro-batch on one rank,
+// whole model (the caller divides by the stages): the MLP's activation as its own kernel between the two GEMMs (§14
+// counts its traffic inside the up GEMM's roofline, hidden where that GEMM is compute-bound), the fp32 chains of eager
+// norms, and the loss over every position's logits. Bytes per element counted from the kernels; see docs/formulas.md §15.
+struct elementwise_passes {
+    duration forward, backward;  // activation and eager norms, in the layers' forward and backward
+    duration loss;               // the cross-entropy over the logits, forward and backward
+};
+elementwise_passes training_elementwise_passes(const scenario& s, const perf_setup& perf, double tokens) {
+    using namespace units;
+    const training_spec& t = *s.training;
+    const model_spec& m = s.model;
+    const parallelism_spec& p = s.parallelism;
+    const double e = s.precision.activations.bytes_per_element(), tp = p.tp, h = static_cast<double>(m.hidden);
+    auto pass = [&](double bytes) { return bytes * B / (perf.memory_bandwidth * perf.efficiency.memory_at(bytes)); };
+    // Activation, in elements of its output width W: SwiGLU fused (Megatron bias_swiglu, Transformer Engine) reads gate
+    // and up and writes W (3), its backward reads the gradient, gate and up and writes both gradients (5); eager
+    // (silu(gate) * up) adds silu's write and read (5) and, backward, the product's and silu's own passes (9). GeLU
+    // (one kernel either way): 2 and 3.
+    auto act_fwd = [&](bool gated) { return gated ? (t.eager_kernels ? 5.0 : 3.0) : 2.0; };
+    auto act_bwd = [&](bool gated) { return gated ? (t.eager_kernels ? 9.0 : 5.0) : 3.0; };
+    const double moe_layers = m.is_moe() ? static_cast<double>(m.moe_layer_count()) : 0.0;
+    const double dense_layers = static_cast<double>(m.layers - m.ffn_free_layer_count()) - moe_layers;
+    const double dense_width = tokens * static_cast<double>(m.intermediate) / tp;  // elements per layer on this rank
+    double fwd = dense_layers * act_fwd(m.gated_mlp) * dense_width * e;
+    double bwd = dense_layers * act_bwd(m.gated_mlp) * dense_width * e;
+    if (moe_layers > 0) {
+        // This rank's routed copies (its 1/tp sequence shard x k, as the forward routes them) and the shared experts.
+        const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
+        const double routed = imbalance * tokens / tp * static_cast<double>(m.moe.experts_per_token) *
+                              static_cast<double>(m.moe.expert_intermediate) / p.etp;
+        const double shared = tokens * static_cast<double>(m.moe.shared_experts * m.moe.shared_width()) / tp;
+        fwd += moe_layers * act_fwd(m.moe.gated) * (routed + shared) * e;
+        bwd += moe_layers * act_bwd(m.moe.gated) * (routed + shared) * e;
+    }
+    if (t.eager_kernels) {
+        // Eager norms beyond a fused one (read 2 B, write 2 B forward; §14 counts it, and twice that backward), per
+        // element of the norm's input (split over tp with sequence parallelism). Hugging Face's RMSNorm in fp32: cast,
+        // pow, mean, scale, cast back, weight: 36 B forward (+32); autograd through the same chain 76 B (+68), 8 fewer
+        // when the weight is frozen (LoRA). PyTorch's LayerNorm under autocast: the fp32 cast in, the kernel in fp32,
+        // the cast out: 20 B (+16); backward 32 B (+24).
+        const bool rms = m.norm == norm_kind::rms_norm;
+        const double rep = p.sequence_parallel && p.tp > 1 ? tp : 1.0;
+        const double elements = static_cast<double>(m.norms_per_layer) * static_cast<double>(m.layers) * tokens * h / rep;
+        fwd += elements * (rms ? 32.0 : 16.0);
+        bwd += elements * (rms ? (t.lora ? 60.0 : 68.0) : 24.0);
+    }
+    // The loss over tokens x V/tp logits of each head (the model's and each MTP module's): fused (Transformer Engine's
+    // parallel cross-entropy, Liger, flash-attn xentropy) the head GEMM writes them (2 B), one kernel reads them for
+    // the max and sum and another reads them again and writes the gradient in place (6 B), the backward scales it by
+    // the loss's gradient (4 B): 12 B. Unfused (PyTorch F.cross_entropy, fp32 under autocast): the write (2), the cast
+    // (6), log_softmax (three reads and a write of fp32: 16), nll_loss's backward zero-filling the fp32 gradient (4),
+    // log_softmax's backward (16) and the cast back (6): 50 B.
+    const double logits = (1.0 + t.mtp_layers) * tokens * static_cast<double>(m.vocab) / tp;
+    const double per_logit = t.fused_cross_entropy ? 12.0 : 50.0;
+    return {pass(fwd), pass(bwd), pass(logits * per_logit)};
+}
+
 }  // namespace
 
 training_step_parts training_step_time(const scenario& s, const perf_setup& perf, const step_breakdown& f,
@@ -150,7 +208,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // Training runs every position through the LM head (inference only the sampled one).
     const double tokens = static_cast<double>(t.micro_batch * t.seq_len / p.cp);
     const flop_count head = 2.0 * tokens * static_cast<double>(m.hidden) * static_cast<double>(m.vocab) / p.tp * FLOP;
-    const duration head_time = head / (perf.peak * perf.efficiency.gemm);
+    const duration head_time = head / (perf.peak * perf.efficiency.gemm_at(head.si()));
     const double stages = p.pp;
     // Megatron tensor parallelism: two all-reduces per layer in the forward, two in the backward
     // (Shoeybi et al. 2019 §3), overlapped with the matrix multiplies only with tp_comm_overlap (below).
@@ -190,6 +248,10 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // one forward's worth (the attention core still 2.5x its forward with FlashAttention, 2x without).
     duration backward = t.lora ? forward + (perf.flash_attention ? 1.5 : 1.0) * attention_forward
                                      : 2.0 * forward + (perf.flash_attention ? 0.5 * attention_forward : duration{});
+    const elementwise_passes passes = training_elementwise_passes(s, perf, tokens);
+    forward += passes.forward / stages;
+    backward += passes.backward / stages;
+    const duration loss = passes.loss / stages;
     const module_rerun rerun = selective_module_rerun(s, perf, f, tokens);
     duration recompute = t.recompute == recompute_kind::full ? forward
                          : t.recompute == recompute_kind::selective
@@ -316,7 +378,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // compute (DeepSeek-V3 §3.2.1), as ep_comm_overlap does.
     const bool ep_hidden = t.ep_comm_overlap || p.dualpipe();
     const duration ep_exposed = ep_hidden ? std::max(duration{}, ep_comm - (forward + backward)) : ep_comm;
-    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts + moe_permute) + tp_exposed + pp_exposed + cp_exposed + ep_exposed;
+    const duration per_mb = straggler * (forward + backward + recompute + fp8_casts + moe_permute + loss) + tp_exposed + pp_exposed + cp_exposed + ep_exposed;
     const duration compute = static_cast<double>(mb) * per_mb;
     // Bubbles (DeepSeek-V3 Table 2): 1F1B (pp - 1)(F + B), interleaved / v; DualPipe (pp/2 - 1)(F&B + B - 3W), with the
     // overlapped chunk pair F&B = F + B and the weight-gradient half of the backward W = B / 2 (recompute counts in B).
@@ -326,7 +388,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         // B' = B + R (recomputation belongs to the full backward); W, the weight gradients, is half the backward
         // (none with LoRA's frozen base): F&B + B' - 3W = (F + casts + B') + B' - 3W.
         const duration full_backward = backward + recompute, weights = t.lora ? duration{} : backward / 2.0;
-        bubble = (stages / 2.0 - 1.0) * straggler * (forward + fp8_casts + moe_permute + 2.0 * full_backward - 3.0 * weights);
+        bubble = (stages / 2.0 - 1.0) * straggler * (forward + fp8_casts + moe_permute + loss + 2.0 * full_backward - 3.0 * weights);
         bubble_mbs = per_mb > duration{} ? bubble / per_mb : 0.0;
     }
 
@@ -410,7 +472,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
 
     out.straggler = straggler;
     out.bubble_micro_batches = bubble_mbs;
-    out.forward = forward, out.backward = backward, out.recompute = recompute, out.fp8_casts = fp8_casts, out.moe_permute = moe_permute;
+    out.forward = forward, out.backward = backward, out.recompute = recompute, out.fp8_casts = fp8_casts, out.moe_permute = moe_permute, out.loss = loss;
     out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.tp_exposed = tp_exposed, out.pp_comm = pp_comm, out.pp_exposed = pp_exposed, out.cp_comm = cp_comm, out.cp_exposed = cp_exposed, out.ep_comm = ep_comm, out.ep_exposed = ep_exposed;
     out.bubble = bubble, out.dp_time = dp_time, out.dp_exposed = dp_exposed, out.optimizer = optimizer;
     out.step = compute + bubble + dp_exposed + optimizer;
@@ -423,7 +485,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
     const training_spec& t = *s.training;
     const model_spec& m = s.model;
     const training_step_parts parts = training_step_time(s, perf, f, w);
-    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, moe_permute, tp_comm, recompute_comm, tp_exposed, pp_comm,
+    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, moe_permute, loss, tp_comm, recompute_comm, tp_exposed, pp_comm,
                 pp_exposed, cp_comm, cp_exposed, ep_comm, ep_exposed, bubble,
                 dp_time, dp_exposed, optimizer, step] = parts;
     training_performance out;
@@ -435,6 +497,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
                  {"recompute", smb * recompute, smb * recompute},
                  {"fp8 casts", smb * fp8_casts, smb * fp8_casts},
                  {"moe permutations", smb * moe_permute, smb * moe_permute},
+                 {"loss (cross-entropy)", smb * loss, smb * loss},
                  {"tp communication", static_cast<double>(mb) * (tp_comm + recompute_comm), static_cast<double>(mb) * tp_exposed},
                  {"pp sends", static_cast<double>(mb) * pp_comm, static_cast<double>(mb) * pp_exposed},
                  {s.parallelism.cp_algorithm == "ring" ? std::string("cp ring exchange") : "cp " + s.parallelism.cp_algorithm,

@@ -150,9 +150,9 @@ TEST_CASE("DualPipe: bubble (pp/2 - 1)(F + B/2), two stages' states per rank, pp
     const scenario dual = read("Mixtral-8x7B", R"({"tp": 1, "pp": 4, "ep": 8, "pipeline_schedule": "dualpipe"})", t);
     const training_step_parts a = parts(one), d = parts(dual);
     // DeepSeek-V3 Table 2 with F&B = F + B and W = B / 2: (4/2 - 1) x (F + B/2).
-    // (The token permutations, memory-bound work of each chunk, count with F.)
-    CHECK(d.bubble.si() == doctest::Approx((d.forward + d.moe_permute + d.backward / 2.0).si()));
-    CHECK(a.bubble.si() == doctest::Approx(3.0 * (a.forward + a.backward + a.recompute + a.fp8_casts + a.moe_permute).si() +
+    // (The token permutations and the loss, memory-bound work of each chunk, count with F.)
+    CHECK(d.bubble.si() == doctest::Approx((d.forward + d.moe_permute + d.loss + d.backward / 2.0).si()));
+    CHECK(a.bubble.si() == doctest::Approx(3.0 * (a.forward + a.backward + a.recompute + a.fp8_casts + a.moe_permute + a.loss).si() +
                                            3.0 * (a.tp_exposed + a.pp_exposed + a.cp_exposed + a.ep_exposed).si()));
     // The all-to-alls and sends run under the paired chunk's compute.
     CHECK(d.ep_exposed.si() == doctest::Approx(std::max(0.0, (d.ep_comm - d.forward - d.backward).si())));
@@ -163,7 +163,7 @@ TEST_CASE("DualPipe: bubble (pp/2 - 1)(F + B/2), two stages' states per rank, pp
                                R"({"seq_len": 4096, "global_batch": 128, "recompute": "full"})");
     const training_step_parts r = parts(full);
     CHECK(r.recompute > duration{});
-    CHECK(r.bubble.si() == doctest::Approx((r.forward + r.moe_permute + 2.0 * (r.backward + r.recompute) - 1.5 * r.backward).si()));
+    CHECK(r.bubble.si() == doctest::Approx((r.forward + r.moe_permute + r.loss + 2.0 * (r.backward + r.recompute) - 1.5 * r.backward).si()));
     // Memory on rank 0: its stage and the mirror stage 3 (embedding and head both), 5 micro-batches of activations.
     const weight_sharding w = shard_weights(one.model, one.parallelism);
     const training_memory m = estimate_training_memory_stage(dual.model, w, dual.precision, dual.parallelism, *dual.training, 0);

@@ -35,7 +35,8 @@ TEST_CASE("1F1B bubble: (p - 1) micro-batch times; interleaving divides it by v"
     const auto a = run(R"({"tp": 2, "pp": 4})", R"({"seq_len": 4096, "global_batch": 256})");
     CHECK(a.micro_batches == 32);
     auto per_mb = [](const training_performance& t) {
-        return (term(t, "forward") + term(t, "backward") + term(t, "recompute") + term(t, "tp comm") + term(t, "pp sends")) /
+        return (term(t, "forward") + term(t, "backward") + term(t, "recompute") + term(t, "loss") + term(t, "tp comm") +
+                term(t, "pp sends")) /
                static_cast<double>(t.micro_batches);
     };
     CHECK(term(a, "pipeline bubble").si() == doctest::Approx((3.0 * per_mb(a)).si()));  // (pp - 1) = 3
@@ -151,7 +152,35 @@ TEST_CASE("the fused attention core's backward is 2.5 x its forward, the rest of
     for (const auto& op : f.ops)
         if (op.op == "attention core") core = op.time;
     REQUIRE(core > duration{});
-    CHECK((term(t, "backward") - 2.0 * term(t, "forward")).si() == doctest::Approx((0.5 * core).si()));
+    // The SwiGLU kernel, its own pass in training, moves 5 intermediate-wide rows backward and 3 forward: B - 2F is one
+    // row short of 0.5 A (32 layers x 4,096 tokens x 14,336 x 2 B at the memory bandwidth).
+    const perf_setup perf = perf_setup::from(s);
+    const double row = 32.0 * 4096 * 14336 * 2 / (perf.memory_bandwidth.si() * perf.efficiency.memory);
+    CHECK((term(t, "backward") - 2.0 * term(t, "forward")).si() == doctest::Approx((0.5 * core).si() - row));
+}
+
+TEST_CASE("training's own memory-bound kernels: the activation between the GEMMs, eager norms, the loss") {
+    // Llama-3.1-8B on one H100 rank (dp 64, one micro-batch of 4,096 tokens): 32 layers, h 4,096, I 14,336, V 128,256.
+    auto read = [](const std::string& training) {
+        return read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 64},
+            "parallelism": {"tp": 1}, "training": {"seq_len": 4096, "global_batch": 64)" + training + "}}",
+                             test::shipped_catalog());
+    };
+    const scenario fused = read(""), eager = read(R"(, "kernels": "eager")"), unfused = read(R"(, "cross_entropy": "unfused")");
+    const perf_setup perf = perf_setup::from(fused);
+    const double bw = perf.memory_bandwidth.si() * perf.efficiency.memory;
+    // The loss: 4,096 x 128,256 logits, 12 B each fused (head write, two reads, the in-place gradient, its scaling),
+    // 50 B unfused (fp32 casts, log_softmax and their backwards); eager kernels default to unfused.
+    const double logits = 4096.0 * 128256;
+    CHECK(total(estimate_training_performance(fused), "loss (cross-entropy)").si() == doctest::Approx(12.0 * logits / bw));
+    CHECK(total(estimate_training_performance(unfused), "loss (cross-entropy)").si() == doctest::Approx(50.0 * logits / bw));
+    CHECK(total(estimate_training_performance(eager), "loss (cross-entropy)").si() == doctest::Approx(50.0 * logits / bw));
+    // Eager kernels: SwiGLU unfused (5 rows forward, 9 backward, to 3 and 5) and the fp32 RMSNorm chain (+32 B forward,
+    // +68 B backward per element of its input, 2 norms x 32 layers x 4,096 tokens x 4,096).
+    const double rows = 32.0 * 4096 * 14336 * 2, norms = 2.0 * 32 * 4096 * 4096;
+    const auto f = estimate_training_performance(fused), e = estimate_training_performance(eager);
+    CHECK((total(e, "forward") - total(f, "forward")).si() == doctest::Approx((2.0 * rows + 32.0 * norms) / bw));
+    CHECK((total(e, "backward") - total(f, "backward")).si() == doctest::Approx((4.0 * rows + 68.0 * norms) / bw));
 }
 
 TEST_CASE("context parallelism: each rank computes 1/cp of the whole sequence's causal attention") {

@@ -74,7 +74,7 @@ def lora_published(row):
     return m["per_device_bytes"] - m["overhead_bytes"], published["value"] * scale
 
 
-_TRAINING_SYSTEMS = {"A100-80GB-SXM": "DGX-A100", "H100-SXM": "DGX-H100", "B200": "HGX-B200"}
+_TRAINING_SYSTEMS = {"A100-80GB-SXM": "DGX-A100", "A100-40GB-SXM": "DGX-A100", "H100-SXM": "DGX-H100", "B200": "HGX-B200"}
 
 
 def _gpt_shape(row):
@@ -94,13 +94,16 @@ def training_published(row, variant=None):
     and "full" recompute. Families and their stated or assumed settings are those tests' (docs/validation.md)."""
     rid = row["id"]
     system = {"preset": _TRAINING_SYSTEMS[row["accelerator"]], "count": row["gpus"]}
+    if row["accelerator"] == "A100-40GB-SXM":  # the DGX A100 with its 40 GB parts
+        system["accelerator"] = row["accelerator"]
     par = {"tp": row["tp"], "pp": row["pp"], "cp": _int_or(row.get("cp"), 1)}
     training = {"seq_len": row["seq_len"], "global_batch": row["global_batch"], "micro_batch": _int_or(row.get("micro_batch"), 1)}
     precision = None
     if rid.startswith(("narayanan", "korthikanti")):
-        # Megatron-LM before FlashAttention, with its default dropout; Narayanan's micro-batch 1 and plain 1F1B assumed.
+        # Megatron-LM before FlashAttention, with its default dropout and its unfused vocab-parallel cross-entropy (fp32;
+        # --cross-entropy-loss-fusion came in 2024); Narayanan's micro-batch 1 and plain 1F1B assumed.
         model = _gpt_shape(row) if "catalog" in row["model"] else row["model"]
-        training.update(flash_attention=False, dropout=True)
+        training.update(flash_attention=False, dropout=True, cross_entropy="unfused")
         if rid.startswith("narayanan"):
             training["recompute"] = "full"
             sh, s, v = row["shape"], row["seq_len"], row["shape"]["vocab"]
@@ -132,6 +135,19 @@ def training_published(row, variant=None):
             par["cp_algorithm"] = "all_gather"
         return ({"model": row["model"], "system": system, "parallelism": par, "training": training},
                 float(row["mfu"]["value"].rstrip("%")) / 100, "mfu")
+    if rid.startswith("llmc"):
+        # llm.c: ZeRO-1 data parallelism, no recompute, its own fused kernels (the fused classifier is a fused loss).
+        training.update(zero=1, recompute="none")
+        return {"model": _gpt_shape(row), "system": system, "parallelism": par, "training": training}, row["step_time_s"], "step_time_s"
+    if rid.startswith("tinyllama"):
+        # lit_gpt on Lightning's FSDP (FULL_SHARD, ZeRO-3), no recompute, fused norms, SwiGLU and loss.
+        sh = row["shape"]
+        model = {"model_type": "llama", "hidden_size": sh["hidden"], "intermediate_size": sh["ffn"], "num_hidden_layers": sh["layers"],
+                 "num_attention_heads": sh["heads"], "num_key_value_heads": sh["kv_heads"], "vocab_size": sh["vocab"],
+                 "max_position_embeddings": row["seq_len"], "tie_word_embeddings": sh["tied_embeddings"]}
+        training.update(zero=3, recompute="none")
+        published = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
+        return {"model": model, "system": system, "parallelism": par, "training": training}, published, "step_time_s"
     if rid.startswith("mosaic"):
         training.update(zero=3, recompute="none" if row["recompute"] == "none" else "full")
         published = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])

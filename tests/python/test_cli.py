@@ -165,6 +165,8 @@ _BAD_NEW_FIELDS = [  # each new field of issue #20's MoE and fabric work, a bad 
     ({"training": {"recompute_modules": "mlp"}}, "/training/recompute_modules"),
     ({"training": {"recompute_modules": ["mla_up_proj"]}}, "/training/recompute_modules"),
     ({"training": {"moe_dispatcher": "nccl"}}, "/training/moe_dispatcher"),
+    ({"training": {"cross_entropy": "liger"}}, "/training/cross_entropy"),
+    ({"training": {"cross_entropy": True}}, "/training/cross_entropy"),
 ]
 
 

@@ -125,6 +125,7 @@ struct model_spec {
         return (is_moe_layer(i) ? 1u : 0u) | (is_linear_layer(i) ? 2u : 0u) | (has_mixer(i) ? 4u : 0u) | (has_ffn(i) ? 8u : 0u);
     }
     std::int64_t moe_layer_count() const;
+    std::int64_t ffn_free_layer_count() const;
     std::int64_t sliding_layer_count() const;
     std::int64_t linear_layer_count() const;
 };
@@ -138,6 +139,11 @@ inline std::int64_t model_spec::linear_layer_count() const {
 inline std::int64_t model_spec::moe_layer_count() const {
     std::int64_t n = 0;
     for (bool b : moe_layer) n += b;
+    return n;
+}
+inline std::int64_t model_spec::ffn_free_layer_count() const {
+    std::int64_t n = 0;
+    for (bool b : ffn_free_layer) n += b;
     return n;
 }
 inline std::int64_t model_spec::sliding_layer_count() const {

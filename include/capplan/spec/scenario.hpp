@@ -145,6 +145,9 @@ struct training_spec {
     std::optional<double> data_decode_samples_per_s_per_node;
     std::optional<lora_spec> lora;       // LoRA / QLoRA fine-tuning: a frozen base, trained adapters
     bool eager_kernels = false;          // kernels "eager": unfused PyTorch norms and SwiGLU (Hugging Face, litgpt)
+    // The loss kernel ("cross_entropy"): fused (Transformer Engine / Liger / flash-attn xentropy: one pass that writes the
+    // gradient in place) or unfused (PyTorch F.cross_entropy in fp32, Megatron-LM without --cross-entropy-loss-fusion).
+    bool fused_cross_entropy = true;
     std::optional<double> tokens;        // tokens to train on: gives time and GPU-hours
     std::optional<double> price_per_device_hour;  // gives the cost
     int mtp_layers = 0;                  // multi-token-prediction modules trained beside the model (DeepSeek-V3 §2.2)
