@@ -192,8 +192,13 @@ collective_result collective_time(collective_op op, data_size size, const system
             add(coll_algorithm::ring, p, hop(L.base, p) + hw, bw);
         }
     } else {
-        // Ring (every operation): the slower of the scale-up ring and the node's NICs.
-        const byte_rate ring_bw = parts > 1 ? std::min(up, out) : up;
+        // Ring (every operation): the slower of the scale-up ring and the node's NICs. Across domains each channel's ring
+        // leaves a domain through one GPU's NIC, a different GPU per channel, so a GPU forwards (d - 1)/d of the ring's
+        // bytes over the scale-up link: that tier allows d/(d - 1) x its one-domain rate (one GPU per node: NICs only).
+        const double d = domain;
+        const byte_rate ring_up = parts > 1 ? (domain > 1 ? up * (d / (d - 1.0)) : out) : up;
+        const byte_rate ring_bw = parts > 1 ? std::min(ring_up, out) : up;
+        tier_up = ring_up;
         const bool ar = op == collective_op::all_reduce;
         const int steps = ar ? 2 * (n - 1) : n - 1;
         const int inter = parts > 1 ? (ar ? 2 * (parts - 1) : parts - 1) : 0;
@@ -204,6 +209,7 @@ collective_result collective_time(collective_op op, data_size size, const system
             if (parts > 1) intra_hw = std::max(intra_hw, p == coll_protocol::simple ? 3.0 : 1.0);
             add(coll_algorithm::ring, p, hop(R.base, p) + (steps - inter) * intra_hw + inter * hop(R.net, p), ring_bw);
         }
+        tier_up = up;
         if (ar && parts > 1) {
             // Double binary tree across nodes (tree_out above).
             const byte_rate tree_bw = std::min(up, tree_out);
