@@ -17,7 +17,10 @@ double efficiency_curve::at(double work) const {
                                      [](double w, const efficiency_point& p) { return w < p.work; });
     const auto lo = hi - 1;
     const double t = (std::log10(work) - std::log10(lo->work)) / (std::log10(hi->work) - std::log10(lo->work));
-    return lo->value + t * (hi->value - lo->value);
+    // Where the efficiency climbs faster than the work, a kernel's time (work / efficiency) would dip below the
+    // time at the point before it, and more work would take less time (a 91-token prompt faster than a
+    // 90-token one; tests/python/test_properties.py): the time is held at that point's until the line passes it.
+    return std::min(lo->value + t * (hi->value - lo->value), lo->value * work / lo->work);
 }
 
 efficiency_curve fit_efficiency_curve(std::vector<efficiency_point> samples, int max_knots) {

@@ -367,8 +367,10 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                     // The slots this device's experts receive: balanced routing, times the busiest expert-
                     // parallel rank's excess (it sets the pace).
                     const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
+                    // Training routes each rank's 1/tp sequence shard, and an expert split over etp ranks sees the
+                    // shards of all of them (Megatron all-gathers the tokens over the expert-tensor group): etp x T/tp x k.
                     const double slots = imbalance * step_tokens * static_cast<double>(m.moe.experts_per_token) /
-                                         (st.experts_route_rank_tokens ? tp : static_cast<double>(p.ep));
+                                         (st.experts_route_rank_tokens ? tp / static_cast<double>(p.etp) : static_cast<double>(p.ep));
                     // Distinct local experts hit by `slots` uniform picks (expected value).
                     const double touched = experts_here * (1.0 - std::pow(1.0 - 1.0 / experts_here, slots));
                     const double expert = static_cast<double>(expert_parameters(m).matrices) / p.etp;
@@ -383,19 +385,21 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                     charge(lc.ops[2], unit::grouped_matrix, 2.0 * slots * expert * FLOP,
                            (touched * expert * be + slots * (2.0 * h + (m.moe.gated ? 3.0 : 2.0) * m.moe.expert_intermediate / p.etp) * ba) * B, 2,
                            touched * expert, su.expert_dequant_ops);
-                    charge(lc.ops[2], unit::matrix, 2.0 * tokens * (shared + router) * FLOP,
+                    // Training routes only the rank's sequence shard (the router is replicated, not split).
+                    const double routed_tokens = st.experts_route_rank_tokens ? tokens / tp : tokens;
+                    charge(lc.ops[2], unit::matrix, 2.0 * (tokens * shared + routed_tokens * router) * FLOP,
                            (shared * bw + router * bo + tokens * 2.0 * h * ba) * B, has_shared ? 3 : 1, shared);
                     launches(lc.ops[2], has_shared ? 5.0 : 4.0);
                     // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
                     // Each rank sends its routed slots: with shared tokens the step's on this rank (its own
                     // share under attention data parallelism) x k, with rank-routed tokens its own shard's
-                    // (= the slots it receives). Not when the expert group lies within the attention's
+                    // (the slots it receives / etp). Not when the expert group lies within the attention's
                     // tensor-parallel group: every rank already holds all the step's tokens, runs its own
                     // experts on those routed to them, and the tensor-parallel all-reduce after the layer
                     // combines the partial outputs (vLLM FusedMoE dispatches only with data parallelism;
                     // TensorRT-LLM's MoE all-to-all needs attention DP).
                     const bool tokens_replicated = !st.experts_route_rank_tokens && p.ep * p.etp <= p.attention_tp();
-                    const double sent = st.experts_route_rank_tokens ? slots : imbalance * tokens * static_cast<double>(m.moe.experts_per_token);
+                    const double sent = st.experts_route_rank_tokens ? slots / p.etp : imbalance * tokens * static_cast<double>(m.moe.experts_per_token);
                     if (p.ep > 1 && !tokens_replicated) lc.ep_alltoall += 2.0 * su.alltoall(sent * h * ba * B);
                 }
             }

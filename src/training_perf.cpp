@@ -108,8 +108,9 @@ module_rerun selective_module_rerun(const scenario& s, const perf_setup& perf, c
     }
     if (m.is_moe()) {
         const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
-        // This rank's routed copies: its 1/tp sequence shard x k, as the forward routes them (training_micro_batch).
-        const double slots = imbalance * tokens / tp * static_cast<double>(m.moe.experts_per_token);
+        // This rank's routed copies: its 1/tp sequence shard x k, gathered over the expert-tensor group, as the forward
+        // routes them (training_micro_batch).
+        const double slots = imbalance * tokens / tp * static_cast<double>(m.moe.experts_per_token) * p.etp;
         const double ie = static_cast<double>(m.moe.expert_intermediate) / p.etp;
         const double shared = static_cast<double>(shared_expert_parameters(m)) / tp;
         const duration shared_time = gemm(2.0 * tokens * shared, 2.0);
@@ -117,7 +118,7 @@ module_rerun selective_module_rerun(const scenario& s, const perf_setup& perf, c
             // Its two grouped GEMMs, each at the efficiency of half the work, as the forward charges them.
             const double routed = 2.0 * slots * static_cast<double>(expert_parameters(m).matrices) / p.etp;
             const duration routed_time = routed * FLOP / (perf.peak * perf.efficiency.grouped_gemm_at(routed / 2.0));
-            const duration router = gemm(2.0 * tokens * h * static_cast<double>(m.moe.routed_experts), 1.0);
+            const duration router = gemm(2.0 * tokens / tp * h * static_cast<double>(m.moe.routed_experts), 1.0);  // its shard
             out.compute += moe_layers * (routed_time + shared_time + router);
             out.alltoall += f.ep_alltoall;  // the forward's dispatch and combine, again
         } else {
@@ -156,10 +157,11 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
     double fwd = dense_layers * act_fwd(m.gated_mlp) * dense_width * e;
     double bwd = dense_layers * act_bwd(m.gated_mlp) * dense_width * e;
     if (moe_layers > 0) {
-        // This rank's routed copies (its 1/tp sequence shard x k, as the forward routes them) and the shared experts.
+        // This rank's routed copies (its 1/tp sequence shard x k over the expert-tensor group, as the forward routes them,
+        // each 1/etp of the expert's width) and the shared experts.
         const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
         const double routed = imbalance * tokens / tp * static_cast<double>(m.moe.experts_per_token) *
-                              static_cast<double>(m.moe.expert_intermediate) / p.etp;
+                              static_cast<double>(m.moe.expert_intermediate);
         const double shared = tokens * static_cast<double>(m.moe.shared_experts * m.moe.shared_width()) / tp;
         fwd += moe_layers * act_fwd(m.moe.gated) * (routed + shared) * e;
         bwd += moe_layers * act_bwd(m.moe.gated) * (routed + shared) * e;
@@ -324,7 +326,9 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         const double attention = (h + q) + (q + kv + h);
         auto mlp = [&](double width) { return (h + width) + (gate * width + h); };
         const double dense = mlp(static_cast<double>(m.intermediate) / tpd);
-        const double moe = static_cast<double>(m.moe.experts_per_token) *
+        // MoE layers: this rank's routed copies per token, k x etp/tp (its sequence shard over the expert-tensor group),
+        // each 1/etp wide.
+        const double moe = static_cast<double>(m.moe.experts_per_token) * p.etp / tpd *
                                mlp(static_cast<double>(m.moe.expert_intermediate) / p.etp) +
                            static_cast<double>(m.moe.shared_experts) * mlp(static_cast<double>(m.moe.shared_width()) / tpd);
         const double moe_layers = m.is_moe() ? static_cast<double>(m.moe_layer_count()) : 0.0;

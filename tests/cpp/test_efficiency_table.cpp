@@ -20,6 +20,21 @@ TEST_CASE("a curve interpolates linearly in log10(work) and keeps its end values
     CHECK(c.at(1e12) == doctest::Approx(0.8));
 }
 
+TEST_CASE("more work never takes less time: a steep rise holds the time of the point before") {
+    // From 1% at 1e6 to 50% at 1e8 the line reaches 8.4% at 2e6, which would run 2e6 in less time than 1e6 at 1%;
+    // the time stays at 1e6 / 0.01 until the line passes it (here 2% at 2e6), then follows the line.
+    const efficiency_curve c{{{1e6, 0.01}, {1e8, 0.5}}};
+    CHECK(c.at(2e6) == doctest::Approx(0.02));
+    CHECK(c.at(1e7) == doctest::Approx(0.1));    // the line's 25.5% would run 1e7 in 3.9e7 < 1e8: held
+    CHECK(c.at(5e7) == doctest::Approx(0.01 + 0.49 * std::log10(50.0) / 2));  // 42.6%: 1.17e8, the line again
+    double last = 0.0;
+    for (double w = 1e5; w < 1e10; w *= 1.05) {
+        const double time = w / c.at(w);
+        CHECK(time >= last * (1 - 1e-12));
+        last = time;
+    }
+}
+
 TEST_CASE("the least-squares spline recovers exact data and averages repeats by relative error") {
     // Samples on a line in log10(work): knots at the three sizes reproduce them exactly.
     const auto exact = fit_efficiency_curve({{1e6, 0.2}, {1e7, 0.4}, {1e8, 0.6}});

@@ -244,3 +244,21 @@ TEST_CASE("MTP's parameters join the data-parallel traffic and the optimizer ste
     // The optimizer step is linear in the parameters: its ratio is theirs.
     CHECK(parts(b).optimizer.si() / parts(a).optimizer.si() == doctest::Approx(last / w.per_device().total()));
 }
+
+TEST_CASE("training's expert GEMMs per rank: its sequence shard over the expert-tensor group, each expert 1/etp wide") {
+    // Mixtral-8x7B (32 layers, h 4,096, 8 experts of 3 x 4,096 x 14,336, top-2), 4 x 1,024 tokens per micro-batch.
+    // With ep 1 each expert is split over the tp ranks (etp = tp) and every rank sees all the tokens' copies (Megatron
+    // all-gathers them over the expert-tensor group): per rank 1/tp of the tp 1 work, not 1/tp² (until 2026-12-02:
+    // Mixtral training at tp 8 read an MFU of 1.008, found by tests/python/test_properties.py).
+    const double routed = 2.0 * 4096 * 2 * 3.0 * 4096 * 14336, router = 2.0 * 4096 * 4096 * 8;
+    for (int tp : {1, 2, 8}) {
+        const scenario s = read("Mixtral-8x7B", R"({"tp": )" + std::to_string(tp) + "}",
+                                R"({"seq_len": 1024, "global_batch": 64, "micro_batch": 4})", 8);
+        REQUIRE(s.parallelism.etp == tp);
+        const step_breakdown f = step_time_breakdown(training_perf_setup(s), training_micro_batch(4, 1024, 1));
+        double experts = 0.0;
+        for (const auto& op : f.ops)
+            if (op.op == "mlp / experts") experts = op.flops.si();
+        CHECK(experts == doctest::Approx(32.0 * (routed / tp + router / tp)));
+    }
+}
