@@ -1,0 +1,62 @@
+// The searches that run on several threads (layout search, inference grid) give the answer one thread gives, and a
+// bad layout's error on a worker reaches the caller. These are the multithreaded paths scripts/sanitize.sh runs under
+// ThreadSanitizer (issue #21 item 4).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "capplan/error.hpp"
+#include "capplan/search/inference_grid.hpp"
+#include "capplan/search/layout_search.hpp"
+#include "capplan/spec/scenario_io.hpp"
+#include "test_support.hpp"
+
+using namespace capplan;
+
+namespace {
+bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }  // a layout's error: NaN
+}  // namespace
+
+TEST_CASE("layout search: four threads rank the same layouts at the same step times as one") {
+    const scenario s = read_scenario(R"({"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": 64},
+        "training": {"seq_len": 4096, "global_batch": 256}})",
+                                     test::shipped_catalog());
+    const layout_search_result one = search_training_layouts(s, 5, 1), four = search_training_layouts(s, 5, 4);
+    REQUIRE(one.best.size() == 5);
+    CHECK(four.evaluated == one.evaluated);
+    CHECK(four.enumerated == one.enumerated);
+    CHECK(four.fit == one.fit);
+    REQUIRE(four.best.size() == one.best.size());
+    for (std::size_t i = 0; i < one.best.size(); ++i) {
+        const auto &a = one.best[i], &b = four.best[i];
+        CHECK(a.parallelism.tp == b.parallelism.tp);
+        CHECK(a.parallelism.pp == b.parallelism.pp);
+        CHECK(a.parallelism.vpp == b.parallelism.vpp);
+        CHECK(a.micro_batch == b.micro_batch);
+        CHECK(a.zero == b.zero);
+        CHECK(a.performance.step.si() == b.performance.step.si());  // bit for bit: no shared state between workers
+    }
+}
+
+TEST_CASE("inference grid: four threads give every point one thread gives, errors included") {
+    std::vector<scenario> layouts;
+    for (const char* tp : {"1", "2", "4", "8"})
+        layouts.push_back(read_scenario(std::string(R"({"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": )") + tp +
+                                            R"(}, "parallelism": {"tp": )" + tp +
+                                            R"(}, "inference": {"input_tokens": 1000, "output_tokens": 100, "batch": 1}})",
+                                        test::shipped_catalog()));
+    const std::vector<std::string> errors{"", "", "a layout that cannot run", ""};
+    const std::vector<grid_axis> axes{{"inference.input_tokens", {128, 2048, 32768}}, {"inference.batch", {1, 16, 256}}};
+    const inference_grid one = sweep_inference_grid(layouts, errors, axes, 1);
+    const inference_grid four = sweep_inference_grid(layouts, errors, axes, 4);
+    REQUIRE(one.size() == 4 * 9);
+    REQUIRE(four.size() == one.size());
+    for (std::size_t i = 0; i < one.size(); ++i) {
+        CHECK(four.fits[i] == one.fits[i]);
+        CHECK(four.errors[i] == one.errors[i]);
+        CHECK(same(four.ttft_s[i], one.ttft_s[i]));
+        CHECK(same(four.tpot_s[i], one.tpot_s[i]));
+        CHECK(same(four.per_device_bytes[i], one.per_device_bytes[i]));
+    }
+    CHECK(one.errors[2 * 9] == "a layout that cannot run");  // layout 2 owns points 18-26
+}
