@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Dict, Union
 
 from . import _core
+from ._args import config_error
 from .result import Result
 from .units import Quantity
 
@@ -32,10 +33,8 @@ def _jsonable(value: Any, field: str = "") -> Any:
         return _jsonable(value.tolist(), field)
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
-    allowed = "numbers, strings, booleans, null, lists and objects"
-    error = _core.ConfigError(f"{field or '/'}: a {type(value).__name__} is not a scenario value; allowed: {allowed}")
-    error.field, error.value, error.problem, error.allowed = field or "/", repr(value)[:80], "not a scenario value", allowed
-    raise error
+    raise config_error(field or "/", value, f"a {type(value).__name__} is not a scenario value",
+                       "numbers, strings, booleans, null, lists and objects")
 
 
 def scenario_text(scenario: Scenario) -> tuple:

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _core
+from . import _args, _core
 from .api import _jsonable
 from .result import flatten
 
@@ -145,15 +145,24 @@ def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progre
     when pandas is installed, else a list of dicts. A point with bad input gets an ``error`` column; a
     point that does not fit has ``feasible`` False and no latency or throughput unless
     ``infeasible_speed``."""
-    keys = list(grid)
-    points = [dict(zip(keys, combo)) for combo in itertools.product(*(list(grid[k]) for k in keys))]
-    rows = run_rows(points, base=_jsonable(dict(scenario)), progress=progress and len(points) > 1000,
-                    infeasible_speed=infeasible_speed)
+    values = _grid(grid)
+    keys = list(values)
+    points = [dict(zip(keys, combo)) for combo in itertools.product(*values.values())]
+    rows = run_rows(points, base=_jsonable(dict(_args.mapping(scenario, "/", "a scenario dict"))),
+                    progress=_args.boolean(progress, "/progress") and len(points) > 1000,
+                    infeasible_speed=_args.boolean(infeasible_speed, "/infeasible_speed"))
     try:
         import pandas
     except ImportError:
         return rows
     return pandas.DataFrame(rows)
+
+
+def _grid(grid) -> Dict[str, List[Any]]:
+    """A sweep's grid, dotted key -> a list of values (numpy arrays too), checked: a ConfigError names /grid."""
+    allowed = "a dict of dotted keys -> lists of values"
+    return {_args.text(k, "/grid", allowed): _args.items(v, f"/grid/{k}", "a list of values")
+            for k, v in _args.mapping(grid, "/grid", allowed).items()}
 
 
 def sweep_inference(scenario, grid: Mapping[str, Iterable[Any]], threads: int = 0):
@@ -168,12 +177,13 @@ def sweep_inference(scenario, grid: Mapping[str, Iterable[Any]], threads: int = 
     from .api import scenario_text
     text, base = scenario_text(scenario)
     base_dict = json.loads(text)
+    grid = _grid(grid)
     workload = set(_core.inference_grid_keys())
-    axes = [(k, [int(v) for v in values]) for k, values in grid.items() if k in workload]
+    axes = [(k, [_args.integer(v, f"/grid/{k}", 1, (1 << 63) - 1) for v in values]) for k, values in grid.items() if k in workload]
     layout_keys = [k for k in grid if k not in workload]
-    combos = [dict(zip(layout_keys, c)) for c in itertools.product(*(list(grid[k]) for k in layout_keys))]
+    combos = [dict(zip(layout_keys, c)) for c in itertools.product(*(grid[k] for k in layout_keys))]
     texts = [json.dumps(_jsonable(scenario_from_row(c, base_dict))) for c in combos]
-    columns = _core.inference_grid(texts, str(base), axes, int(threads))
+    columns = _core.inference_grid(texts, str(base), axes, _args.integer(threads, "/threads", 0, 1024))
     index = columns.pop("layout")
     out = {k: [combos[i][k] for i in index] for k in layout_keys}
     out.update(columns)

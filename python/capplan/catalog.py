@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Union
 
-from . import _core
+from . import _args, _core
 from .units import BYTE_RATE, FLOP_RATE, POWER, SIZE, Quantity, format_count
 
 
@@ -33,7 +33,7 @@ def list_links() -> List[str]:
 
 def entry(name: str) -> Dict[str, Any]:
     """The catalog entry for any name or alias, as stored (unit strings, sources)."""
-    return json.loads(_core.catalog_entry_json(name))
+    return json.loads(_core.catalog_entry_json(_args.text(name, "/name", "a catalog name")))
 
 
 def catalog_version() -> str:
@@ -132,7 +132,7 @@ class Model(_Record):
 
 
 def model(name: str) -> Model:
-    return Model(json.loads(_core.model_json(name)))
+    return Model(json.loads(_core.model_json(_args.text(name, "/model", "a catalog model name"))))
 
 
 class Accelerator(_Record):
@@ -180,7 +180,7 @@ class Accelerator(_Record):
 
 
 def accelerator(name: str) -> Accelerator:
-    return Accelerator(json.loads(_core.accelerator_json(name)))
+    return Accelerator(json.loads(_core.accelerator_json(_args.text(name, "/accelerator", "a catalog accelerator name"))))
 
 
 class System(_Record):
@@ -209,4 +209,4 @@ class System(_Record):
 
 
 def system(name: str) -> System:
-    return System(json.loads(_core.system_json(name)))
+    return System(json.loads(_core.system_json(_args.text(name, "/system", "a catalog system name"))))

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
-from . import _core
+from . import _args, _core
 from .catalog import _Record
 from .units import BYTE_RATE, SIZE, TIME, Quantity, quantity
 
@@ -96,7 +96,8 @@ def _system_json(system: SystemArg) -> str:
     if isinstance(system, dict):
         from .api import _jsonable
         return json.dumps(_jsonable(system))
-    raise TypeError(f"system must be a catalog name or a dict, got {type(system).__name__}")
+    raise _args.config_error("/system", system, f"a {type(system).__name__} is not a system",
+                             "a catalog system name or a dict like a scenario's system")
 
 
 def _calibration(calibration, op: str, gpus: int):
@@ -119,12 +120,16 @@ def _system_count(system: SystemArg) -> int:
 def _run(op: str, sizes: List[float], system: SystemArg, gpus: Optional[int], per_node: Optional[int],
          algorithm: Optional[str], nvls: bool, imbalance: float, calibration,
          engine: Optional[str] = None) -> List[Dict[str, Any]]:
-    op = _core.collective_op_name(op)  # canonical name; an unknown operation is a ConfigError here
+    op = _core.collective_op_name(_args.text(op, "/op", "a collective's name"))  # an unknown one: a ConfigError here
+    gpus = _args.optional_integer(gpus, "/gpus", 1, _args.MAX_COUNT)
+    per_node = _args.optional_integer(per_node, "/per_node", 1, _args.MAX_COUNT)
     if gpus is None:
         gpus = _system_count(system)
     lat, bw = _calibration(calibration, op, gpus)
-    return json.loads(_core.collective_json(op, sizes, _system_json(system), int(gpus), int(per_node or 0),
-                                            algorithm or "", bool(nvls), float(imbalance), lat, bw, engine or ""))
+    return json.loads(_core.collective_json(op, sizes, _system_json(system), gpus, per_node or 0,
+                                            _args.optional_text(algorithm, "/algorithm", "an algorithm's name"),
+                                            _args.boolean(nvls, "/nvls"), _args.number(imbalance, "/imbalance"), lat, bw,
+                                            _args.optional_text(engine, "/engine", "an engine profile's name")))
 
 
 def collective(op: str, size, system: SystemArg = "DGX-H100", gpus: Optional[int] = None,
@@ -168,7 +173,8 @@ def collective_sweep(op: str, sizes: Union[str, List[Any]] = "8B:8GiB", system: 
                      nvls: bool = True, imbalance: float = 1.0, calibration=None, engine: Optional[str] = None):
     """The collective over many sizes (a 'FROM:TO' range doubling, or a list): a pandas DataFrame with
     the nccl-tests columns when pandas is installed, else a list of dicts."""
-    si = parse_size_range(sizes) if isinstance(sizes, str) else [quantity(x, SIZE, "/sizes").si for x in sizes]
+    si = (parse_size_range(sizes) if isinstance(sizes, str)
+          else [quantity(x, SIZE, "/sizes").si for x in _args.items(sizes, "/sizes", "a 'FROM:TO' range or a list of sizes")])
     rows = _run(op, si, system, gpus, per_node, algorithm, nvls, imbalance, calibration, engine)
     table = [{"size_bytes": r["size_bytes"], "time_us": r["time_s"] / _US,
               "algbw_GBps": r["algbw_bytes_per_s"] / _GBPS, "busbw_GBps": r["busbw_bytes_per_s"] / _GBPS,

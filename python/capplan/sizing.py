@@ -5,7 +5,7 @@ import html
 import json
 from typing import Any, Dict, Iterable, Optional, Union
 
-from . import _core
+from . import _args, _core
 from .catalog import Model
 from .units import SIZE, TIME, Quantity, quantity
 
@@ -165,12 +165,20 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
         ref, is_config = model, False
     ttft = quantity(ttft_p99, TIME, "/ttft_p99").si
     tpot = quantity(tpot_p99, TIME, "/tpot_p99").si
-    return SizingResult(json.loads(_core.size_inference_json(ref, is_config, int(concurrency), int(input_tokens), int(output_tokens),
-                                                ttft, tpot, list(accelerators or []), dict(prices or {}),
-                                                              list(weights or []), texts, str(prefill_dispatch or ""),
-                                                              str(kv_admission or ""), _json_object(speculative, "/speculative"),
-                                                              _json_object(prefix_cache, "/prefix_cache"),
-                                                              bool(disaggregated), str(engine))))
+    tokens = (1 << 31) - 1  # what a C++ int holds
+    names = [_args.text(a, f"/accelerators/{i}", "an accelerator's name")
+             for i, a in enumerate(_args.items(accelerators or [], "/accelerators", "a list of accelerator names"))]
+    formats = [_args.text(w, f"/weights/{i}", "a weight format")
+               for i, w in enumerate(_args.items(weights or [], "/weights", "a list of weight formats"))]
+    price = {_args.text(k, "/prices", "accelerator names"): _args.number(v, f"/prices/{k}", 0.0)
+             for k, v in _args.mapping(prices or {}, "/prices", "a dict of accelerator name -> price per hour").items()}
+    return SizingResult(json.loads(_core.size_inference_json(
+        ref, is_config, _args.integer(concurrency, "/concurrency", 1, tokens),
+        _args.integer(input_tokens, "/input_tokens", 1, tokens), _args.integer(output_tokens, "/output_tokens", 1, tokens),
+        ttft, tpot, names, price, formats, texts, _args.optional_text(prefill_dispatch, "/prefill_dispatch", "graph or eager"),
+        _args.optional_text(kv_admission, "/kv_admission", "on_demand or reserve"), _json_object(speculative, "/speculative"),
+        _json_object(prefix_cache, "/prefix_cache"), _args.boolean(disaggregated, "/disaggregated"),
+        _args.text(engine, "/engine", "an engine profile's name"))))
 
 
 def _json_object(value, field):
@@ -189,7 +197,8 @@ def search_training(scenario, top_k: int = 10, threads: int = 0) -> Dict[str, An
     ignored; its training.seq_len and global_batch are kept."""
     from .api import scenario_text
     text, base = scenario_text(scenario)
-    return TrainingSearchResult(json.loads(_core.search_training_json(text, str(base), int(top_k), int(threads))))
+    return TrainingSearchResult(json.loads(_core.search_training_json(
+        text, str(base), _args.integer(top_k, "/top_k", 1, 10_000), _args.integer(threads, "/threads", 0, 1024))))
 
 
 def _layout_scenario(base: Dict[str, Any], best: Dict[str, Any], seq_len: int, micro_batch: int) -> Dict[str, Any]:
@@ -256,6 +265,9 @@ def training_limits(scenario, threads: int = 0, search: Optional[Dict[str, Any]]
     at the scenario's length the search halves it (to 128 tokens) and reports the longest that fits. `search`:
     search_training's answer for the scenario when the caller has it."""
     from .api import estimate, scenario_text
+    threads = _args.integer(threads, "/threads", 0, 1024)
+    if search is not None:
+        _args.mapping(search, "/search", "search_training's answer for this scenario")
     text, _ = scenario_text(scenario)
     base = json.loads(text)
     seq = int(base["training"]["seq_len"])

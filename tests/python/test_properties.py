@@ -160,3 +160,24 @@ def test_the_same_seed_gives_the_same_simulation(seed, rate, users):
     assert run(poisson) == run(poisson)
     closed = {"requests": 60, "seed": seed, "input": {"kind": "uniform", "min": 100, "max": 2000}}
     assert run(closed) == run(closed)
+
+
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(), st.text(max_size=8),
+                 st.lists(st.integers(0, 8), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+                 st.binary(max_size=4))
+
+
+@SETTINGS
+@given(op=st.one_of(st.sampled_from(["all_reduce", "all_gather", "all_to_all"]), _ANY),
+       gpus=st.one_of(st.sampled_from([2, 8, 16]), _ANY), per_node=st.one_of(st.sampled_from([None, 8]), _ANY),
+       algorithm=st.one_of(st.sampled_from([None, "ring", "tree"]), _ANY), nvls=_ANY, imbalance=_ANY, size=_ANY,
+       system=st.one_of(st.sampled_from(["DGX-H100", {"preset": "DGX-H100", "count": 16}]), _ANY))
+def test_any_argument_to_a_collective_is_a_result_or_a_capplan_error(op, gpus, per_node, algorithm, nvls, imbalance,
+                                                                     size, system):
+    # issue #21 item 1: values of any type reach the caller as a capplan.Error naming the argument, never another
+    # exception (pybind's TypeError, int()'s ValueError, OverflowError).
+    try:
+        capplan.collective(op, size, system=system, gpus=gpus, per_node=per_node, algorithm=algorithm, nvls=nvls,
+                           imbalance=imbalance)
+    except capplan.Error as e:
+        assert str(e).startswith("/"), str(e)
