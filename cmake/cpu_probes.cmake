@@ -26,9 +26,10 @@ function(capplan_add_probe_variants target source)
     target_compile_definitions(${variant} PRIVATE CAPPLAN_PROBE_ISA=${isa})
     # -fno-gnu-unique: GCC would give static locals of inline functions (Eigen's cache sizes) a
     # binding objcopy cannot make local. -fno-sanitize=all: a sanitizer build (CMakePresets asan, tsan)
-    # would add a module constructor, load-time code compiled for this ISA.
+    # would add a module constructor, load-time code compiled for this ISA; -O2 in Debug builds, whose -O0
+    # leaves constant initialisers to run at load time (and a probe should time optimised kernels).
     target_compile_options(${variant} PRIVATE $<TARGET_PROPERTY:${target},COMPILE_OPTIONS> ${CAPPLAN_PROBE_FLAGS_${isa}}
-                           -fno-lto -fno-sanitize=all $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
+                           $<$<CONFIG:Debug>:-O2> -fno-lto -fno-sanitize=all $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
     target_include_directories(${variant} PRIVATE $<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>)
     target_link_libraries(${variant} PRIVATE Eigen3::Eigen)
     set_target_properties(${variant} PROPERTIES INTERPROCEDURAL_OPTIMIZATION OFF)

@@ -23,6 +23,14 @@ using detail::object_reader;
 
 namespace {
 
+// A duration the serving simulation adds to its clock: bounded, so that sums of them stay finite (1e308 s of host work
+// per step made every time infinite and the error named the simulation's internal step_time).
+std::optional<duration> bounded_duration(object_reader& r, std::string_view key, double max_s, const std::string& allowed) {
+    const std::optional<duration> d = r.quantity<duration>(key);
+    if (d && d->si() > max_s) throw config_error(r.path(key), format(*d), "out of range", allowed);
+    return d;
+}
+
 model_spec read_model(const json& v, const catalog& cat, const std::filesystem::path& base_dir,
                       const std::string& field = "/model") {
     if (v.is_string()) {
@@ -433,8 +441,8 @@ workload_input read_workload(object_reader& r, const std::filesystem::path& base
     } else {
         r.number("rate_per_s", 0.0);
     }
-    w.think_time = r.quantity<duration>("think_time").value_or(duration{});
-    w.turnaround = r.quantity<duration>("turnaround");
+    w.think_time = bounded_duration(r, "think_time", 1e6, "at most 1e6 s (11.6 days)").value_or(duration{});
+    w.turnaround = bounded_duration(r, "turnaround", 1e6, "at most 1e6 s (11.6 days)");
     w.input = read_length(r.get("input"), r.path("input"));
     w.output = read_length(r.get("output"), r.path("output"));
     w.requests = r.integer("requests", 1).value_or(0);
@@ -569,9 +577,10 @@ inference_spec read_inference(object_reader& r, const model_spec& target, const 
     i.custom_allreduce = r.boolean("custom_allreduce").value_or(true);
     if (const json* e = r.get("engine_overhead"); e && !e->is_null()) {
         object_reader er(*e, r.path("engine_overhead"), true);
-        i.engine_overhead.step = er.quantity<duration>("step");
-        i.engine_overhead.prefill_step = er.quantity<duration>("prefill_step");
-        i.engine_overhead.prefill_kernel = er.quantity<duration>("prefill_kernel");
+        // Host work per step or kernel: milliseconds in every engine measured; 10 s bounds the simulation's sums.
+        i.engine_overhead.step = bounded_duration(er, "step", 10.0, "at most 10 s");
+        i.engine_overhead.prefill_step = bounded_duration(er, "prefill_step", 10.0, "at most 10 s");
+        i.engine_overhead.prefill_kernel = bounded_duration(er, "prefill_kernel", 10.0, "at most 10 s");
         er.finish();
     }
     if (const json* w = r.get("workload"); w && !w->is_null()) {

@@ -197,3 +197,20 @@ TEST_CASE("a misspelled required key is reported as the misspelling, not as a mi
     });
     CHECK(nested.field() == "/inference/input_token");
 }
+
+TEST_CASE("times the simulation adds to its clock are bounded: an infinite sum was an error naming step_time") {
+    auto run = [](const std::string& inference) {
+        return read_scenario(R"({"model": "Llama-3.2-1B", "system": {"preset": "DGX-H100", "count": 1},
+            "inference": {"input_tokens": 500, "output_tokens": 50, "concurrency": 4, )" + inference + "}}",
+                             test::shipped_catalog());
+    };
+    CHECK_THROWS_WITH_AS(run(R"("engine_overhead": {"step": "1e308 s"})"),
+                         doctest::Contains("/inference/engine_overhead/step: out of range"), config_error);
+    CHECK_THROWS_WITH_AS(run(R"("engine_overhead": {"prefill_kernel": "11 s"})"),
+                         doctest::Contains("/inference/engine_overhead/prefill_kernel"), config_error);
+    CHECK_THROWS_WITH_AS(run(R"("workload": {"think_time": "1e308 s"})"),
+                         doctest::Contains("/inference/workload/think_time: out of range"), config_error);
+    CHECK_THROWS_WITH_AS(run(R"("workload": {"turnaround": "2e6 s"})"),
+                         doctest::Contains("/inference/workload/turnaround"), config_error);
+    CHECK(run(R"("engine_overhead": {"step": "10 s"}, "workload": {"think_time": "1e6 s"})").inference->engine_overhead.step);
+}
