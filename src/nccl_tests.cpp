@@ -270,7 +270,14 @@ nccl_tests_run parse_nccl_tests_text(std::string_view text, const std::string& s
             const auto toks = split_ws(body);
             if (toks.size() >= 2 && toks[0] == "Rank" && all_digits(toks[1]) &&
                 std::find(toks.begin(), toks.end(), "device") != toks.end()) {
-                ranks.insert(std::atoll(std::string(toks[1]).c_str()));
+                // A rank beyond any run capplan models (2^20; atoll's overflow was undefined behaviour).
+                long long rank = 0;
+                const auto digits = toks[1];
+                const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
+                if (ec != std::errc() || end != digits.data() + digits.size() || rank >= (1LL << 20))
+                    throw config_error("line " + std::to_string(line_no), "'" + std::string(digits) + "'",
+                                       "a rank number beyond any run (" + source + ")", "ranks below 1048576");
+                ranks.insert(rank);
                 if (line.ends_with("...")) ranks_elided = true;
                 continue;
             }
@@ -365,12 +372,20 @@ nccl_tests_run parse_nccl_tests_json(std::string_view text, const std::string& s
 
     if (top.present("config")) {
         auto config = top.child("config");
-        const auto threads = config.integer("nthreads", 1).value_or(1);
-        const auto gpus = config.integer("ngpus", 1).value_or(1);
+        constexpr std::int64_t most = 1 << 20;  // ranks capplan models; bounds the product below too
+        const auto threads = config.integer("nthreads", 1, most).value_or(1);
+        const auto gpus = config.integer("ngpus", 1, most).value_or(1);
         // One entry per process (util.cu parses the first "#  Rank" line each process sends).
         if (const json* devices = config.get("devices"); devices && !devices->is_null()) {
             if (!devices->is_array()) config.wrong_type("devices", *devices, "a list of device objects");
-            if (!devices->empty()) run.ranks = static_cast<int>(static_cast<std::int64_t>(devices->size()) * threads * gpus);
+            if (!devices->empty()) {
+                const double ranks = static_cast<double>(devices->size()) * static_cast<double>(threads) * static_cast<double>(gpus);
+                if (ranks > static_cast<double>(most))
+                    throw config_error(config.path("devices"), std::to_string(devices->size()) + " x " + std::to_string(threads) +
+                                                                   " x " + std::to_string(gpus),
+                                       "more ranks than any run capplan models", "at most 1048576 ranks");
+                run.ranks = static_cast<int>(ranks);
+            }
         }
     }
 

@@ -351,3 +351,27 @@ TEST_CASE("nccl-tests calibration file") {
 
     CHECK(error_of([&] { calibration_json(fit, "", run); }).field() == "/system");
 }
+
+TEST_CASE("nccl-tests rank arithmetic cannot overflow: huge rank numbers and thread x GPU counts are errors") {
+    // A rank number past long long (atoll's overflow was undefined behaviour) or past 2^20 names its line.
+    std::string text = sample(a3mega);
+    const auto at = text.find("Rank  1 ");
+    REQUIRE(at != std::string::npos);
+    for (const std::string rank : {"99999999999999999999999", "1048576"}) {
+        std::string huge = text;
+        huge.replace(at, 8, "Rank " + rank + " ");
+        const auto e = error_of([&] { parse_nccl_tests_text(huge, a3mega); });
+        CHECK(e.field().rfind("line ", 0) == 0);
+        CHECK(e.problem().find("rank number") != std::string::npos);
+    }
+    // JSON: devices x nthreads x ngpus in int64 wrapped into a negative int; each factor and the product are bounded.
+    std::string many = json_sample;
+    const auto g = many.find(R"("ngpus":8)");
+    REQUIRE(g != std::string::npos);
+    many.replace(g, 9, R"("ngpus":4611686018427387904)");
+    CHECK(error_of([&] { parse_nccl_tests_json(many, "x.json"); }).field() == "/config/ngpus");
+    many = json_sample;
+    many.replace(many.find(R"("ngpus":8)"), 9, R"("ngpus":1048576)");
+    many.replace(many.find(R"("nthreads":1)"), 12, R"("nthreads":2)");
+    CHECK(error_of([&] { parse_nccl_tests_json(many, "x.json"); }).field() == "/config/devices");
+}

@@ -2,6 +2,8 @@
 // its own invariants (conservation, determinism, scheduler limits).
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "test_support.hpp"
 
 #include <algorithm>
@@ -524,4 +526,15 @@ TEST_CASE("a simulation beyond its work budget is an error naming the user's fie
         CHECK(e.field() == "/inference/concurrency");
         CHECK(e.problem().find("2.5e+10 request-steps") != std::string::npos);
     }
+}
+
+TEST_CASE("request counts near int64's limit are an error before their sum overflows") {
+    workload_spec w = fixed_burst(std::numeric_limits<std::int64_t>::max() - 1, 100, 10);
+    w.warmup_requests = std::numeric_limits<std::int64_t>::max() - 1;  // the sum overflowed (undefined behaviour)
+    CHECK_THROWS_WITH_AS(simulate(w, scheduler_spec{}, constant(1 * units::ms)), doctest::Contains("too many requests"),
+                         config_error);
+    w = fixed_burst((1LL << 31) - 10, 100, 10);
+    w.warmup_requests = 10;  // 2^31 - 10 + 10 = 2^31: one too many
+    CHECK_THROWS_WITH_AS(simulate(w, scheduler_spec{}, constant(1 * units::ms)), doctest::Contains("at most 2^31 - 1"),
+                         config_error);
 }

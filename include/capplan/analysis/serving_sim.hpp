@@ -422,9 +422,12 @@ private:
         if (w_.requests < 1) throw config_error("/workload/requests", std::to_string(w_.requests), "must be >= 1");
         if (w_.warmup_requests < 0)
             throw config_error("/workload/warmup_requests", std::to_string(w_.warmup_requests), "must be >= 0");
+        // Checked before the sum, which two int64 counts near their limit would overflow.
+        constexpr std::int64_t most = std::numeric_limits<std::int32_t>::max();
+        if (w_.requests > most || w_.warmup_requests > most - w_.requests)
+            throw config_error("/workload/requests", std::to_string(w_.requests) + " + " + std::to_string(w_.warmup_requests),
+                               "too many requests", "at most 2^31 - 1 with the warm-up");
         total_ = w_.requests + w_.warmup_requests;
-        if (total_ > std::numeric_limits<std::int32_t>::max())
-            throw config_error("/workload/requests", std::to_string(total_), "too many requests", "at most 2^31 - 1");
         if ((w_.arrival == A::poisson || w_.arrival == A::constant_rate) &&
             !(w_.rate_per_s > 0.0 && std::isfinite(w_.rate_per_s)))
             throw config_error("/workload/rate_per_s", num(w_.rate_per_s), "must be a finite rate > 0");
