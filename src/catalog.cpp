@@ -394,8 +394,11 @@ catalog catalog::load(const std::filesystem::path& dir) {
             });
         }
     }
-    // Cross-references: a system names an accelerator, links and storage that must exist.
-    for (const auto& [name, s] : c.systems_) {
+    // Cross-references: a system names an accelerator, links and storage that must exist. (Plain references, not
+    // structured bindings: C++20 lets lambdas capture those, clang 14 does not, and the fuzzers build with clang.)
+    for (const auto& entry : c.systems_) {
+        const std::string& name = entry.first;
+        const system_entry& s = entry.second;
         const auto file = dir / kind_folder(entry_kind::system);
         in_file(file / (detail::lower(name) + ".json"), [&] {
             c.accelerator(s.accelerator, "/accelerator");
@@ -407,7 +410,9 @@ catalog catalog::load(const std::filesystem::path& dir) {
             return 0;
         });
     }
-    for (auto& [name, a] : c.accelerators_) {
+    for (auto& entry : c.accelerators_) {
+        const std::string& name = entry.first;
+        accelerator_spec& a = entry.second;
         in_file(dir / kind_folder(entry_kind::accelerator) / (detail::lower(name) + ".json"), [&] {
             c.share_named_efficiencies(a, "");
             if (!a.scale_up_link.empty()) c.link(a.scale_up_link, "/scale_up/link");
