@@ -2,7 +2,8 @@
 # The libFuzzer harnesses of fuzz/ (issue #21 item 3), each under ASan + UBSan for SECONDS (default 60), from a seed
 # corpus of the repository's own inputs: scenarios (examples/scenarios), Hugging Face configs (tests/data/hf_configs),
 # catalog entries (models/), nccl-tests outputs (tests/data/nccl-tests), unit strings and a calibration file
-# (fuzz/seeds). Needs clang (Debian: apt-get install clang). The corpora grow in build/fuzz/corpus; a finding leaves a
+# (fuzz/seeds). Needs clang and its sanitizer runtimes (Debian 12: apt-get install clang libclang-rt-14-dev; the
+# runtimes are only recommended by clang, so --no-install-recommends leaves them out). The corpora grow in build/fuzz/corpus; a finding leaves a
 # crash-* / leak-* / timeout-* file in build/fuzz/findings and stops with its harness's name. docs/reliability.md
 # records the runs (executions and findings).
 set -euo pipefail
@@ -10,7 +11,9 @@ cd "$(dirname "$0")/.."
 ROOT="$PWD"
 SECONDS_EACH="${1:-60}"
 CXX_CLANG="$(command -v clang++ || command -v clang++-14 || true)"
-[ -n "$CXX_CLANG" ] || { echo "fuzz.sh: needs clang++ (Debian: apt-get install clang)" >&2; exit 2; }
+[ -n "$CXX_CLANG" ] || { echo "fuzz.sh: needs clang++ (Debian: apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+[ -f "$("$CXX_CLANG" -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] ||
+    { echo "fuzz.sh: $CXX_CLANG has no libFuzzer runtime (Debian: apt-get install libclang-rt-14-dev)" >&2; exit 2; }
 export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$ROOT"
 mkdir -p build
 cmake --preset fuzz -DCMAKE_CXX_COMPILER="$CXX_CLANG" -DCAPPLAN_FETCH_DEPENDENCIES=ON >build/fuzz-configure.log 2>&1 ||

@@ -12,15 +12,21 @@ namespace capplan {
 double efficiency_curve::at(double work) const {
     if (points.empty()) return 0.0;
     if (work <= points.front().work) return points.front().value;
-    if (work >= points.back().work) return points.back().value;
     const auto hi = std::upper_bound(points.begin(), points.end(), work,
                                      [](double w, const efficiency_point& p) { return w < p.work; });
     const auto lo = hi - 1;
-    const double t = (std::log10(work) - std::log10(lo->work)) / (std::log10(hi->work) - std::log10(lo->work));
+    double line = lo->value;
+    if (hi != points.end()) {
+        const double t = (std::log10(work) - std::log10(lo->work)) / (std::log10(hi->work) - std::log10(lo->work));
+        line = lo->value + t * (hi->value - lo->value);
+    }
     // Where the efficiency climbs faster than the work, a kernel's time (work / efficiency) would dip below the
-    // time at the point before it, and more work would take less time (a 91-token prompt faster than a
-    // 90-token one; tests/python/test_properties.py): the time is held at that point's until the line passes it.
-    return std::min(lo->value + t * (hi->value - lo->value), lo->value * work / lo->work);
+    // time of a smaller kernel, and more work would take less time (a 91-token prompt faster than a 90-token one;
+    // tests/python/test_properties.py): the time is held at the longest time of the points at or below this work
+    // until the line passes it.
+    double longest = 0.0;
+    for (auto p = points.begin(); p != hi; ++p) longest = std::max(longest, p->work / p->value);
+    return std::min(line, work / longest);
 }
 
 efficiency_curve fit_efficiency_curve(std::vector<efficiency_point> samples, int max_knots) {

@@ -144,7 +144,12 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
     const model_spec& m = s.model;
     const parallelism_spec& p = s.parallelism;
     const double e = s.precision.activations.bytes_per_element(), tp = p.tp, h = static_cast<double>(m.hidden);
-    auto pass = [&](double bytes) { return bytes * B / (perf.memory_bandwidth * perf.efficiency.memory_at(bytes)); };
+    // `kernels` alike kernels moving `bytes` in all: each at the efficiency of its own size, plus its launch (as §14).
+    auto pass = [&](double bytes, double kernels) {
+        if (bytes <= 0.0) return duration{};
+        kernels = std::max(1.0, kernels);
+        return bytes * B / (perf.memory_bandwidth * perf.efficiency.memory_at(bytes / kernels)) + kernels * perf.efficiency.per_kernel;
+    };
     // Activation, in elements of its output width W: SwiGLU fused (Megatron bias_swiglu, Transformer Engine) reads gate
     // and up and writes W (3), its backward reads the gradient, gate and up and writes both gradients (5); eager
     // (silu(gate) * up) adds silu's write and read (5) and, backward, the product's and silu's own passes (9). GeLU
@@ -156,6 +161,9 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
     const double dense_width = tokens * static_cast<double>(m.intermediate) / tp;  // elements per layer on this rank
     double fwd = dense_layers * act_fwd(m.gated_mlp) * dense_width * e;
     double bwd = dense_layers * act_bwd(m.gated_mlp) * dense_width * e;
+    // Kernels per MLP layer: fused one each way; eager SwiGLU silu and the product forward, three backward.
+    const bool eager_glu = t.eager_kernels && m.gated_mlp;
+    double fwd_kernels = dense_layers * (eager_glu ? 2.0 : 1.0), bwd_kernels = dense_layers * (eager_glu ? 3.0 : 1.0);
     if (moe_layers > 0) {
         // This rank's routed copies (its 1/tp sequence shard x k over the expert-tensor group, as the forward routes them,
         // each 1/etp of the expert's width) and the shared experts.
@@ -165,6 +173,9 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
         const double shared = tokens * static_cast<double>(m.moe.shared_experts * m.moe.shared_width()) / tp;
         fwd += moe_layers * act_fwd(m.moe.gated) * (routed + shared) * e;
         bwd += moe_layers * act_bwd(m.moe.gated) * (routed + shared) * e;
+        const bool eager_moe = t.eager_kernels && m.moe.gated;
+        fwd_kernels += moe_layers * (eager_moe ? 2.0 : 1.0);
+        bwd_kernels += moe_layers * (eager_moe ? 3.0 : 1.0);
     }
     if (t.eager_kernels) {
         // Eager norms beyond a fused one (read 2 B, write 2 B forward; §14 counts it, and twice that backward), per
@@ -177,6 +188,10 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
         const double elements = static_cast<double>(m.norms_per_layer) * static_cast<double>(m.layers) * tokens * h / rep;
         fwd += elements * (rms ? 32.0 : 16.0);
         bwd += elements * (rms ? (t.lora ? 60.0 : 68.0) : 24.0);
+        // The chains' extra kernels per norm: RMSNorm 5 forward (of 6) and about 9 backward; LayerNorm the 2 casts each way.
+        const double norms = static_cast<double>(m.norms_per_layer) * static_cast<double>(m.layers);
+        fwd_kernels += norms * (rms ? 5.0 : 2.0);
+        bwd_kernels += norms * (rms ? 9.0 : 2.0);
     }
     // The loss over tokens x V/tp logits of each head (the model's and each MTP module's): fused (Transformer Engine's
     // parallel cross-entropy, Liger, flash-attn xentropy) the head GEMM writes them (2 B), one kernel reads them for
@@ -186,7 +201,8 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
     // log_softmax's backward (16) and the cast back (6): 50 B.
     const double logits = (1.0 + t.mtp_layers) * tokens * static_cast<double>(m.vocab) / tp;
     const double per_logit = t.fused_cross_entropy ? 12.0 : 50.0;
-    return {pass(fwd), pass(bwd), pass(logits * per_logit)};
+    const double loss_kernels = (1.0 + t.mtp_layers) * (t.fused_cross_entropy ? 3.0 : 6.0);
+    return {pass(fwd, fwd_kernels), pass(bwd, bwd_kernels), pass(logits * per_logit, loss_kernels)};
 }
 
 }  // namespace
@@ -391,7 +407,8 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     if (p.dualpipe()) {
         // B' = B + R (recomputation belongs to the full backward); W, the weight gradients, is half the backward
         // (none with LoRA's frozen base): F&B + B' - 3W = (F + casts + B') + B' - 3W.
-        const duration full_backward = backward + recompute, weights = t.lora ? duration{} : backward / 2.0;
+        const duration full_backward = backward + recompute;
+        const duration weights = t.lora ? duration{} : (backward - passes.backward / stages) / 2.0;  // GEMM work only
         bubble = (stages / 2.0 - 1.0) * straggler * (forward + fp8_casts + moe_permute + loss + 2.0 * full_backward - 3.0 * weights);
         bubble_mbs = per_mb > duration{} ? bubble / per_mb : 0.0;
     }
@@ -477,6 +494,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     out.straggler = straggler;
     out.bubble_micro_batches = bubble_mbs;
     out.forward = forward, out.backward = backward, out.recompute = recompute, out.fp8_casts = fp8_casts, out.moe_permute = moe_permute, out.loss = loss;
+    out.elementwise_backward = passes.backward / stages;
     out.tp_comm = tp_comm, out.recompute_comm = recompute_comm, out.tp_exposed = tp_exposed, out.pp_comm = pp_comm, out.pp_exposed = pp_exposed, out.cp_comm = cp_comm, out.cp_exposed = cp_exposed, out.ep_comm = ep_comm, out.ep_exposed = ep_exposed;
     out.bubble = bubble, out.dp_time = dp_time, out.dp_exposed = dp_exposed, out.optimizer = optimizer;
     out.step = compute + bubble + dp_exposed + optimizer;
@@ -489,7 +507,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
     const training_spec& t = *s.training;
     const model_spec& m = s.model;
     const training_step_parts parts = training_step_time(s, perf, f, w);
-    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, moe_permute, loss, tp_comm, recompute_comm, tp_exposed, pp_comm,
+    const auto [mb, straggler, bubble_mbs, forward, backward, recompute, fp8_casts, moe_permute, loss, elementwise_backward, tp_comm, recompute_comm, tp_exposed, pp_comm,
                 pp_exposed, cp_comm, cp_exposed, ep_comm, ep_exposed, bubble,
                 dp_time, dp_exposed, optimizer, step] = parts;
     training_performance out;

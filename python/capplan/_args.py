@@ -2,6 +2,8 @@
 wrong type or out of range is a ConfigError naming the argument (``/gpus``), never pybind's TypeError signature dump
 or a ValueError from int(). numpy scalars count as the numbers and text they hold."""
 import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, List, Optional
 
 from . import _core
@@ -59,24 +61,31 @@ def number(value: Any, field: str, low: float = -math.inf, high: float = math.in
 
 def boolean(value: Any, field: str) -> bool:
     value = _plain(value)
-    if not isinstance(value, bool):
-        raise config_error(field, value, f"a {type(value).__name__} is not true or false", "True or False")
-    return value
+    if isinstance(value, int) and value in (0, 1):  # True, False, 1, 0
+        return bool(value)
+    raise config_error(field, value, f"a {type(value).__name__} is not true or false", "True or False (or 1, 0)")
 
 
 def items(value: Any, field: str, allowed: str = "a list") -> List[Any]:
-    """A list, tuple or numpy array (not text, not a mapping) as a list."""
+    """Any iterable of values (a list, tuple, set, generator, numpy array), but not text or a mapping, as a list."""
     if hasattr(value, "dtype") and hasattr(value, "tolist"):
         value = value.tolist()
-    if isinstance(value, (str, bytes, dict)) or not isinstance(value, (list, tuple, range)):
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise config_error(field, value, f"a {type(value).__name__} is not a list", allowed)
     return list(value)
 
 
 def mapping(value: Any, field: str, allowed: str = "a dict") -> dict:
-    if not isinstance(value, dict):
+    if not isinstance(value, Mapping):
         raise config_error(field, value, f"a {type(value).__name__} is not a dict", allowed)
-    return value
+    return dict(value)
+
+
+def path_or_dict(value: Any, field: str, allowed: str) -> Any:
+    """A file (str or Path) or an already-read dict."""
+    if isinstance(value, (str, Path, Mapping)):
+        return value
+    raise config_error(field, value, f"a {type(value).__name__} is neither a file nor a dict", allowed)
 
 
 def optional_integer(value: Any, field: str, low: int, high: int) -> Optional[int]:

@@ -103,7 +103,9 @@ def _system_json(system: SystemArg) -> str:
 def _calibration(calibration, op: str, gpus: int):
     if calibration is None:
         return 0.0, 0.0
-    data = calibration if isinstance(calibration, dict) else json.loads(Path(calibration).read_text())
+    calibration = _args.path_or_dict(calibration, "/calibration", "a file from capplan calibrate-collectives, or its dict")
+    data = json.loads(Path(calibration).read_text()) if isinstance(calibration, (str, Path)) else dict(calibration)
+    _args.mapping(data, "/calibration", "a calibration object")
     if data.get("op") != op or data.get("ranks") != gpus:
         raise _core.ConfigError(
             f"/calibration: the calibration is for {data.get('op')} on {data.get('ranks')} ranks, not {op} on "
@@ -122,7 +124,7 @@ def _run(op: str, sizes: List[float], system: SystemArg, gpus: Optional[int], pe
          engine: Optional[str] = None) -> List[Dict[str, Any]]:
     op = _core.collective_op_name(_args.text(op, "/op", "a collective's name"))  # an unknown one: a ConfigError here
     gpus = _args.optional_integer(gpus, "/gpus", 1, _args.MAX_COUNT)
-    per_node = _args.optional_integer(per_node, "/per_node", 1, _args.MAX_COUNT)
+    per_node = _args.optional_integer(per_node or None, "/per_node", 1, _args.MAX_COUNT)  # 0: as many as fit, as None
     if gpus is None:
         gpus = _system_count(system)
     lat, bw = _calibration(calibration, op, gpus)

@@ -158,7 +158,11 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     replica counts by total); one with fewer devices than the accelerator's best aggregated layout is
     listed beside it, its ``disaggregation`` giving the replicas of each pool."""
     from pathlib import Path
-    texts = [json.dumps(c) if isinstance(c, dict) else Path(c).read_text() for c in (calibrations or [])]
+    calibrations = [_args.path_or_dict(c, f"/calibrations/{i}", "a file from capplan calibrate, or its dict")
+                    for i, c in enumerate(_args.items(calibrations or [], "/calibrations", "a list of calibration files"))]
+    texts = [Path(c).read_text() if isinstance(c, (str, Path)) else json.dumps(dict(c)) for c in calibrations]
+    if not isinstance(model, (str, Model)):
+        model = _args.text(model, "/model", "a catalog model name or a capplan.Model")
     if isinstance(model, Model):
         ref, is_config = model._ref()
     else:

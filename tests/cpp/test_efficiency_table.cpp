@@ -27,11 +27,18 @@ TEST_CASE("more work never takes less time: a steep rise holds the time of the p
     CHECK(c.at(2e6) == doctest::Approx(0.02));
     CHECK(c.at(1e7) == doctest::Approx(0.1));    // the line's 25.5% would run 1e7 in 3.9e7 < 1e8: held
     CHECK(c.at(5e7) == doctest::Approx(0.01 + 0.49 * std::log10(50.0) / 2));  // 42.6%: 1.17e8, the line again
-    double last = 0.0;
-    for (double w = 1e5; w < 1e10; w *= 1.05) {
-        const double time = w / c.at(w);
-        CHECK(time >= last * (1 - 1e-12));
-        last = time;
+    // A whole segment steeper than the work (0.01 to 0.05 for twice the work): at its upper point too the time
+    // stays at 1e6 / 0.01 (was 2e6 / 0.05 = 4e7 < 1e8), and beyond the last point.
+    const efficiency_curve steep{{{1e6, 0.01}, {2e6, 0.05}}};
+    CHECK(steep.at(2e6) == doctest::Approx(0.02));
+    CHECK(steep.at(4e6) == doctest::Approx(0.04));
+    for (const efficiency_curve& curve : {c, steep}) {
+        double last = 0.0;
+        for (double w = 1e5; w < 1e10; w *= 1.05) {
+            const double time = w / curve.at(w);
+            CHECK(time >= last * (1 - 1e-12));
+            last = time;
+        }
     }
 }
 

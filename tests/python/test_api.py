@@ -298,6 +298,10 @@ _BAD_ARGUMENTS = [  # (call, the field its error must name): wrong types and val
     (lambda: capplan.sweep(_TRAIN, {"parallelism.tp": 2}), "/grid/parallelism.tp"),
     (lambda: capplan.sweep_inference(_TRAIN, {"inference.batch": ["many"]}), "/grid/inference.batch"),
     (lambda: capplan.sweep_inference(_TRAIN, {"inference.batch": [1]}, threads="all"), "/threads"),
+    (lambda: capplan.collective("all_reduce", "1 GiB", system="DGX-H100", calibration=5), "/calibration"),
+    (lambda: capplan.size_inference(5, 8, 1000, 100, accelerators=["H100-SXM"]), "/model"),
+    (lambda: capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["H100-SXM"], calibrations="c.json"),
+     "/calibrations"),
 ]
 
 
@@ -307,6 +311,18 @@ def test_every_entry_point_names_a_bad_argument_instead_of_a_type_error(call, fi
     with pytest.raises(capplan.ConfigError) as e:
         call()
     assert e.value.field == field or str(e.value).startswith(field), str(e.value)
+
+
+def test_arguments_of_every_kind_that_worked_before_still_work():
+    # per_node 0 means "as many as fit" as None does; 1 and 0 are booleans; any iterable of names, any Mapping.
+    from types import MappingProxyType
+    a = capplan.collective("all_reduce", "1 GiB", system="DGX-H100", gpus=8, per_node=0, nvls=1).to_dict()
+    b = capplan.collective("all_reduce", "1 GiB", system="DGX-H100", gpus=8).to_dict()
+    assert a["busbw_bytes_per_s"] == b["busbw_bytes_per_s"]
+    rows = capplan.sweep(MappingProxyType({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 1},
+                                           "inference": {"input_tokens": 100, "output_tokens": 10, "batch": 1}}),
+                         {"inference.batch": (b for b in (1, 2)), "inference.input_tokens": {100}}, progress=False)
+    assert len(rows) == 2
 
 
 def test_numpy_scalars_are_the_numbers_and_text_they_hold_in_arguments():

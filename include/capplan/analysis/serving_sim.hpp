@@ -425,8 +425,9 @@ private:
         // Checked before the sum, which two int64 counts near their limit would overflow.
         constexpr std::int64_t most = std::numeric_limits<std::int32_t>::max();
         if (w_.requests > most || w_.warmup_requests > most - w_.requests)
-            throw config_error("/workload/requests", std::to_string(w_.requests) + " + " + std::to_string(w_.warmup_requests),
-                               "too many requests", "at most 2^31 - 1 with the warm-up");
+            throw config_error(w_.requests > most ? "/workload/requests" : "/workload/warmup_requests",
+                               std::to_string(w_.requests) + " + " + std::to_string(w_.warmup_requests), "too many requests",
+                               "at most 2^31 - 1 with the warm-up");
         total_ = w_.requests + w_.warmup_requests;
         if ((w_.arrival == A::poisson || w_.arrival == A::constant_rate) &&
             !(w_.rate_per_s > 0.0 && std::isfinite(w_.rate_per_s)))
