@@ -338,10 +338,11 @@ def _collective_rows():
         modelled = r.busbw_bytes_per_s / 1e9
         labelled = {"role": "held_out"} if role != "fit" else {
             "role": "fitted",
-            "fitted_for": "the efficiency factors of include/capplan/analysis/collectives.hpp (docs/formulas.md §11)"}
+            "fitted_for": tests.FITTED_FOR.get(
+                label, "the efficiency factors of include/capplan/analysis/collectives.hpp (docs/formulas.md §11)")}
         out.append(_entry(f"collectives LARGE[{n}]", label, "collective_busbw", "busbw GB/s", busbw, modelled, labelled,
                           "tests/data/published_collectives.json", multi_node=bool(per_node) and gpus > per_node,
-                          role_note=tests.ROLE_NOTES.get(label), gap=tests.KNOWN_GAPS.get(label, (None,))[0]))
+                          gap=tests.KNOWN_GAPS.get(label, (None,))[0]))
     return out
 
 

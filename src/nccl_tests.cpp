@@ -12,6 +12,7 @@
 #include <Eigen/Dense>
 
 #include "capplan/error.hpp"
+#include "capplan/spec/hardware_spec.hpp"
 #include "capplan/units_parse.hpp"
 #include "json_reader.hpp"
 
@@ -274,7 +275,7 @@ nccl_tests_run parse_nccl_tests_text(std::string_view text, const std::string& s
                 long long rank = 0;
                 const auto digits = toks[1];
                 const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
-                if (ec != std::errc() || end != digits.data() + digits.size() || rank >= (1LL << 20))
+                if (ec != std::errc() || end != digits.data() + digits.size() || rank >= max_system_accelerators)
                     throw config_error("line " + std::to_string(line_no), "'" + std::string(digits) + "'",
                                        "a rank number beyond any run (" + source + ")", "ranks below 1048576");
                 ranks.insert(rank);
@@ -372,7 +373,7 @@ nccl_tests_run parse_nccl_tests_json(std::string_view text, const std::string& s
 
     if (top.present("config")) {
         auto config = top.child("config");
-        constexpr std::int64_t most = 1 << 20;  // ranks capplan models; bounds the product below too
+        constexpr std::int64_t most = max_system_accelerators;  // ranks capplan models; bounds the product below too
         const auto threads = config.integer("nthreads", 1, most).value_or(1);
         const auto gpus = config.integer("ngpus", 1, most).value_or(1);
         // One entry per process (util.cu parses the first "#  Rank" line each process sends).

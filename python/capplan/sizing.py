@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping
 from typing import Any, Dict, Iterable, Optional, Union
 
 from . import _args, _core
@@ -189,9 +190,9 @@ def _json_object(value, field):
     # A dict for the C++ reader, which checks its keys and names `field` in its errors; None: not given.
     if value is None:
         return ""
-    if not isinstance(value, dict):
-        raise _core.ConfigError(f"{field}: expected an object, got {type(value).__name__}")
-    return json.dumps(value)
+    if not isinstance(value, Mapping):
+        raise _args.config_error(field, value, f"expected an object, got {type(value).__name__}", "an object")
+    return json.dumps(dict(value))
 
 
 def search_training(scenario, top_k: int = 10, threads: int = 0) -> Dict[str, Any]:

@@ -180,3 +180,21 @@ def test_bad_values_of_the_new_training_and_fabric_fields_end_in_one_line_and_ex
     f.write_text(json.dumps(scenario))
     code, out, err = run_cli("estimate", str(f))
     assert code == 2 and field in err and len(err.strip().splitlines()) == 1, err
+
+
+_BAD_TIMES = [  # times the serving simulation adds to its clock: bounded where read (docs/scenario.md)
+    ({"engine_overhead": {"step": "1e308 s"}}, "/inference/engine_overhead/step"),
+    ({"engine_overhead": {"prefill_kernel": "11 s"}}, "/inference/engine_overhead/prefill_kernel"),
+    ({"workload": {"think_time": "1e308 s"}}, "/inference/workload/think_time"),
+    ({"workload": {"turnaround": "2e6 s"}}, "/inference/workload/turnaround"),
+]
+
+
+@pytest.mark.parametrize("change,field", _BAD_TIMES, ids=[f for _, f in _BAD_TIMES])
+def test_simulation_times_beyond_their_bounds_end_in_one_line_and_exit_2(run_cli, tmp_path, change, field):
+    scenario = {"model": "Llama-3.2-1B", "system": {"preset": "DGX-H100", "count": 1},
+                "inference": {"input_tokens": 500, "output_tokens": 50, "concurrency": 4, **change}}
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(scenario))
+    code, out, err = run_cli("estimate", str(f))
+    assert code == 2 and field in err and len(err.strip().splitlines()) == 1, err
