@@ -765,6 +765,7 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
     r.memory.weights_total = weight_bytes(r.model.breakdown, s.precision.weights, experts);
     r.memory.weights = device_weight_bytes(shards.per_device(), s.precision.weights, experts);
     r.memory.capacity = s.system.accelerator.memory_capacity;
+    r.memory.visible = s.system.accelerator.memory_visible;
     r.notes.push_back("weights: block matrices in " + s.precision.weights.name + " (" +
                       format_number(s.precision.weights.bytes_per_element()) +
                       " B/parameter incl. block scales); embeddings, LM head, norms and routers in 16-bit when quantized" +
@@ -790,10 +791,13 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
         r.feasible = false;
         r.reasons.push_back(problem);
     }
-    if (r.memory.capacity && *r.memory.weights > *r.memory.capacity) {
+    // Against what programs can allocate (the marketed figure only where the driver's is unknown).
+    const std::optional<data_size> allocatable = s.system.accelerator.usable_memory();
+    if (allocatable && *r.memory.weights > *allocatable) {
         r.feasible = false;
         r.reasons.push_back("weights alone need " + format(*r.memory.weights) + " per device, more than the " +
-                            format(*r.memory.capacity) + " of one " + s.system.accelerator.name);
+                            format(*allocatable) + " one " + s.system.accelerator.name +
+                            (r.memory.visible ? " lets programs allocate" : " has"));
     }
     const number_format& compute = s.precision.compute;
     const peak_rate peak = s.system.accelerator.peak(compute.peak_key);

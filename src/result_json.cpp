@@ -120,6 +120,7 @@ std::string to_json(const estimate_result& r, int indent) {
     json mem = json::object();
     put(mem, "per_device_bytes", r.memory.per_device);
     put(mem, "capacity_bytes", r.memory.capacity);
+    put(mem, "visible_bytes", r.memory.visible);
     if (r.memory.fits) mem["fits"] = *r.memory.fits;
     put(mem, "weights_bytes", r.memory.weights);
     put(mem, "weights_total_bytes", r.memory.weights_total);

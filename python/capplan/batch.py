@@ -10,6 +10,7 @@ import io
 import itertools
 import os
 import json
+import math
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -165,11 +166,12 @@ def _grid(grid) -> Dict[str, List[Any]]:
             for k, v in _args.mapping(grid, "/grid", allowed).items()}
 
 
-def sweep_inference(scenario, grid: Mapping[str, Iterable[Any]], threads: int = 0):
+def sweep_inference(scenario, grid: Mapping[str, Iterable[Any]], threads: int = 0, infeasible_speed: bool = False):
     """A fast grid of static-batch inference estimates (millions of points in seconds), with the
     numbers ``capplan.estimate`` gives for a static batch: columns ``fits``, ``per_device_bytes``,
     ``ttft_s``, ``tpot_s``, ``output_tokens_per_s`` and ``error`` (why a layout cannot run), after
-    the grid's own columns. ``inference.input_tokens``, ``inference.output_tokens`` and
+    the grid's own columns. A point that does not fit has NaN latency and throughput (sorting by
+    throughput cannot pick it) unless ``infeasible_speed``. ``inference.input_tokens``, ``inference.output_tokens`` and
     ``inference.batch`` vary per point inside the core; every other dotted key (``parallelism.tp``,
     ``system.count``, ``precision.kv_cache``, ``model``...) makes one scenario per combination,
     parsed once. A pandas DataFrame when pandas is installed, else a dict of lists. For the serving
@@ -184,6 +186,8 @@ def sweep_inference(scenario, grid: Mapping[str, Iterable[Any]], threads: int = 
     combos = [dict(zip(layout_keys, c)) for c in itertools.product(*(grid[k] for k in layout_keys))]
     texts = [json.dumps(_jsonable(scenario_from_row(c, base_dict))) for c in combos]
     columns = _core.inference_grid(texts, str(base), axes, _args.integer(threads, "/threads", 0, 1024))
+    if not _args.boolean(infeasible_speed, "/infeasible_speed"):
+        _blank_infeasible_speed(columns)
     index = columns.pop("layout")
     out = {k: [combos[i][k] for i in index] for k in layout_keys}
     out.update(columns)
@@ -192,6 +196,16 @@ def sweep_inference(scenario, grid: Mapping[str, Iterable[Any]], threads: int = 
     except ImportError:
         return out
     return pandas.DataFrame(out)
+
+
+_GRID_SPEED_COLUMNS = ("ttft_s", "tpot_s", "output_tokens_per_s")
+
+
+def _blank_infeasible_speed(columns: Dict[str, Any]) -> None:
+    """NaN latency and throughput where the point does not fit (the core's columns are lists)."""
+    fits = columns["fits"]
+    for name in _GRID_SPEED_COLUMNS:
+        columns[name] = [v if ok else math.nan for v, ok in zip(columns[name], fits)]
 
 
 OUTPUT_FORMATS = (".csv", ".xlsx", ".xlsm", ".json")

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _core
+from . import _args, _core
+
+_TOKENS = 1 << 24  # probe sizes: the scenario reader's token limit
 
 
 def calibrate_collectives(file: Union[str, Path], system: str, op: Optional[str] = None,
@@ -14,7 +17,13 @@ def calibrate_collectives(file: Union[str, Path], system: str, op: Optional[str]
     least squares) to an nccl-tests / rccl-tests output (text table or -J JSON), measured on the
     catalog ``system``. Returns a calibration entry with provenance; pass it (or its file) as
     ``capplan.collective(..., calibration=...)``."""
-    return json.loads(_core.calibrate_collectives(str(file), system, op or "", int(ranks or 0), bool(in_place)))
+    file = _args.path_or_dict(file, "/file", "an nccl-tests output file")
+    if isinstance(file, Mapping):
+        raise _args.config_error("/file", file, "a dict is not a file", "an nccl-tests output file")
+    return json.loads(_core.calibrate_collectives(
+        str(file), _args.text(system, "/system", "a catalog system name"),
+        _args.optional_text(op, "/op", "all_reduce, all_gather, reduce_scatter, all_to_all..."),
+        _args.optional_integer(ranks, "/ranks", 1, _args.MAX_COUNT) or 0, _args.boolean(in_place, "/in_place")))
 
 
 def model_gemm_shapes(model, tokens=(1, 16, 128), tp: int = 1) -> List[Tuple[int, int, int]]:
@@ -23,6 +32,8 @@ def model_gemm_shapes(model, tokens=(1, 16, 128), tp: int = 1) -> List[Tuple[int
     (heads x head_dim / tp -> hidden), MLP up (+gate) and down. Derived from the model, not a fixed grid."""
     from .catalog import Model, model as lookup
     d = (model if isinstance(model, Model) else lookup(model))._data
+    tp = _args.integer(tp, "/tp", 1, _args.MAX_COUNT)
+    tokens = _token_list(tokens, "/tokens")
     h, hd = d["hidden_size"], d["head_dim"]
     q, kv = d["num_attention_heads"] * hd // tp, 2 * d["num_key_value_heads"] * hd // tp
     inter = d["intermediate_size"] // tp
@@ -45,8 +56,41 @@ def measure_cpu(model=None, shapes: Optional[Sequence[Tuple[int, int, int]]] = N
         shapes = model_gemm_shapes(model, tokens) if model is not None else [(n, n, n) for n in (256, 512, 1024, 2048)]
     array_bytes = quantity(array, SIZE, "/array").si if array else 0.0
     budget = quantity(max_time, TIME, "/max_time").si
-    return json.loads(_core.measure_cpu_json([tuple(int(x) for x in s) for s in shapes], list(formats),
-                                             array_bytes, budget, int(threads or 0)))
+    return json.loads(_core.measure_cpu_json(_shapes(shapes), _formats(formats), array_bytes, budget,
+                                             _threads(threads)))
+
+
+def _token_list(values, field: str) -> List[int]:
+    return [_args.integer(t, f"{field}/{i}", 1, _TOKENS)
+            for i, t in enumerate(_args.items(values, field, "a list of token counts"))]
+
+
+def _shapes(shapes) -> List[Tuple[int, int, int]]:
+    """GEMM shapes checked: each an (m, n, k) of positive integers."""
+    out = []
+    for i, shape in enumerate(_args.items(shapes, "/shapes", "a list of (m, n, k) GEMM shapes")):
+        dims = _args.items(shape, f"/shapes/{i}", "an (m, n, k) triple")
+        if len(dims) != 3:
+            raise _args.config_error(f"/shapes/{i}", shape, f"{len(dims)} numbers, not 3", "an (m, n, k) triple")
+        out.append(tuple(_args.integer(x, f"/shapes/{i}/{j}", 1, _TOKENS) for j, x in enumerate(dims)))
+    return out
+
+
+def _formats(formats) -> List[str]:
+    return [_args.text(f, f"/formats/{i}", "a number format name")
+            for i, f in enumerate(_args.items(formats, "/formats", "a list of number formats, e.g. ['fp32']"))]
+
+
+def _threads(threads) -> int:
+    return _args.optional_integer(threads, "/threads", 0, 1024) or 0
+
+
+def _model_ref(model) -> Tuple[str, bool]:
+    """A catalog name as it is, a Model (from a config) as its reference; anything else a ConfigError."""
+    from .catalog import Model
+    if isinstance(model, Model):
+        return model._ref()
+    return _args.text(model, "/model", "a catalog model name or a capplan.Model"), False
 
 
 def cpu_peak_line(run: Dict[str, Any]) -> str:
@@ -130,14 +174,16 @@ def calibrate_cpu(model, layer_tokens: int = 128, gemm_tokens=(1, 16, 128), form
     Returns the calibration file as a dict (``curves``, ``peaks``, ``host_accelerator``, ``report``,
     ``provenance``, raw ``measurements``); written to ``output`` when given. Use it with
     ``capplan.estimate(scenario, calibration=...)`` on ``host_accelerator``."""
-    from .catalog import Model
     from .units import SIZE, TIME, quantity
-    ref, is_config = model._ref() if isinstance(model, Model) else (model, False)
-    arrays = [quantity(a, SIZE, f"/triad_arrays/{i}").si for i, a in enumerate(triad_arrays or [])]
-    text = _core.calibrate_cpu_json(ref, is_config, _name(model), int(layer_tokens), [int(t) for t in gemm_tokens], list(formats),
-                                    arrays, int(rounds), quantity(max_time, TIME, "/max_time").si,
-                                    command or f"capplan.calibration.calibrate_cpu({ref if not is_config else 'config'!r})",
-                                    int(threads or 0))
+    ref, is_config = _model_ref(model)
+    arrays = [quantity(a, SIZE, f"/triad_arrays/{i}").si
+              for i, a in enumerate(_args.items(triad_arrays or [], "/triad_arrays", "a list of sizes, e.g. ['64 MiB']"))]
+    text = _core.calibrate_cpu_json(ref, is_config, _name(model), _args.integer(layer_tokens, "/layer_tokens", 1, _TOKENS),
+                                    _token_list(gemm_tokens, "/gemm_tokens"), _formats(formats),
+                                    arrays, _args.integer(rounds, "/rounds", 1, 100), quantity(max_time, TIME, "/max_time").si,
+                                    _args.optional_text(command, "/command") or
+                                    f"capplan.calibration.calibrate_cpu({ref if not is_config else 'config'!r})",
+                                    _threads(threads))
     if output is not None:
         Path(output).write_text(text + "\n")
     return CalibrationResult(json.loads(text))
@@ -147,11 +193,12 @@ def host_scenario(calibration: Union[str, Path, Dict[str, Any]], model, input_to
                   output_tokens: int = 16) -> Dict[str, Any]:
     """A scenario that runs ``model`` on the CPU a calibration measured (its ``host_accelerator``),
     in fp32, with the calibration applied: ``capplan.estimate(host_scenario(cal, model))``."""
-    cal = calibration if isinstance(calibration, dict) else json.loads(Path(calibration).read_text())
+    cal = _calibration_file(calibration)
     return {"model": model, "system": {"accelerator": cal["host_accelerator"], "count": 1},
             "precision": {"weights": "fp32", "activations": "fp32", "kv_cache": "fp32", "compute": "fp32"},
-            "inference": {"input_tokens": input_tokens, "output_tokens": output_tokens, "batch": 1},
-            "calibration": cal if isinstance(calibration, dict) else str(Path(calibration).resolve())}
+            "inference": {"input_tokens": _args.integer(input_tokens, "/input_tokens", 1, _TOKENS),
+                          "output_tokens": _args.integer(output_tokens, "/output_tokens", 1, _TOKENS), "batch": 1},
+            "calibration": cal if isinstance(calibration, Mapping) else str(Path(calibration).resolve())}
 
 
 def calibrate_cuda(model, accelerator: Optional[str] = None, layer_tokens: int = 2048,
@@ -163,20 +210,39 @@ def calibrate_cuda(model, accelerator: Optional[str] = None, layer_tokens: int =
     fractions of the catalog ``accelerator``'s peaks (default: the catalog entry named like the
     device). Returns the calibration file as a dict, written to ``output`` when given. Raises
     DeviceError where there is no GPU or the CUDA backend was not built."""
-    from .catalog import Model
     from .units import TIME, quantity
+    ref, is_config = _model_ref(model)
+    device = _args.integer(device, "/device", 0, 1023)
     if not _core.cuda_backend_built():
         raise _core.DeviceError("the CUDA calibration backend was not built (nvcc was not found when capplan was "
                                 "compiled); allowed: backend cpu, or rebuild with the CUDA Toolkit on PATH")
     if accelerator is None:
         accelerator = _catalog_accelerator_for_device(device)
-    ref, is_config = model._ref() if isinstance(model, Model) else (model, False)
-    text = _core.calibrate_cuda_json(ref, is_config, _name(model), accelerator, int(layer_tokens), [int(t) for t in gemm_tokens],
-                                     list(formats), quantity(max_time, TIME, "/max_time").si, int(device),
-                                     command or f"capplan.calibration.calibrate_cuda({ref if not is_config else 'config'!r})")
+    text = _core.calibrate_cuda_json(ref, is_config, _name(model), _args.text(accelerator, "/accelerator", "a catalog accelerator name"),
+                                     _args.integer(layer_tokens, "/layer_tokens", 1, _TOKENS), _token_list(gemm_tokens, "/gemm_tokens"),
+                                     _formats(formats), quantity(max_time, TIME, "/max_time").si, device,
+                                     _args.optional_text(command, "/command") or
+                                     f"capplan.calibration.calibrate_cuda({ref if not is_config else 'config'!r})")
     if output is not None:
         Path(output).write_text(text + "\n")
     return CalibrationResult(json.loads(text))
+
+
+def _calibration_file(calibration) -> Dict[str, Any]:
+    """A calibration given as its dict or its file, read and checked for the key a host scenario needs."""
+    calibration = _args.path_or_dict(calibration, "/calibration", "a file from capplan calibrate, or its dict")
+    if isinstance(calibration, Mapping):
+        cal = dict(calibration)
+    else:
+        try:
+            cal = json.loads(Path(calibration).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise _args.config_error("/calibration", str(calibration), f"not a readable calibration file ({e.__class__.__name__})",
+                                     "a file from capplan calibrate") from None
+    if not isinstance(cal, Mapping) or not isinstance(cal.get("host_accelerator"), (str, Mapping)):
+        raise _args.config_error("/calibration/host_accelerator", calibration, "missing",
+                                 "a CPU calibration (capplan calibrate --backend cpu), which names its host_accelerator")
+    return dict(cal)
 
 
 def _catalog_accelerator_for_device(device: int) -> str:

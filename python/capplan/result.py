@@ -132,7 +132,8 @@ class Result(Section):
             rows.append(("total per device", q("per_device_bytes"),
                          (share + f"{Quantity.from_si(limit, SIZE)} usable") if limit else ""))
         if mem.get("capacity_bytes"):
-            rows.append(("device memory", q("capacity_bytes"), s["accelerator"] + " (as marketed)"))
+            visible = f"; {q('visible_bytes')} visible to programs" if mem.get("visible_bytes") else ""
+            rows.append(("device memory", q("capacity_bytes"), s["accelerator"] + " (as marketed" + visible + ")"))
         if "fits" in mem:
             rows.append(("fits", "yes" if mem["fits"] else "no", ""))
         inf = d.get("inference", {})

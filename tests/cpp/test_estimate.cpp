@@ -36,6 +36,16 @@ TEST_CASE("weights that cannot fit make the plan infeasible, with a reason") {
     CHECK(r.reasons[0].find("weights alone need 811.7 GB per device") == 0);  // 405.85e9 x 2 B
 }
 
+TEST_CASE("the weights-alone check compares with the memory programs can allocate, not the marketed figure") {
+    // H100 "80 GB": the driver shows 79.18 GiB = 85.02 GB (catalog memory.visible); 70.55e9 x 2 B = 141.1 GB.
+    const auto r = run(R"({"model": "Llama-3.1-70B", "system": {"accelerator": "H100-SXM"}})");
+    CHECK(r.memory.capacity->in(GB) == 80.0);
+    CHECK(r.memory.visible->in(GiB) == doctest::Approx(79.18));
+    REQUIRE(r.reasons.size() == 1);
+    CHECK(r.reasons[0] == "weights alone need 141.1 GB per device, more than the 85.02 GB one H100-SXM lets "
+                          "programs allocate");
+}
+
 TEST_CASE("a compute format the accelerator lacks is infeasible; weight-only fp8 is fine") {
     // A100 has no FP8 tensor cores (NVIDIA A100 datasheet lists TF32/BF16/FP16/INT8/INT4 only).
     const auto r = run(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "A100-80GB-SXM"},

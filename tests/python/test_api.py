@@ -5,6 +5,7 @@ import pytest
 
 import capplan
 from capplan import ConfigError, JsonError, UnitError, UnknownNameError
+from capplan import calibration
 
 LLAMA_1B_CONFIG = {  # Llama-3.2-1B config.json fields (meta-llama/Llama-3.2-1B), plus keys capplan ignores
     "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 8192,
@@ -302,6 +303,26 @@ _BAD_ARGUMENTS = [  # (call, the field its error must name): wrong types and val
     (lambda: capplan.size_inference(5, 8, 1000, 100, accelerators=["H100-SXM"]), "/model"),
     (lambda: capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["H100-SXM"], calibrations="c.json"),
      "/calibrations"),
+    (lambda: capplan.sweep_inference(_TRAIN, {"inference.batch": [1]}, infeasible_speed="no"), "/infeasible_speed"),
+    # calibration entry points
+    (lambda: calibration.calibrate_collectives(5, "DGX-H100"), "/file"),
+    (lambda: calibration.calibrate_collectives("out.txt", 5), "/system"),
+    (lambda: calibration.calibrate_collectives("out.txt", "DGX-H100", ranks="x"), "/ranks"),
+    (lambda: calibration.measure_cpu(shapes=[(1, 2)]), "/shapes/0"),
+    (lambda: calibration.measure_cpu(shapes=[("a", 2, 3)]), "/shapes/0/0"),
+    (lambda: calibration.measure_cpu(shapes=[(8, 8, 8)], formats="fp32"), "/formats"),
+    (lambda: calibration.measure_cpu(shapes=[(8, 8, 8)], threads=2.5), "/threads"),
+    (lambda: calibration.calibrate_cpu(5), "/model"),
+    (lambda: calibration.calibrate_cpu("Llama-3.2-1B", layer_tokens="x"), "/layer_tokens"),
+    (lambda: calibration.calibrate_cpu("Llama-3.2-1B", gemm_tokens=[0]), "/gemm_tokens/0"),
+    (lambda: calibration.calibrate_cpu("Llama-3.2-1B", triad_arrays="64 MiB"), "/triad_arrays"),
+    (lambda: calibration.host_scenario(5, "Llama-3.2-1B"), "/calibration"),
+    (lambda: calibration.host_scenario({}, "Llama-3.2-1B"), "/calibration/host_accelerator"),
+    (lambda: calibration.host_scenario({"host_accelerator": {"name": "x"}}, "Llama-3.2-1B", input_tokens=0), "/input_tokens"),
+    (lambda: calibration.model_gemm_shapes("Llama-3.2-1B", tp=0), "/tp"),
+    (lambda: calibration.model_gemm_shapes("Llama-3.2-1B", tokens=["a"]), "/tokens/0"),
+    (lambda: calibration.calibrate_cuda(5), "/model"),
+    (lambda: calibration.calibrate_cuda("Llama-3.2-1B", device=-1), "/device"),
 ]
 
 

@@ -1,6 +1,7 @@
 """Sweeps and the batch CLI for spreadsheets."""
 import csv
 import json
+import math
 import sys
 import time
 
@@ -109,6 +110,21 @@ def test_interrupted_long_sweep_keeps_the_points_already_computed(monkeypatch):
     assert calls == [256, 256] and len(rows) == 256 and rows[-1]["inference.batch"] == 256
 
 
+def test_sweep_inference_blanks_the_speed_of_points_that_do_not_fit_unless_asked():
+    base = {"model": "Llama-3.1-70B", "system": {"preset": "HGX-H100", "count": 8},
+            "inference": {"input_tokens": 2000, "output_tokens": 200, "batch": 1}}
+    grid = {"parallelism.tp": [1, 8]}  # 70B in bf16 (141 GB) cannot fit one 80 GB H100; tp 8 can
+    blank = capplan.sweep_inference(base, grid)
+    kept = capplan.sweep_inference(base, grid, infeasible_speed=True)
+    as_rows = lambda c: c.to_dict("records") if hasattr(c, "to_dict") else [dict(zip(c, v)) for v in zip(*c.values())]
+    (b1, b8), (k1, k8) = as_rows(blank), as_rows(kept)
+    assert not b1["fits"] and b8["fits"]
+    assert math.isnan(b1["output_tokens_per_s"]) and k1["output_tokens_per_s"] > 0
+    assert b8["output_tokens_per_s"] == k8["output_tokens_per_s"] > 0
+    with pytest.raises(capplan.ConfigError, match="/infeasible_speed"):
+        capplan.sweep_inference(base, grid, infeasible_speed="no")
+
+
 def test_sweep_inference_matches_estimate_and_names_bad_axes():
     base = {"model": "Llama-3.1-8B", "system": {"preset": "HGX-H200", "count": 8},
             "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 1}}
@@ -125,6 +141,9 @@ def test_sweep_inference_matches_estimate_and_names_bad_axes():
                                             "batch": int(row["inference.batch"])}}).to_dict()
         assert bool(row["fits"]) == r["memory"]["fits"]
         assert row["per_device_bytes"] == pytest.approx(r["memory"]["per_device_bytes"], rel=1e-12)
+        if not row["fits"]:  # a plan that cannot run has no speed (sorting cannot pick it)
+            assert all(math.isnan(row[k]) for k in ("ttft_s", "tpot_s", "output_tokens_per_s"))
+            continue
         assert row["ttft_s"] == pytest.approx(r["inference"]["ttft_s"], rel=1e-12)
         assert row["tpot_s"] == pytest.approx(r["inference"]["tpot_s"], rel=1e-12)
         assert row["output_tokens_per_s"] == pytest.approx(r["inference"]["throughput_tokens_per_s"], rel=1e-12)

@@ -26,7 +26,8 @@ struct model_result {
 
 struct memory_result {
     std::optional<data_size> per_device;
-    std::optional<data_size> capacity;  // per device, from the accelerator catalog
+    std::optional<data_size> capacity;  // per device, from the accelerator catalog (as marketed)
+    std::optional<data_size> visible;   // what programs can allocate (driver-reported), when the catalog knows it
     std::optional<bool> fits;
     std::optional<data_size> weights;   // per device
     std::optional<data_size> weights_total;  // whole model, all devices' shards together
