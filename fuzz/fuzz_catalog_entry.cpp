@@ -1,10 +1,11 @@
-// One catalog entry (accelerator, link, storage tier or system) through its reader, chosen by the input's first byte.
+// One catalog entry (accelerator, link, storage tier, system or site) through its reader, chosen by the input's first
+// byte.
 #include "../src/catalog_readers.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 1) return 0;
-    const int kind = data[0] % 4;
+    const int kind = data[0] % 5;
     return capplan::fuzz::run(data + 1, size - 1, [kind](std::string_view text) {
         using namespace capplan::detail;
         const json j = parse_json_text(text, "entry");
@@ -13,6 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (kind == 0) (void)read_accelerator(r, h);
         else if (kind == 1) (void)read_link(r, h);
         else if (kind == 2) (void)read_storage(r, h);
-        else (void)read_system(r, h);
+        else if (kind == 3) (void)read_system(r, h);
+        else (void)read_site(r, h);
     });
 }

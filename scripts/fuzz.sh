@@ -37,6 +37,7 @@ seed catalog_entry '\x00' models/accelerators/*.json
 seed catalog_entry '\x01' models/links/*.json
 seed catalog_entry '\x02' models/storage/*.json
 seed catalog_entry '\x03' models/systems/*.json
+seed catalog_entry '\x04' models/sites/*.json
 seed nccl_tests '\x00' tests/data/nccl-tests/*.txt
 seed units "" fuzz/seeds/units/*
 seed calibration "" fuzz/seeds/calibration/* models/calibration/*.json

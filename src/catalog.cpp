@@ -24,6 +24,7 @@ std::string kind_name(entry_kind k) {
         case entry_kind::link: return "link";
         case entry_kind::system: return "system";
         case entry_kind::storage: return "storage";
+        case entry_kind::site: return "site";
     }
     return "entry";
 }
@@ -35,6 +36,7 @@ std::string kind_folder(entry_kind k) {
         case entry_kind::link: return "links";
         case entry_kind::system: return "systems";
         case entry_kind::storage: return "storage";
+        case entry_kind::site: return "sites";
     }
     return "";
 }
@@ -316,6 +318,7 @@ system_entry read_system(object_reader& r, const header& h) {
     }
     e.host_link = r.string("host_link").value_or("");
     e.storage = r.string("storage").value_or("");
+    e.economics = read_system_economics(r, e.name, e.per_node * e.nodes);
     return e;
 }
 
@@ -324,7 +327,7 @@ system_entry read_system(object_reader& r, const header& h) {
 namespace {
 
 const std::vector<entry_kind> all_kinds{entry_kind::model, entry_kind::accelerator, entry_kind::link,
-                                        entry_kind::system, entry_kind::storage};
+                                        entry_kind::system, entry_kind::storage, entry_kind::site};
 using namespace detail;
 
 // Re-throws an error from inside a catalog file with the file in front of the JSON pointer.
@@ -376,6 +379,7 @@ catalog catalog::load(const std::filesystem::path& dir) {
                     case entry_kind::link: c.links_[h.name] = read_link(r, h); break;
                     case entry_kind::storage: c.storage_[h.name] = read_storage(r, h); break;
                     case entry_kind::system: c.systems_[h.name] = read_system(r, h); break;
+                    case entry_kind::site: c.sites_[h.name] = read_site(r, h); break;
                 }
                 r.finish();
                 std::ifstream in(file);
@@ -475,6 +479,10 @@ const link_spec& catalog::link(std::string_view name, const std::string& field) 
 const storage_spec& catalog::storage(std::string_view name, const std::string& field) const {
     return storage_.at(find(entry_kind::storage, name, field).name);
 }
+const site_spec& catalog::site(std::string_view name, const std::string& field) const {
+    return sites_.at(find(entry_kind::site, name, field).name);
+}
+
 const system_entry& catalog::system_preset(std::string_view name, const std::string& field) const {
     return systems_.at(find(entry_kind::system, name, field).name);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "capplan/analysis/checkpoint.hpp"
+#include "capplan/analysis/cost.hpp"
 #include "capplan/analysis/cold_start.hpp"
 #include "capplan/analysis/data_pipeline.hpp"
 #include "capplan/analysis/disaggregation.hpp"
@@ -738,10 +739,29 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
     return r;
 }
 
-}  // namespace
+// What the plan costs to own or rent, per hour and per unit of work (analysis/cost.hpp), when the scenario asks.
+void estimate_cost(const scenario& s, estimate_result& r) {
+    cost_result c = hourly_cost(*s.cost, r.system.count);
+    const bool runs = r.feasible != false;
+    if (r.inference && r.inference->throughput_tokens_per_s && *r.inference->throughput_tokens_per_s > 0 && runs)
+        c.per_million_output_tokens = cost_of_work(c, *s.cost, 1e6 / (*r.inference->throughput_tokens_per_s * 3600.0));
+    if (r.training && r.training->tokens_per_s > 0 && runs) {
+        c.per_billion_tokens = cost_of_work(c, *s.cost, 1e9 / (r.training->tokens_per_s * 3600.0));
+        if (r.training->time_to_train_s) c.per_run = cost_of_work(c, *s.cost, *r.training->time_to_train_s / 3600.0);
+    }
+    if (!runs) c.notes.push_back("per token and per run: none, the plan cannot run (see its reasons)");
+    if (s.inference && s.inference->disaggregation)
+        for (const serving_pool* p : {&s.inference->disaggregation->prefill, &s.inference->disaggregation->decode})
+            if (p->accelerator && p->accelerator->name != s.system.accelerator.name)
+                c.notes.push_back("a pool of " + p->accelerator->name + " is priced as " + s.system.accelerator.name +
+                                  " (the system's): give cost.system_price for the mix");
+    if (s.cost->utilization < 1.0)
+        c.notes.push_back("utilization " + format_number(s.cost->utilization) +
+                          ": each unit of work pays for 1 / utilization of its hours (idle hours cost as busy ones)");
+    r.cost = std::move(c);
+}
 
-
-estimate_result estimate(const scenario& s, const catalog& cat) {
+estimate_result estimate_plan(const scenario& s, const catalog& cat) {
     if (s.inference && s.inference->disaggregation) return estimate_disaggregated(s, cat);
     estimate_result r;
     r.catalog_version = cat.version();
@@ -825,6 +845,14 @@ estimate_result estimate(const scenario& s, const catalog& cat) {
         estimate_checkpoints(s, cat, r);
     }
     if (s.inference || s.training) estimate_flops(s, r);
+    return r;
+}
+
+}  // namespace
+
+estimate_result estimate(const scenario& s, const catalog& cat) {
+    estimate_result r = estimate_plan(s, cat);
+    if (s.cost) estimate_cost(s, r);
     return r;
 }
 

@@ -24,6 +24,51 @@ json breakdown_json(const parameter_breakdown& b) {
             {"norms", b.norms}, {"vision", b.vision}};
 }
 
+// A money figure as "<key>" and "<key>_range": [low, high].
+void put_usd(json& j, const std::string& key, const usd_estimate& e) {
+    j[key] = e.usd;
+    j[key + "_range"] = json::array({e.low, e.high});
+}
+
+json work_cost_json(const work_cost& w) {
+    json j = json::object();
+    if (w.own) put_usd(j, "own_usd", *w.own);
+    if (w.rent) put_usd(j, "rent_usd", *w.rent);
+    j["energy_kwh"] = w.energy_kwh;
+    if (w.emissions_kg) j["emissions_kg_co2e"] = *w.emissions_kg;
+    return j;
+}
+
+json cost_json(const cost_result& c) {
+    json j = {{"currency", "USD"}, {"site", c.site}, {"preset", c.preset}, {"devices", c.devices},
+              {"facility_power_w", c.facility_kw * 1e3}};
+    if (c.own) {
+        const ownership_cost& o = *c.own;
+        json own = {{"units", o.units}};
+        put_usd(own, "capex_usd", o.capex);
+        put_usd(own, "usd_per_hour", o.per_hour);
+        own["capital_usd_per_hour"] = o.capital_per_hour;
+        own["energy_usd_per_hour"] = o.energy_per_hour;
+        own["hosting_usd_per_hour"] = o.hosting_per_hour;
+        own["support_usd_per_hour"] = o.support_per_hour;
+        own["it_power_w"] = o.it_power.si();
+        own["provisioned_power_w"] = o.provisioned_power.si();
+        j["own"] = own;
+    }
+    if (c.rent) {
+        json rent = json::object();
+        put_usd(rent, "usd_per_hour", c.rent->per_hour);
+        rent["usd_per_device_hour"] = c.rent->usd_per_device_hour;
+        rent["offers"] = c.rent->offers;
+        j["rent"] = rent;
+    }
+    if (c.per_million_output_tokens) j["per_million_output_tokens"] = work_cost_json(*c.per_million_output_tokens);
+    if (c.per_billion_tokens) j["per_billion_tokens"] = work_cost_json(*c.per_billion_tokens);
+    if (c.per_run) j["per_run"] = work_cost_json(*c.per_run);
+    j["notes"] = c.notes;
+    return j;
+}
+
 json link_json(const link_spec& l) {
     return {{"name", l.name}, {"kind", l.kind}, {"scope", l.scope},
             {"bandwidth_per_direction_bytes_per_s", si_or_null(l.bandwidth_per_direction)},
@@ -250,6 +295,7 @@ std::string to_json(const estimate_result& r, int indent) {
             chain.push_back({{"stage", c.stage}, {"time_s", c.time.si()}, {"utilization", c.utilization}});
         j["chain"] = chain;
     }
+    if (r.cost) j["cost"] = cost_json(*r.cost);
     if (r.bottleneck) j["bottleneck"] = *r.bottleneck;
     if (r.feasible) j["feasible"] = *r.feasible;
     if (!r.reasons.empty()) j["reasons"] = r.reasons;

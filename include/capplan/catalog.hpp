@@ -1,4 +1,4 @@
-// The catalog in models/: one JSON file per model, accelerator, link, system and storage tier.
+// The catalog in models/: one JSON file per model, accelerator, link, system, storage tier and site.
 // Loaded once, validated strictly (unknown keys and broken cross-references are errors with the
 // file and JSON pointer), and looked up by name or alias, case-insensitively.
 #pragma once
@@ -10,12 +10,13 @@
 #include <string_view>
 #include <vector>
 
+#include "capplan/spec/cost_spec.hpp"
 #include "capplan/spec/hardware_spec.hpp"
 #include "capplan/spec/model_spec.hpp"
 
 namespace capplan {
 
-enum class entry_kind { model, accelerator, link, system, storage };
+enum class entry_kind { model, accelerator, link, system, storage, site };
 
 // "model", "accelerator", ... as used in messages and `capplan list`.
 std::string kind_name(entry_kind k);
@@ -44,6 +45,7 @@ struct system_entry {
     std::string host_link;
     std::string host_memory;  // storage entry of kind host_dram, per socket
     int host_sockets = 0;     // 0: unknown
+    system_economics economics;  // price, power and cloud offers of the preset as listed (per_node x nodes devices)
 };
 
 class catalog {
@@ -66,6 +68,7 @@ public:
     const link_spec& link(std::string_view name, const std::string& field = "/link") const;
     const storage_spec& storage(std::string_view name, const std::string& field = "/system/storage") const;
     const system_entry& system_preset(std::string_view name, const std::string& field = "/system/preset") const;
+    const site_spec& site(std::string_view name, const std::string& field = "/cost/site") const;
     // A preset with its accelerator, links and storage resolved, count = per_node * nodes.
     system_spec system(std::string_view name, const std::string& field = "/system/preset") const;
 
@@ -94,6 +97,7 @@ private:
     std::map<std::string, link_spec> links_;
     std::map<std::string, storage_spec> storage_;
     std::map<std::string, system_entry> systems_;
+    std::map<std::string, site_spec> sites_;
 };
 
 // A node of `acc`: the first catalog system preset built of it (its name in `preset`), else an inline

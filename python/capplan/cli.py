@@ -18,7 +18,7 @@ from .result import flatten
 from .units import Quantity, format_count
 
 KINDS = {"models": "models", "accelerators": "accelerators", "systems": "systems", "storage": "storage",
-         "links": "links"}
+         "links": "links", "sites": "sites"}
 
 
 # The largest values the core takes: counts and degrees up to 2^20 (docs/scenario.md), other
@@ -49,6 +49,19 @@ def _share(text: str) -> float:
     if not 0.0 <= x <= 1.0:  # also false for NaN
         raise argparse.ArgumentTypeError(f"{text} is out of range; allowed: a number in [0, 1]")
     return x
+
+
+def _number(lo: float):
+    """An argparse type: a finite number >= lo (the core checks the upper bounds and names the cost key)."""
+    def parse(text: str) -> float:
+        try:
+            x = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+        if not (x >= lo and x < float("inf")):  # also false for NaN
+            raise argparse.ArgumentTypeError(f"{text} is out of range; allowed: a number >= {lo:g}")
+        return x
+    return parse
 
 
 class _UsageError(Exception):
@@ -97,15 +110,26 @@ def _list_rows(kind: str):
                          _q(a.peak_dense_flops_per_s.get("fp8"), (0, 1, -1, 0)), _q(a.tdp_w, (0, 0, 0, 1))])
         return header, rows
     if kind == "systems":
-        header = ["name", "accelerator", "count", "per node", "scale-up", "scale-out", "storage"]
+        header = ["name", "accelerator", "count", "per node", "scale-up", "scale-out", "storage", "price (USD)", "max power"]
         rows = []
         for n in names:
             s = system(n).to_dict()
             out = s["scale_out"]
+            e = entry(n)
             rows.append([n, s["accelerator"]["name"], s["count"], s["per_node"],
                          f"{s['scale_up']['name']} ({s['scale_up_topology']}, {s['scale_up_domain']})",
                          f"{out['nics_per_node']}x {out['link']['name']}" if out else "none",
-                         s["storage"]["name"] if s["storage"] else "none"])
+                         s["storage"]["name"] if s["storage"] else "none", _price(e.get("price")),
+                         (e.get("power") or {}).get("max", {}).get("value", "unknown")])
+        return header, rows
+    if kind == "sites":
+        header = ["name", "PUE", "USD/kWh", "hosting USD/kW-month", "depreciation", "kg CO2e/kWh"]
+        rows = []
+        for n in names:
+            e = entry(n)
+            carbon = e.get("carbon_kg_per_kwh")
+            rows.append([n, e["pue"]["value"], e["usd_per_kwh"]["value"], e["hosting_usd_per_kw_month"]["value"],
+                         f"{e['depreciation_years']['value']:g} years", carbon["value"] if carbon else "unknown"])
         return header, rows
     header = ["name", "kind", "scope", "bandwidth" if kind == "links" else "read", "source"]
     rows = []
@@ -116,6 +140,15 @@ def _list_rows(kind: str):
         src = e["source"]
         rows.append([n, e["kind"], e["scope"], bw or "unknown", src if len(src) < 60 else src[:57] + "..."])
     return header, rows
+
+
+def _price(price) -> str:
+    """A catalog price as "$515,000" or "$276,000-331,200 (2023-08)"."""
+    if not price:
+        return "unknown"
+    usd = price["usd"] if isinstance(price["usd"], list) else [price["usd"]] * 2
+    span = f"${usd[0]:,.0f}" if usd[0] == usd[1] else f"${usd[0]:,.0f}-{usd[1]:,.0f}"
+    return f"{span} ({price['date']})"
 
 
 def _cmd_list(args) -> str:
@@ -173,6 +206,20 @@ def _cmd_estimate(args) -> str:
         return buf.getvalue().rstrip("\n")
     head = "built-in default scenario: " + default_scenario()["description"] + "\n" if args.scenario is None else ""
     return head + repr(result)
+
+
+def _cmd_cost(args) -> str:
+    from .costing import cost
+    sc: Any = sys.stdin.read() if args.scenario == "-" else args.scenario
+    overrides = {k: v for k, v in (("site", args.site), ("price_per_device_hour", args.price_per_device_hour),
+                                   ("system_price", args.system_price), ("usd_per_kwh", args.usd_per_kwh),
+                                   ("pue", args.pue), ("depreciation_years", args.depreciation_years),
+                                   ("utilization", args.utilization), ("commitment", args.commitment))
+                 if v is not None}
+    result = cost(sc, **overrides)
+    if args.format == "json":
+        return json.dumps(dict(result), indent=2)
+    return repr(result)
 
 
 def _cmd_collective(args) -> str:
@@ -450,6 +497,21 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=["table", "json", "csv"], default="table")
     e.add_argument("--calibration", default=None, help="a calibration file from `capplan calibrate` (efficiency by kernel size)")
     e.set_defaults(run=_cmd_estimate)
+
+    co = sub.add_parser("cost", help="what a scenario costs to own or rent: per hour, per million tokens, per run")
+    co.add_argument("scenario", help="scenario JSON file, or - for standard input")
+    co.add_argument("--site", default=None, help="a catalog site (capplan list sites); default US-colocation")
+    co.add_argument("--price-per-device-hour", type=_number(0.0), default=None, help="rental price in USD per accelerator-hour")
+    co.add_argument("--system-price", type=_number(0.0), default=None,
+                    help="purchase price in USD of one unit of the system (a node, or a rack for NVL72 presets)")
+    co.add_argument("--usd-per-kwh", type=_number(0.0), default=None, help="electricity price in USD per kWh")
+    co.add_argument("--pue", type=_number(1.0), default=None, help="facility power / IT power")
+    co.add_argument("--depreciation-years", type=_number(0.5), default=None, help="years the purchase is written off over")
+    co.add_argument("--utilization", type=_number(0.0), default=None, help="share of hours the hardware does this work")
+    co.add_argument("--commitment", choices=["on_demand", "reserved", "1y", "3y"], default=None,
+                    help="which cloud offers price the rental")
+    co.add_argument("--format", choices=["table", "json"], default="table")
+    co.set_defaults(run=_cmd_cost)
 
     ls = sub.add_parser("list", help="list catalog names (or the serving-engine profiles: capplan list engines)")
     ls.add_argument("kind", choices=sorted([*KINDS, "engines"]))

@@ -196,6 +196,9 @@ class Result(Section):
         if cold:
             rows.append(("cold start", t(cold["total_s"]), f"bottleneck {cold['bottleneck']}; " + ", ".join(
                 f"{c['stage']} {t(c['time_s'])}" for c in cold["chain"])))
+        if d.get("cost"):
+            from .costing import cost_rows
+            rows += cost_rows(d["cost"])
         flops = d.get("flops", {})
         for key, label in (("prefill_flops", "prefill FLOPs"), ("decode_token_flops", "FLOPs per output token"),
                            ("model_step_flops", "model FLOPs / step"), ("hardware_step_flops", "hardware FLOPs / step")):
@@ -217,7 +220,7 @@ class Result(Section):
         w0 = max(len(r[0]) for r in rows)
         w1 = max(len(r[1]) for r in rows)
         lines = [f"{a:<{w0}}  {b:<{w1}}  {c}".rstrip() for a, b, c in rows]
-        notes = self._data.get("notes", [])
+        notes = self._data.get("notes", []) + self._data.get("cost", {}).get("notes", [])
         return "capplan estimate\n" + "\n".join(lines) + "".join(f"\nnote: {n}" for n in notes)
 
     def charts_svg(self, lang: str = "en") -> List[str]:

@@ -17,9 +17,10 @@ namespace capplan::python {
 
 namespace {
 entry_kind kind_from(const std::string& k) {
-    for (entry_kind e : {entry_kind::model, entry_kind::accelerator, entry_kind::link, entry_kind::system, entry_kind::storage})
+    for (entry_kind e : {entry_kind::model, entry_kind::accelerator, entry_kind::link, entry_kind::system, entry_kind::storage,
+                         entry_kind::site})
         if (kind_name(e) == k || kind_folder(e) == k || kind_name(e) + "s" == k) return e;
-    throw config_error("/kind", "'" + k + "'", "unknown catalog kind", "models, accelerators, links, systems, storage");
+    throw config_error("/kind", "'" + k + "'", "unknown catalog kind", "models, accelerators, links, systems, storage, sites");
 }
 }  // namespace
 

@@ -15,6 +15,7 @@ KIND_SCHEMA = {
     "links": "link.schema.json",
     "systems": "system.schema.json",
     "storage": "storage.schema.json",
+    "sites": "site.schema.json",
 }
 
 

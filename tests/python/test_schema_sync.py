@@ -18,7 +18,7 @@ def test_hf_config_keys_match_llm_schema():
 def test_catalog_validates_in_both_readers():
     # The C++ loader already read every file at import; the names it knows are the files on disk.
     root = SCHEMA.parent
-    for kind in ("models", "accelerators", "systems", "storage", "links"):
+    for kind in ("models", "accelerators", "systems", "storage", "links", "sites"):
         folder = {"models": "llm"}.get(kind, kind)
         on_disk = sorted(json.loads(p.read_text())["name"] for p in (root / folder).glob("*.json"))
         assert sorted(capplan._core.catalog_names(kind)) == on_disk

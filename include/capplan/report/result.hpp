@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "capplan/analysis/cost.hpp"
 #include "capplan/analysis/parameters.hpp"
 #include "capplan/spec/hardware_spec.hpp"
 #include "capplan/units.hpp"
@@ -158,6 +159,7 @@ struct estimate_result {
     std::vector<chain_stage> chain;
     std::optional<std::string> bottleneck;
     std::optional<bool> feasible;
+    std::optional<cost_result> cost;  // asked for with a `cost` object
     std::vector<std::string> reasons;
     std::vector<std::string> warnings;  // input that is allowed but suspicious (context beyond the model's)
     std::vector<std::string> notes;     // assumptions the numbers rest on

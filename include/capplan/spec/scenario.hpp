@@ -12,6 +12,7 @@
 #include "capplan/units.hpp"
 
 #include "capplan/dtype.hpp"
+#include "capplan/spec/cost_spec.hpp"
 #include "capplan/spec/efficiency_table.hpp"
 #include "capplan/spec/hardware_spec.hpp"
 #include "capplan/spec/model_spec.hpp"
@@ -264,7 +265,11 @@ struct scenario {
     std::optional<inference_spec> inference;
     cold_start_spec cold_start;
     std::optional<efficiency_table> calibration;  // efficiency by kernel size measured on the accelerator
+    std::optional<cost_spec> cost;                // asked for: what the plan costs to own or rent (analysis/cost.hpp)
 };
+
+// The site a scenario's `cost` uses when it names none (models/sites/).
+inline constexpr const char* default_cost_site = "US-colocation";
 
 // Served as released: an inference scenario that names no expert format keeps the experts in the format the
 // model's release quantises them alone to (gpt-oss: mxfp4). The scenario reader and sizing both call it.

@@ -1,0 +1,98 @@
+"""What a plan costs to own or rent (issue #22; docs/formulas.md §19): ``capplan.cost(scenario, **cost)`` and the
+cost lines of an estimate's table."""
+from __future__ import annotations
+
+import html
+import json
+from typing import Any, Dict, List, Tuple
+
+from . import _args, _core
+from .api import Scenario, _jsonable, scenario_text
+
+Row = Tuple[str, str, str]
+
+
+def usd(x: float) -> str:
+    """$303,600 from $1,000; cents from $1 ($10.37); below, three significant digits ($0.328)."""
+    if x >= 1000:
+        return f"${x:,.0f}"
+    return f"${x:.2f}" if x >= 1 else f"${x:.3g}"
+
+
+def _with_range(value: float, span) -> str:
+    low, high = span
+    return usd(value) if low == high else f"{usd(value)} ({usd(low)}-{usd(high)})"
+
+
+def _work(label: str, w: Dict[str, Any]) -> Row:
+    parts = [f"{who} {_with_range(w[key], w[key + '_range'])}" for who, key in (("own", "own_usd"), ("rent", "rent_usd"))
+             if key in w]
+    detail = f"{w['energy_kwh']:.3g} kWh at the facility"
+    if "emissions_kg_co2e" in w:
+        detail += f", {w['emissions_kg_co2e']:.3g} kg CO2e"
+    return label, ", ".join(parts) or "-", detail
+
+
+def cost_rows(c: Dict[str, Any]) -> List[Row]:
+    """The table lines of a result's ``cost`` section: owning, renting, then each unit of work."""
+    rows: List[Row] = []
+    own = c.get("own")
+    if own:
+        rows.append(("own: per hour", _with_range(own["usd_per_hour"], own["usd_per_hour_range"]),
+                     f"capex {_with_range(own['capex_usd'], own['capex_usd_range'])} for {own['units']} x "
+                     f"{c['preset'] or 'node'}; an hour: capital {usd(own['capital_usd_per_hour'])}, energy "
+                     f"{usd(own['energy_usd_per_hour'])}, hosting {usd(own['hosting_usd_per_hour'])}, support "
+                     f"{usd(own['support_usd_per_hour'])}"))
+    rent = c.get("rent")
+    if rent:
+        offers = rent["offers"]
+        rows.append(("rent: per hour", _with_range(rent["usd_per_hour"], rent["usd_per_hour_range"]),
+                     f"{usd(rent['usd_per_device_hour'])} per accelerator-hour; " +
+                     (f"middle of {len(offers)} offers: " + "; ".join(offers) if offers else "the price given")))
+    if c.get("facility_power_w"):
+        rows.append(("power at the facility", f"{c['facility_power_w'] / 1e3:.3g} kW",
+                     f"{c['devices']} accelerators, site {c['site']} (PUE included)"))
+    for key, label in (("per_million_output_tokens", "per million output tokens"), ("per_run", "per training run"),
+                       ("per_billion_tokens", "per billion training tokens")):
+        if key in c:
+            rows.append(_work(label, c[key]))
+    return rows
+
+
+class CostResult(dict):
+    """A result's ``cost`` section as a dict (``own``, ``rent``, ``per_million_output_tokens``, ``per_run``,
+    ``per_billion_tokens``, ``notes``; money in US dollars, each with a ``_range``) that shows as a table."""
+
+    def rows(self) -> List[Row]:
+        return cost_rows(self)
+
+    def __repr__(self) -> str:
+        rows = self.rows() or [("cost", "-", "no price or power for this system: give cost.system_price or "
+                                               "cost.price_per_device_hour")]
+        w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
+        lines = [f"{a:<{w0}}  {b:<{w1}}  {c}".rstrip() for a, b, c in rows]
+        return "capplan cost (USD)\n" + "\n".join(lines) + "".join(f"\nnote: {n}" for n in self.get("notes", []))
+
+    def _repr_html_(self) -> str:
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(a)}</th><td>{html.escape(b)}</td>"
+                       f"<td style='text-align:left'>{html.escape(c)}</td></tr>" for a, b, c in self.rows())
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.get("notes", []))
+        return f"<div class='capplan-cost'><table>{body}</table><ul>{notes}</ul></div>"
+
+
+def cost(scenario: Scenario, **overrides: Any) -> CostResult:
+    """What ``scenario`` costs to own or rent: per hour, per million output tokens (inference), per training run and
+    per billion training tokens, with the facility's energy and, where the site knows its grid, emissions.
+
+    Keyword arguments are keys of the scenario's ``cost`` object (docs/scenario.md): ``site``, ``system_price``,
+    ``price_per_device_hour``, ``usd_per_kwh``, ``pue``, ``depreciation_years``, ``utilization``... Unset keys come
+    from the catalog: the system preset's purchase price, power and cloud offers, and the site's terms."""
+    text, base = scenario_text(scenario)
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise _args.config_error("/", data, "not a scenario object", "a scenario dict, JSON object or file")
+    given = data.get("cost") or {}
+    data["cost"] = {**_args.mapping(given, "/cost", "the cost object of docs/scenario.md"), **overrides}
+    result = json.loads(_core.estimate_json(json.dumps(_jsonable(data)), str(base)))  # paths relative to the file
+    return CostResult(result["cost"])
+

@@ -1,0 +1,148 @@
+// The catalog's money and power (issue #22 item 1): a system's purchase price, power and cloud offers, and sites.
+// Every figure carries its source and the date it held (models/schema/common.schema.json#/$defs/dated).
+#include <cctype>
+
+#include "capplan/error.hpp"
+#include "catalog_readers.hpp"
+
+namespace capplan::detail {
+
+namespace {
+
+// "2025", "2025-06" or "2025-06-14": when the figure held.
+std::string read_date(object_reader& r) {
+    const std::string d = r.required_string("date");
+    const auto digits = [&](std::size_t from, std::size_t n) {
+        for (std::size_t i = from; i < from + n; ++i)
+            if (i >= d.size() || !std::isdigit(static_cast<unsigned char>(d[i]))) return false;
+        return true;
+    };
+    const bool ok = digits(0, 4) && (d.size() == 4 || (d.size() >= 7 && d[4] == '-' && digits(5, 2) &&
+                                                       (d.size() == 7 || (d.size() == 10 && d[7] == '-' && digits(8, 2)))));
+    if (!ok) throw config_error(r.path("date"), "'" + d + "'", "not a date", "YYYY, YYYY-MM or YYYY-MM-DD");
+    return d;
+}
+
+dated_source read_dated(object_reader& r) {
+    dated_source s;
+    s.source = r.required_string("source");
+    s.date = read_date(r);
+    r.choice("confidence", {"datasheet", "config", "paper", "measured", "secondary", "derived"});
+    r.string("note");
+    return s;
+}
+
+double positive_number(object_reader& r, std::string_view key) {
+    const auto x = r.number(key, 0.0);
+    if (!x) r.missing(key, "a number > 0");
+    if (!(*x > 0.0)) throw config_error(r.path(key), format_number(*x), "must be > 0", "a number > 0");
+    return *x;
+}
+
+std::optional<sourced_power> read_power_figure(object_reader& parent, std::string_view key) {
+    const json* v = parent.get(key);
+    if (!v || v->is_null()) return std::nullopt;
+    object_reader r(*v, parent.path(key));
+    sourced_power p;
+    p.value = r.required_quantity<power>("value");
+    if (!(p.value.si() > 0)) throw config_error(r.path("value"), format(p.value), "must be > 0", "a power such as \"10.2 kW\"");
+    r.string("load");  // what ran while it was measured
+    p.from = read_dated(r);
+    r.finish();
+    return p;
+}
+
+cloud_offer read_offer(object_reader& r, int devices) {
+    cloud_offer o;
+    o.provider = r.required_string("provider");
+    o.instance = r.required_string("instance");
+    o.region = r.string("region").value_or("");
+    o.commitment = r.required_choice("commitment", {"on_demand", "reserved", "1y", "3y"});
+    o.devices = static_cast<int>(r.integer("devices", 1, max_system_accelerators).value_or(devices));
+    o.usd_per_hour = positive_number(r, "usd_per_hour");
+    o.from = read_dated(r);
+    r.finish();
+    return o;
+}
+
+sourced_number read_site_number(object_reader& parent, std::string_view key, double low, double high) {
+    object_reader r = parent.child(key);
+    sourced_number n;
+    const auto x = r.number("value", low);
+    if (!x) r.missing("value", "a number");
+    if (*x > high)
+        throw config_error(r.path("value"), format_number(*x), "must be at most " + format_number(high),
+                           "a number from " + format_number(low) + " to " + format_number(high));
+    n.value = *x;
+    n.from = read_dated(r);
+    r.finish();
+    return n;
+}
+
+}  // namespace
+
+usd_range read_usd_range(object_reader& r, std::string_view key) {
+    const json* usd = r.get(key);
+    if (!usd) r.missing(key, "a price in US dollars, or [low, high]");
+    const auto check = [&](const json& x) {
+        if (!x.is_number() || x.is_boolean() || !(x.get<double>() > 0.0) || !(x.get<double>() < 1e15))
+            r.wrong_type(key, *usd, "a price in US dollars > 0, or [low, high]");
+        return x.get<double>();
+    };
+    if (!usd->is_array()) {
+        const double x = check(*usd);
+        return {x, x};
+    }
+    if (usd->size() != 2) r.wrong_type(key, *usd, "[low, high]");
+    const usd_range range{check((*usd)[0]), check((*usd)[1])};
+    if (range.low > range.high) r.wrong_type(key, *usd, "[low, high] with low <= high");
+    return range;
+}
+
+purchase_price read_purchase_price(object_reader& parent, std::string_view key) {
+    object_reader r = parent.child(key);
+    purchase_price p;
+    p.usd = read_usd_range(r, "usd");
+    p.kind = r.required_choice("kind", {"list", "street", "estimate"});
+    p.from = read_dated(r);
+    r.finish();
+    return p;
+}
+
+system_economics read_system_economics(object_reader& r, const std::string& preset, int devices) {
+    system_economics e;
+    e.preset = preset;
+    e.devices = devices;
+    if (const json* v = r.get("price"); v && !v->is_null()) e.price = read_purchase_price(r, "price");
+    if (const json* v = r.get("power"); v && !v->is_null()) {
+        object_reader p(*v, r.path("power"));
+        e.max_power = read_power_figure(p, "max");
+        e.measured_power = read_power_figure(p, "measured");
+        p.finish();
+    }
+    if (const json* v = r.get("cloud"); v && !v->is_null()) {
+        if (!v->is_array()) r.wrong_type("cloud", *v, "a list of cloud offers");
+        for (std::size_t i = 0; i < v->size(); ++i) {
+            object_reader o((*v)[i], r.path("cloud") + "/" + std::to_string(i));
+            e.cloud.push_back(read_offer(o, devices));
+        }
+    }
+    return e;
+}
+
+site_spec read_site(object_reader& r, const header& h) {
+    site_spec s;
+    s.name = h.name;
+    s.source = h.source;
+    s.pue = read_site_number(r, "pue", 1.0, 5.0);
+    s.usd_per_kwh = read_site_number(r, "usd_per_kwh", 0.0, 10.0);
+    s.hosting_usd_per_kw_month = read_site_number(r, "hosting_usd_per_kw_month", 0.0, 10'000.0);
+    s.depreciation_years = read_site_number(r, "depreciation_years", 0.5, 30.0);
+    s.cost_of_capital = read_site_number(r, "cost_of_capital", 0.0, 1.0);
+    s.support_per_year = read_site_number(r, "support_per_year", 0.0, 1.0);
+    if (const json* v = r.get("carbon_kg_per_kwh"); v && !v->is_null())
+        s.carbon_kg_per_kwh = read_site_number(r, "carbon_kg_per_kwh", 0.0, 2.0);
+    return s;
+}
+
+}  // namespace capplan::detail

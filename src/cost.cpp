@@ -1,0 +1,150 @@
+// Owning and renting cost (docs/formulas.md §19).
+#include "capplan/analysis/cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "capplan/units_parse.hpp"
+
+namespace capplan {
+
+namespace {
+
+using namespace units;
+
+// "$276,000", "$184.06", "$0.0862": whole dollars with thousands separators from $1,000, cents from $1, below that
+// three significant digits.
+std::string usd(double x) {
+    if (x >= 1000.0) {
+        std::string digits = std::to_string(static_cast<long long>(std::llround(x)));
+        for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+        return "$" + digits;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, x >= 1.0 ? "$%.2f" : "$%.3g", x);
+    return buf;
+}
+
+// The share of a purchase charged each year: straight-line 1/n, or with a cost of capital r the annuity that repays
+// it with interest over n years, r / (1 - (1 + r)^-n) (the capital recovery factor).
+double capital_recovery_factor(double rate, double years) {
+    if (rate <= 0.0) return 1.0 / years;
+    return rate / (1.0 - std::pow(1.0 + rate, -years));
+}
+
+std::optional<ownership_cost> ownership(const cost_spec& c, int devices, std::vector<std::string>& notes) {
+    const system_economics& e = c.economics;
+    if (!e.price) {
+        notes.push_back("owning: no purchase price for " + (e.preset.empty() ? std::string("this system") : e.preset) +
+                        "; give cost.system_price");
+        return std::nullopt;
+    }
+    if (!e.max_power && !e.measured_power) {
+        notes.push_back("owning: no power figure for " + e.preset + "; give cost.system_power");
+        return std::nullopt;
+    }
+    ownership_cost o;
+    o.units = (devices + e.devices - 1) / e.devices;
+    const double capex_low = o.units * e.price->usd.low + c.other_capex_usd;
+    const double capex_high = o.units * e.price->usd.high + c.other_capex_usd;
+    o.capex = {0.5 * (capex_low + capex_high), capex_low, capex_high};
+
+    const sourced_power& most = e.max_power ? *e.max_power : *e.measured_power;
+    const bool measured = c.power_basis != "max" && e.measured_power;
+    o.provisioned_power = o.units * most.value;
+    o.it_power = o.units * (measured ? e.measured_power->value : most.value);
+
+    const site_spec& s = c.site;
+    o.energy_per_hour = o.it_power.in(kW) * s.pue.value * s.usd_per_kwh.value;
+    o.hosting_per_hour = o.provisioned_power.in(kW) * s.hosting_usd_per_kw_month.value * 12.0 / hours_per_year;
+    const double crf = capital_recovery_factor(s.cost_of_capital.value, s.depreciation_years.value);
+    const auto hourly = [&](double capex) {
+        return capex * (crf + s.support_per_year.value) / hours_per_year + o.energy_per_hour + o.hosting_per_hour;
+    };
+    o.capital_per_hour = o.capex.usd * crf / hours_per_year;
+    o.support_per_hour = o.capex.usd * s.support_per_year.value / hours_per_year;
+    o.per_hour = {hourly(o.capex.usd), hourly(capex_low), hourly(capex_high)};
+    notes.push_back("owning: " + std::to_string(o.units) + " x " + (e.preset.empty() ? "node" : e.preset) + " at " +
+                    usd(e.price->usd.low) +
+                    (e.price->usd.high != e.price->usd.low ? "-" + usd(e.price->usd.high) : std::string()) +
+                    " (" + e.price->kind + ", " + e.price->from.date + "), written off over " +
+                    format_number(s.depreciation_years.value) + " years" +
+                    (s.cost_of_capital.value > 0 ? " at " + format_number(100 * s.cost_of_capital.value) + "% a year"
+                                                 : std::string(" straight-line")) +
+                    "; energy at " + (measured ? "the measured draw " : "the maximum power ") +
+                    format(o.it_power) + " x PUE " + format_number(s.pue.value) + " x " + usd(s.usd_per_kwh.value) +
+                    "/kWh; hosting on " + format(o.provisioned_power) + " x " + usd(s.hosting_usd_per_kw_month.value) +
+                    "/kW-month" + (c.other_capex_usd > 0 ? "; other capex " + usd(c.other_capex_usd) : std::string()));
+    return o;
+}
+
+std::optional<rental_cost> rental(const cost_spec& c, int devices, std::vector<std::string>& notes) {
+    rental_cost r;
+    if (c.usd_per_device_hour) {
+        r.usd_per_device_hour = *c.usd_per_device_hour;
+        const double h = devices * r.usd_per_device_hour;
+        r.per_hour = {h, h, h};
+        return r;
+    }
+    std::vector<double> hourly, per_device;
+    for (const cloud_offer& o : c.economics.cloud) {
+        if (o.commitment != c.commitment) continue;
+        const int instances = (devices + o.devices - 1) / o.devices;  // rented whole
+        hourly.push_back(instances * o.usd_per_hour);
+        per_device.push_back(o.usd_per_device_hour());
+        r.offers.push_back(o.provider + " " + o.instance + " " + o.commitment + " " + usd(o.usd_per_hour) + "/h (" +
+                           o.from.date + ")");
+    }
+    if (hourly.empty()) {
+        notes.push_back("renting: no " + c.commitment + " cloud offer for " +
+                        (c.economics.preset.empty() ? std::string("this system") : c.economics.preset) +
+                        " in the catalog; give cost.price_per_device_hour");
+        return std::nullopt;
+    }
+    // The middle offer stands for the market; the cheapest and dearest bound it.
+    const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        const std::size_t n = v.size();
+        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    };
+    r.per_hour = {median(hourly), *std::min_element(hourly.begin(), hourly.end()),
+                  *std::max_element(hourly.begin(), hourly.end())};
+    r.usd_per_device_hour = median(per_device);
+    return r;
+}
+
+usd_estimate scaled(const usd_estimate& e, double k) { return {e.usd * k, e.low * k, e.high * k}; }
+
+}  // namespace
+
+cost_result hourly_cost(const cost_spec& c, int devices) {
+    cost_result r;
+    r.site = c.site.name;
+    r.preset = c.economics.preset;
+    r.devices = devices;
+    r.own = ownership(c, devices, r.notes);
+    r.rent = rental(c, devices, r.notes);
+    if (r.own) {
+        r.facility_kw = r.own->it_power.in(units::kW) * c.site.pue.value;
+    } else if (const auto& p = c.economics.measured_power ? c.economics.measured_power : c.economics.max_power) {
+        const int bought = (devices + c.economics.devices - 1) / c.economics.devices;
+        r.facility_kw = bought * p->value.in(units::kW) * c.site.pue.value;
+    } else {
+        r.notes.push_back("energy: no power figure for this system; give cost.system_power");
+    }
+    return r;
+}
+
+work_cost cost_of_work(const cost_result& hourly, const cost_spec& c, double hours) {
+    work_cost w;
+    // Hours the hardware is paid for: the work's own, stretched by the share of hours it is busy.
+    const double paid = hours / c.utilization;
+    if (hourly.own) w.own = scaled(hourly.own->per_hour, paid);
+    if (hourly.rent) w.rent = scaled(hourly.rent->per_hour, paid);
+    w.energy_kwh = hourly.facility_kw * hours;
+    if (c.site.carbon_kg_per_kwh) w.emissions_kg = w.energy_kwh * c.site.carbon_kg_per_kwh->value;
+    return w;
+}
+
+}  // namespace capplan

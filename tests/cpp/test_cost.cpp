@@ -1,0 +1,139 @@
+// analysis/cost.hpp: owning and renting, per hour and per unit of work, by hand (docs/formulas.md §17).
+#include <doctest/doctest.h>
+
+#include "test_support.hpp"
+
+#include "capplan/estimate.hpp"
+#include "capplan/spec/scenario_io.hpp"
+
+using namespace capplan;
+using namespace capplan::units;
+
+namespace {
+const catalog& cat() { return test::shipped_catalog(); }
+estimate_result run(const std::string& text) { return estimate(read_scenario(text, cat()), cat()); }
+
+// Llama-3.1-8B on one DGX-H100, a static batch, with every cost input given in the scenario.
+std::string serving(const std::string& cost, const std::string& system = R"({"preset": "DGX-H100", "count": 8})") {
+    return R"({"model": "Llama-3.1-8B", "system": )" + system +
+           R"(, "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 64}, "cost": )" + cost + "}";
+}
+const std::string given = R"({"system_price": [280000, 320000], "system_power": "10 kW", "pue": 1.25,
+    "usd_per_kwh": 0.10, "hosting_usd_per_kw_month": 150, "depreciation_years": 4, "cost_of_capital": 0,
+    "support_per_year": 0.05, "carbon_kg_per_kwh": 0.4, "price_per_device_hour": 3})";
+}  // namespace
+
+TEST_CASE("owning: the purchase over its life, energy at the PUE, hosting per provisioned kW, support") {
+    const auto r = run(serving(given));
+    REQUIRE(r.cost.has_value());
+    REQUIRE(r.cost->own.has_value());
+    const ownership_cost& o = *r.cost->own;
+    CHECK(o.units == 1);
+    CHECK(o.capex.usd == 300000.0);
+    CHECK(o.capex.low == 280000.0);
+    CHECK(o.capex.high == 320000.0);
+    // 300,000 / 4 years / 8,766 h = 8.5558 $/h; support 300,000 x 0.05 / 8,766 = 1.7112 $/h
+    CHECK(o.capital_per_hour == doctest::Approx(300000.0 / 4 / 8766));
+    CHECK(o.support_per_hour == doctest::Approx(300000.0 * 0.05 / 8766));
+    // The scenario's power replaces the catalog's maximum and measured draw: 10 kW x 1.25 x $0.10 = $1.25 an hour.
+    CHECK(o.it_power.in(kW) == 10.0);
+    CHECK(o.energy_per_hour == doctest::Approx(1.25));
+    // 10 kW x $150 / kW-month x 12 months / 8,766 h = $2.0534 an hour
+    CHECK(o.hosting_per_hour == doctest::Approx(10.0 * 150 * 12 / 8766));
+    const double mid = 300000.0 * (0.25 + 0.05) / 8766 + 1.25 + 10.0 * 150 * 12 / 8766;  // 13.5702 $/h
+    CHECK(o.per_hour.usd == doctest::Approx(mid));
+    CHECK(o.per_hour.low == doctest::Approx(280000.0 * 0.30 / 8766 + 1.25 + 18000.0 / 8766));
+    CHECK(r.cost->facility_kw == doctest::Approx(12.5));
+}
+
+TEST_CASE("a cost of capital charges the annuity that repays the purchase with interest") {
+    const auto r = run(serving(R"({"system_price": 300000, "system_power": "10 kW", "cost_of_capital": 0.08,
+                                   "depreciation_years": 5})"));
+    // Capital recovery factor 0.08 / (1 - 1.08^-5) = 0.250456 a year (a 5-year loan at 8%).
+    CHECK(r.cost->own->capital_per_hour == doctest::Approx(300000.0 * 0.250456 / 8766).epsilon(1e-5));
+}
+
+TEST_CASE("renting: the user's price, or the middle of the catalog's offers for whole instances") {
+    const auto given_price = run(serving(given));
+    REQUIRE(given_price.cost->rent.has_value());
+    CHECK(given_price.cost->rent->per_hour.usd == 8 * 3.0);
+    // 12 H100s from the catalog's on-demand offers, each rented whole: an 8-GPU instance twice, or 12 one-GPU ones.
+    const system_economics& e = cat().system_preset("DGX-H100").economics;
+    std::vector<double> hourly;
+    for (const cloud_offer& o : e.cloud)
+        if (o.commitment == "on_demand") hourly.push_back(((12 + o.devices - 1) / o.devices) * o.usd_per_hour);
+    REQUIRE(hourly.size() == 2);  // Lambda's 8-GPU instance and RunPod's single GPU
+    const auto r = run(serving("{}", R"({"accelerator": "H100-SXM", "count": 12, "per_node": 4})"));
+    REQUIRE(r.cost->rent.has_value());
+    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(0.5 * (hourly[0] + hourly[1])));
+    CHECK(r.cost->rent->per_hour.low == doctest::Approx(std::min(hourly[0], hourly[1])));
+    CHECK(r.cost->rent->offers.size() == 2);
+    CHECK(r.cost->preset == "DGX-H100");  // a system given by accelerator is priced as its preset
+    CHECK(r.cost->own->units == 2);       // 12 GPUs: two whole 8-GPU nodes bought
+}
+
+TEST_CASE("a million output tokens costs the hours they take, stretched by the hardware's utilization") {
+    const auto r = run(serving(given));
+    const double tps = *r.inference->throughput_tokens_per_s;
+    const double hours = 1e6 / (tps * 3600);
+    REQUIRE(r.cost->per_million_output_tokens.has_value());
+    const work_cost& w = *r.cost->per_million_output_tokens;
+    CHECK(w.own->usd == doctest::Approx(r.cost->own->per_hour.usd * hours));
+    CHECK(w.rent->usd == doctest::Approx(24.0 * hours));
+    CHECK(w.energy_kwh == doctest::Approx(12.5 * hours));
+    CHECK(*w.emissions_kg == doctest::Approx(12.5 * hours * 0.4));
+    const auto half = run(serving(given.substr(0, given.size() - 1) + R"(, "utilization": 0.5})"));
+    CHECK(half.cost->per_million_output_tokens->own->usd == doctest::Approx(2 * w.own->usd));
+    CHECK(half.cost->per_million_output_tokens->energy_kwh == doctest::Approx(w.energy_kwh));  // the work's own energy
+}
+
+TEST_CASE("training: a run and a billion tokens") {
+    const auto r = run(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+        "training": {"seq_len": 4096, "global_batch": 64, "zero": 3, "tokens": 2e9}, "cost": )" + given + "}");
+    REQUIRE(r.feasible != false);
+    REQUIRE(r.training.has_value());
+    REQUIRE(r.cost->per_run.has_value());
+    const double run_hours = *r.training->time_to_train_s / 3600;
+    CHECK(r.cost->per_run->own->usd == doctest::Approx(r.cost->own->per_hour.usd * run_hours));
+    CHECK(r.cost->per_run->rent->usd == doctest::Approx(24.0 * run_hours));
+    CHECK(r.cost->per_billion_tokens->own->usd == doctest::Approx(r.cost->per_run->own->usd / 2));
+}
+
+TEST_CASE("the catalog's figures price a preset, and a system without them says what to give") {
+    const system_economics& e = cat().system_preset("DGX-H100").economics;
+    REQUIRE(e.price.has_value());
+    REQUIRE(e.measured_power.has_value());
+    const auto r = run(serving("{}"));
+    CHECK(r.cost->site == default_cost_site);
+    CHECK(r.cost->own->capex.usd == doctest::Approx(e.price->usd.mid()));
+    CHECK(r.cost->own->it_power.si() == e.measured_power->value.si());  // energy at the measured draw
+    CHECK(r.cost->own->provisioned_power.si() == e.max_power->value.si());
+    const auto at_max = run(serving(R"({"power": "max"})"));
+    CHECK(at_max.cost->own->it_power.si() == e.max_power->value.si());
+    // The MI300X platform has cloud offers but no purchase price or power in the catalog.
+    const auto mi = run(R"({"model": "Llama-3.1-8B", "system": {"preset": "MI300X-platform", "count": 8},
+        "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 8}, "cost": {}})");
+    CHECK_FALSE(mi.cost->own.has_value());
+    CHECK(mi.cost->rent.has_value());
+    CHECK(mi.cost->notes[0].find("give cost.system_price") != std::string::npos);
+}
+
+TEST_CASE("a plan that cannot run has an hourly cost but none per token") {
+    const auto r = run(R"({"model": "Llama-3.1-70B", "system": {"accelerator": "H100-SXM", "count": 1},
+        "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 1}, "cost": {}})");
+    REQUIRE(r.feasible == false);
+    CHECK(r.cost->own.has_value());
+    CHECK_FALSE(r.cost->per_million_output_tokens.has_value());
+}
+
+TEST_CASE("bad cost input names its field") {
+    CHECK_THROWS_WITH_AS(run(serving(R"({"utilization": 0})")), doctest::Contains("/cost/utilization"), config_error);
+    CHECK_THROWS_WITH_AS(run(serving(R"({"system_price": [5, 3]})")), doctest::Contains("/cost/system_price"),
+                         config_error);
+    CHECK_THROWS_WITH_AS(run(serving(R"({"pue": 0.9})")), doctest::Contains("/cost/pue"), config_error);
+    CHECK_THROWS_WITH_AS(run(serving(R"({"site": "Mars"})")), doctest::Contains("/cost/site"), unknown_name_error);
+    CHECK_THROWS_WITH_AS(run(serving(R"({"commitment": "forever"})")), doctest::Contains("/cost/commitment"),
+                         config_error);
+    CHECK_THROWS_WITH_AS(run(serving(R"({"usd_per_kwh": 11})")), doctest::Contains("/cost/usd_per_kwh"), config_error);
+    CHECK_THROWS_WITH_AS(run(serving(R"({"typo": 1})")), doctest::Contains("/cost/typo"), config_error);
+}

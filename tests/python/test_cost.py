@@ -1,0 +1,100 @@
+"""capplan.cost and `capplan cost` (issue #22 items 1-2): owning and renting per hour, per million output tokens and per
+training run; the catalog's prices, power and sites carry a source and a date."""
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from schema_support import validator
+
+import capplan
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVING = {"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+           "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 64}}
+GIVEN = {"system_price": 300000, "system_power": "10 kW", "pue": 1.25, "usd_per_kwh": 0.10,
+         "hosting_usd_per_kw_month": 150, "depreciation_years": 4, "support_per_year": 0.05, "price_per_device_hour": 3}
+
+
+def test_cost_by_hand_per_hour_and_per_million_output_tokens():
+    c = capplan.cost(SERVING, **GIVEN)
+    # 300,000 x (1/4 + 0.05) / 8,766 h + 10 kW x 1.25 x $0.10 + 10 kW x $150 x 12 / 8,766 h = $13.57 an hour
+    per_hour = 300000 * 0.30 / 8766 + 1.25 + 10 * 150 * 12 / 8766
+    assert c["own"]["usd_per_hour"] == pytest.approx(per_hour)
+    assert c["rent"]["usd_per_hour"] == 24.0 and c["rent"]["offers"] == []
+    tps = capplan.estimate(SERVING).to_dict()["inference"]["throughput_tokens_per_s"]
+    hours = 1e6 / (tps * 3600)
+    assert c["per_million_output_tokens"]["own_usd"] == pytest.approx(per_hour * hours)
+    assert c["per_million_output_tokens"]["rent_usd"] == pytest.approx(24 * hours)
+    assert c["per_million_output_tokens"]["energy_kwh"] == pytest.approx(12.5 * hours)
+    assert "own: per hour" in repr(c) and "$13.57" in repr(c)
+
+
+def test_a_scenario_file_keeps_its_cost_object_and_the_arguments_override_it(tmp_path):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({**SERVING, "cost": {"price_per_device_hour": 2, "site": "US-colocation"}}))
+    assert capplan.cost(str(f))["rent"]["usd_per_hour"] == 16.0
+    assert capplan.cost(str(f), price_per_device_hour=4)["rent"]["usd_per_hour"] == 32.0
+
+
+def test_the_estimate_table_shows_the_cost_and_its_notes():
+    r = capplan.estimate({**SERVING, "cost": {}})
+    text = repr(r)
+    assert "own: per hour" in text and "rent: per hour" in text and "per million output tokens" in text
+    assert "note: owning: 1 x DGX-H100" in text
+    assert r.to_dict()["cost"]["currency"] == "USD"
+
+
+def test_training_costs_a_run_and_a_billion_tokens():
+    c = capplan.cost({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+                      "training": {"seq_len": 4096, "global_batch": 64, "zero": 3, "tokens": 1e9}},
+                     price_per_device_hour=3)
+    assert c["per_run"]["rent_usd"] == pytest.approx(c["per_billion_tokens"]["rent_usd"])
+    assert c["per_run"]["energy_kwh"] > 0
+
+
+@pytest.mark.parametrize("overrides,field", [
+    ({"utilization": 1.5}, "/cost/utilization"), ({"pue": 0.5}, "/cost/pue"), ({"site": "Moon"}, "/cost/site"),
+    ({"system_price": "cheap"}, "/cost/system_price"), ({"colour": "red"}, "/cost/colour"),
+])
+def test_bad_cost_input_names_the_field(overrides, field):
+    with pytest.raises(capplan.Error, match=field):
+        capplan.cost(SERVING, **overrides)
+
+
+def test_cli_cost_table_json_and_bad_input(run_cli, tmp_path):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(SERVING))
+    code, out, err = run_cli("cost", str(f), "--price-per-device-hour", "3")
+    assert code == 0, err
+    assert out.startswith("capplan cost (USD)") and "$24.00" in out
+    code, out, _ = run_cli("cost", str(f), "--format", "json", "--utilization", "0.5")
+    assert code == 0 and json.loads(out)["currency"] == "USD"
+    code, out, err = run_cli("cost", str(f), "--pue", "0.5")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--pue" in err
+    code, out, err = run_cli("cost", str(f), "--utilization", "2")
+    assert code == 2 and "/cost/utilization" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_cli("list", "sites")
+    assert code == 0 and "US-colocation" in out
+
+
+def test_every_catalog_price_power_and_offer_has_a_source_and_a_date():
+    found = 0
+    for path in sorted((ROOT / "models" / "systems").glob("*.json")) + sorted((ROOT / "models" / "sites").glob("*.json")):
+        entry = json.loads(path.read_text())
+        figures = [entry.get("price"), *(entry.get("power") or {}).values(), *entry.get("cloud", []),
+                   *(v for k, v in entry.items() if isinstance(v, dict) and "value" in v and path.parent.name == "sites")]
+        for fig in filter(None, figures):
+            assert fig.get("source") and fig.get("date"), (path.name, fig)
+            found += 1
+    assert found >= 30
+
+
+def test_the_schemas_refuse_a_price_without_a_date_and_a_site_without_a_pue():
+    entry = json.loads((ROOT / "models" / "systems" / "dgx-h100.json").read_text())
+    undated = copy.deepcopy(entry)
+    del undated["price"]["date"]
+    assert list(validator("system.schema.json").iter_errors(undated))
+    site = json.loads((ROOT / "models" / "sites" / "us-colocation.json").read_text())
+    del site["pue"]
+    assert list(validator("site.schema.json").iter_errors(site))
