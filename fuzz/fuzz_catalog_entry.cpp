@@ -11,10 +11,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const json j = parse_json_text(text, "entry");
         object_reader r(j, "", true);
         const header h = read_header(r, kind == 0);
-        if (kind == 0) (void)read_accelerator(r, h);
-        else if (kind == 1) (void)read_link(r, h);
-        else if (kind == 2) (void)read_storage(r, h);
-        else if (kind == 3) (void)read_system(r, h);
-        else (void)read_site(r, h);
+        switch (kind) {
+            case 0: (void)read_accelerator(r, h); break;
+            case 1:
+                (void)read_link(r, h);
+                (void)read_link_fabric(r);
+                break;
+            case 2: (void)read_storage(r, h); break;
+            case 3: (void)read_system(r, h); break;
+            default: (void)read_site(r, h);
+        }
     });
 }

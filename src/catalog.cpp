@@ -376,7 +376,10 @@ catalog catalog::load(const std::filesystem::path& dir) {
                         break;
                     }
                     case entry_kind::accelerator: c.accelerators_[h.name] = read_accelerator(r, h); break;
-                    case entry_kind::link: c.links_[h.name] = read_link(r, h); break;
+                    case entry_kind::link:
+                        c.links_[h.name] = read_link(r, h);
+                        if (auto f = read_link_fabric(r)) c.fabrics_[h.name] = std::move(*f);
+                        break;
                     case entry_kind::storage: c.storage_[h.name] = read_storage(r, h); break;
                     case entry_kind::system: c.systems_[h.name] = read_system(r, h); break;
                     case entry_kind::site: c.sites_[h.name] = read_site(r, h); break;
@@ -481,6 +484,11 @@ const storage_spec& catalog::storage(std::string_view name, const std::string& f
 }
 const site_spec& catalog::site(std::string_view name, const std::string& field) const {
     return sites_.at(find(entry_kind::site, name, field).name);
+}
+
+const fabric_parts* catalog::fabric(std::string_view link) const {
+    const auto it = fabrics_.find(std::string(link));
+    return it == fabrics_.end() ? nullptr : &it->second;
 }
 
 const system_entry& catalog::system_preset(std::string_view name, const std::string& field) const {

@@ -109,6 +109,32 @@ purchase_price read_purchase_price(object_reader& parent, std::string_view key) 
     return p;
 }
 
+namespace {
+fabric_part read_fabric_part(object_reader& parent, std::string_view key, bool ported) {
+    object_reader r = parent.child(key);
+    fabric_part p;
+    p.model = r.required_string("model");
+    if (ported) p.ports = static_cast<int>(r.required_integer("ports", 1, 4096));
+    p.power = read_power_figure(r, "power");
+    r.finish();
+    return p;
+}
+}  // namespace
+
+std::optional<fabric_parts> read_link_fabric(object_reader& parent) {
+    const json* v = parent.get("fabric");
+    if (!v || v->is_null()) return std::nullopt;
+    object_reader r(*v, parent.path("fabric"));
+    fabric_parts f;
+    f.switch_ = read_fabric_part(r, "switch", true);
+    f.nic = read_fabric_part(r, "nic", false);
+    f.switch_optic = read_fabric_part(r, "switch_optic", true);
+    f.node_optic = read_fabric_part(r, "node_optic", true);
+    f.from = read_dated(r);
+    r.finish();
+    return f;
+}
+
 system_economics read_system_economics(object_reader& r, const std::string& preset, int devices) {
     system_economics e;
     e.preset = preset;

@@ -31,5 +31,7 @@ system_entry read_system(object_reader& r, const header& h);
 system_economics read_system_economics(object_reader& r, const std::string& preset, int devices);
 site_spec read_site(object_reader& r, const header& h);
 usd_range read_usd_range(object_reader& r, std::string_view key);
+// A link's "fabric": {"switch": {"model", "ports", "power"}, "nic", "switch_optic", "node_optic", "source", "date"}.
+std::optional<fabric_parts> read_link_fabric(object_reader& r);
 
 }  // namespace capplan::detail

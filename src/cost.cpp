@@ -17,9 +17,13 @@ using namespace units;
 // three significant digits.
 std::string usd(double x) {
     if (x >= 1000.0) {
-        std::string digits = std::to_string(static_cast<long long>(std::llround(x)));
-        for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
-        return "$" + digits;
+        const std::string digits = std::to_string(static_cast<long long>(std::llround(x)));
+        std::string out = "$";
+        for (std::size_t i = 0; i < digits.size(); ++i) {
+            if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+            out.push_back(digits[i]);
+        }
+        return out;
     }
     char buf[32];
     std::snprintf(buf, sizeof buf, x >= 1.0 ? "$%.2f" : "$%.3g", x);
@@ -46,6 +50,11 @@ std::optional<ownership_cost> ownership(const cost_spec& c, int devices, std::ve
     }
     ownership_cost o;
     o.units = (devices + e.devices - 1) / e.devices;
+    o.used_share = static_cast<double>(devices) / (static_cast<double>(o.units) * e.devices);
+    if (o.used_share < 1.0)
+        notes.push_back("owning: " + std::to_string(devices) + " of the " + std::to_string(o.units * e.devices) +
+                        " accelerators bought do this work: a unit of work pays their share, " +
+                        format_number(o.used_share) + " of the hourly cost (the others serve other work)");
     const double capex_low = o.units * e.price->usd.low + c.other_capex_usd;
     const double capex_high = o.units * e.price->usd.high + c.other_capex_usd;
     o.capex = {0.5 * (capex_low + capex_high), capex_low, capex_high};
@@ -87,30 +96,25 @@ std::optional<rental_cost> rental(const cost_spec& c, int devices, std::vector<s
         r.per_hour = {h, h, h};
         return r;
     }
-    std::vector<double> hourly, per_device;
+    std::vector<double> per_device;
     for (const cloud_offer& o : c.economics.cloud) {
         if (o.commitment != c.commitment) continue;
-        const int instances = (devices + o.devices - 1) / o.devices;  // rented whole
-        hourly.push_back(instances * o.usd_per_hour);
         per_device.push_back(o.usd_per_device_hour());
         r.offers.push_back(o.provider + " " + o.instance + " " + o.commitment + " " + usd(o.usd_per_hour) + "/h (" +
                            o.from.date + ")");
     }
-    if (hourly.empty()) {
+    if (per_device.empty()) {
         notes.push_back("renting: no " + c.commitment + " cloud offer for " +
                         (c.economics.preset.empty() ? std::string("this system") : c.economics.preset) +
                         " in the catalog; give cost.price_per_device_hour");
         return std::nullopt;
     }
-    // The middle offer stands for the market; the cheapest and dearest bound it.
-    const auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        const std::size_t n = v.size();
-        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    };
-    r.per_hour = {median(hourly), *std::min_element(hourly.begin(), hourly.end()),
-                  *std::max_element(hourly.begin(), hourly.end())};
-    r.usd_per_device_hour = median(per_device);
+    // Per accelerator-hour, the middle offer stands for the market and the cheapest and dearest bound it (an offer's
+    // instance size is left aside: a smaller instance of the same provider is assumed at the same rate).
+    std::sort(per_device.begin(), per_device.end());
+    const std::size_t n = per_device.size();
+    r.usd_per_device_hour = n % 2 ? per_device[n / 2] : 0.5 * (per_device[n / 2 - 1] + per_device[n / 2]);
+    r.per_hour = {devices * r.usd_per_device_hour, devices * per_device.front(), devices * per_device.back()};
     return r;
 }
 
@@ -140,7 +144,7 @@ work_cost cost_of_work(const cost_result& hourly, const cost_spec& c, double hou
     work_cost w;
     // Hours the hardware is paid for: the work's own, stretched by the share of hours it is busy.
     const double paid = hours / c.utilization;
-    if (hourly.own) w.own = scaled(hourly.own->per_hour, paid);
+    if (hourly.own) w.own = scaled(hourly.own->per_hour, paid * hourly.own->used_share);
     if (hourly.rent) w.rent = scaled(hourly.rent->per_hour, paid);
     w.energy_kwh = hourly.facility_kw * hours;
     if (c.site.carbon_kg_per_kwh) w.emissions_kg = w.energy_kwh * c.site.carbon_kg_per_kwh->value;

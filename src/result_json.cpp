@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include "capplan/analysis/bom.hpp"
 #include "capplan/report/result.hpp"
 
 namespace capplan {
@@ -44,7 +45,7 @@ json cost_json(const cost_result& c) {
               {"facility_power_w", c.facility_kw * 1e3}};
     if (c.own) {
         const ownership_cost& o = *c.own;
-        json own = {{"units", o.units}};
+        json own = {{"units", o.units}, {"used_share", o.used_share}};
         put_usd(own, "capex_usd", o.capex);
         put_usd(own, "usd_per_hour", o.per_hour);
         own["capital_usd_per_hour"] = o.capital_per_hour;
@@ -143,6 +144,42 @@ std::string to_json(const system_spec& s, int indent) {
                         {"source", s.storage->source}};
     else
         j["storage"] = nullptr;
+    return j.dump(indent);
+}
+
+std::string to_json(const cost_result& c, int indent) { return cost_json(c).dump(indent); }
+
+std::string to_json(const bom_result& b, int indent) {
+    json lines = json::array();
+    for (const bom_line& l : b.lines) {
+        json line = {{"item", l.item}, {"model", l.model}, {"count", l.count},
+                     {"power_w", l.power_each ? json(l.power_each->si()) : json(nullptr)}};
+        if (l.usd_each) {
+            line["usd"] = l.usd_each->mid();
+            line["usd_range"] = json::array({l.usd_each->low, l.usd_each->high});
+        } else {
+            line["usd"] = nullptr;
+        }
+        line["in_systems"] = l.in_systems;
+        lines.push_back(line);
+    }
+    json j = {{"preset", b.preset}, {"devices", b.devices}, {"units", b.units}, {"nodes", b.nodes},
+              {"racks", b.racks ? json(*b.racks) : json(nullptr)}};
+    if (b.fabric) {
+        const fat_tree_counts& t = *b.fabric;
+        j["fabric"] = {{"tiers", t.tiers},           {"leaf", t.leaf},
+                       {"spine", t.spine},           {"core", t.core},
+                       {"node_links", t.node_links}, {"leaf_spine_links", t.leaf_spine_links},
+                       {"spine_core_links", t.spine_core_links}};
+    }
+    j["lines"] = lines;
+    j["known_power_w"] = b.known_power.si();
+    if (b.known_usd) {
+        j["known_usd"] = b.known_usd->mid();
+        j["known_usd_range"] = json::array({b.known_usd->low, b.known_usd->high});
+    }
+    j["currency"] = "USD";
+    j["notes"] = b.notes;
     return j.dump(indent);
 }
 

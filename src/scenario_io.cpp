@@ -684,6 +684,14 @@ speculative_spec read_speculative(std::string_view json_text, const model_spec& 
     return read_speculative(r, target, cat, {});
 }
 
+cost_spec read_cost(std::string_view json_text, const catalog& cat, const system_spec& sys, const std::string& field) {
+    const json j = detail::parse_json_text(json_text, field);
+    object_reader r(j, field, true);
+    cost_spec c = read_cost(r, cat, sys);
+    r.finish();
+    return c;
+}
+
 prefix_cache_spec read_prefix_cache(std::string_view json_text, std::int64_t input_tokens, const std::string& field) {
     const json j = detail::parse_json_text(json_text, field);
     object_reader r(j, field, true);

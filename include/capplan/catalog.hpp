@@ -69,6 +69,8 @@ public:
     const storage_spec& storage(std::string_view name, const std::string& field = "/system/storage") const;
     const system_entry& system_preset(std::string_view name, const std::string& field = "/system/preset") const;
     const site_spec& site(std::string_view name, const std::string& field = "/cost/site") const;
+    // The switch, NIC and optics a fabric of the link is built of; null where the catalog does not say.
+    const fabric_parts* fabric(std::string_view link) const;
     // A preset with its accelerator, links and storage resolved, count = per_node * nodes.
     system_spec system(std::string_view name, const std::string& field = "/system/preset") const;
 
@@ -98,6 +100,7 @@ private:
     std::map<std::string, storage_spec> storage_;
     std::map<std::string, system_entry> systems_;
     std::map<std::string, site_spec> sites_;
+    std::map<std::string, fabric_parts> fabrics_;  // by link name: what a scale-out fabric of it is built of
 };
 
 // A node of `acc`: the first catalog system preset built of it (its name in `preset`), else an inline

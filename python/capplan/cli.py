@@ -222,6 +222,25 @@ def _cmd_cost(args) -> str:
     return repr(result)
 
 
+def _cmd_bom(args) -> str:
+    from .batch import write_table
+    from .costing import bom
+    result = bom(args.system, args.count, rack_power=args.rack_power)
+    if args.output:
+        write_table(result.rows(), args.output)
+        return f"capplan bom: {len(result.rows())} lines -> {args.output}"
+    if args.format == "json":
+        return json.dumps(dict(result), indent=2)
+    if args.format == "csv":
+        rows = result.rows()
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return buf.getvalue().rstrip("\n")
+    return repr(result)
+
+
 def _cmd_collective(args) -> str:
     from .collectives import collective, collective_sweep
     system: Any = args.system
@@ -334,6 +353,9 @@ def _training_scenario(args) -> Dict[str, Any]:
     """`size training`'s scenario: the system, the workload, and a LoRA / QLoRA fine-tune when asked."""
     if args.price:
         raise _UsageError("--price: ranks inference sizing by cost; training sizing does not use it (allowed with `size inference`)")
+    for flag, given in (("--rank-by", args.rank_by), ("--site", args.site)):
+        if given:
+            raise _UsageError(f"{flag}: ranks inference sizing by cost; training sizing does not use it yet")
     if args.weights and "," in args.weights:
         raise _UsageError("--weights: training takes one format, the base's (e.g. nf4 for QLoRA)")
     if args.lora_targets is not None and args.lora_rank is None:
@@ -406,16 +428,24 @@ def _cmd_size(args) -> str:
                        calibrations=args.calibration or [], prefill_dispatch=args.prefill_dispatch,
                        kv_admission=args.kv_admission, speculative=_speculative_flag(args.speculative, args.draft_model),
                        prefix_cache=_prefix_cache_flags(args.prefix_hit_rate, args.shared_prefix),
-                       disaggregated=args.disaggregated, engine=args.engine)
+                       disaggregated=args.disaggregated, engine=args.engine, rank_by=args.rank_by,
+                       cost={"site": args.site} if args.site else None)
     if args.format == "json":
         return json.dumps(r, indent=2)
+    from .costing import usd
     header = ["accelerator", "count", "tp", "pp", "ep", "replicas", "weights", "kv", "p99 ttft", "p99 tpot", "tokens/s", "$/h"]
+    cost_keys = ("own_usd_per_hour", "rent_usd_per_hour", "own_usd_per_million_output_tokens",
+                 "rent_usd_per_million_output_tokens")
+    costed = any(k in o for o in r["options"] for k in cost_keys)
+    if costed:
+        header += ["own $/h", "rent $/h", "own $/1M tok", "rent $/1M tok"]
     rows = [[o["accelerator"], o["count"], f"{o['tp']} (attention dp)" if o.get("attention_dp") else o["tp"], o["pp"],
              o["ep"], o["replicas"], o["weights"], o["kv_cache"],
              str(Quantity.from_si(o["ttft_p99_s"], (0, 0, 1, 0))), str(Quantity.from_si(o["tpot_p99_s"], (0, 0, 1, 0))),
              f"{o['output_tokens_per_s']:.0f}", f"{o['cost_per_hour']:.2f}" if "cost_per_hour" in o else ""]
+            + ([usd(o[k]) if k in o else "-" for k in cost_keys] if costed else [])
             for o in r["options"]]
-    text = _table(header, rows) if rows else "no accelerator meets the targets"
+    text = (f"{r['ranked_by']}\n" if "ranked_by" in r else "") + (_table(header, rows) if rows else "no accelerator meets the targets")
     for o in r["options"]:
         if o.get("efficiency_table", "catalog") != "catalog":
             text += f"\n{o['accelerator']}: efficiency table {o['efficiency_table']} (calibration)"
@@ -513,6 +543,14 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--format", choices=["table", "json"], default="table")
     co.set_defaults(run=_cmd_cost)
 
+    bo = sub.add_parser("bom", help="a cluster's bill of materials: systems, racks, fabric switches, cables, optics")
+    bo.add_argument("--system", required=True, help="a catalog system preset (capplan list systems)")
+    bo.add_argument("--count", type=_integer(1, _MAX_COUNT), required=True, help="accelerators in the cluster")
+    bo.add_argument("--rack-power", default=None, help="a rack's power limit, e.g. 40kW: racks are counted")
+    bo.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    bo.add_argument("-o", "--output", default=None, help="write the lines to .csv, .xlsx or .json")
+    bo.set_defaults(run=_cmd_bom)
+
     ls = sub.add_parser("list", help="list catalog names (or the serving-engine profiles: capplan list engines)")
     ls.add_argument("kind", choices=sorted([*KINDS, "engines"]))
     ls.add_argument("--format", choices=["table", "json"], default="table")
@@ -594,6 +632,9 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--kernels", choices=["fused", "eager"], default="fused",
                    help="training: fused (Megatron, Transformer Engine) or eager (Hugging Face, litgpt) activation memory")
     z.add_argument("--price", default=None, help="NAME=USD_PER_ACCELERATOR_HOUR,... to rank by cost")
+    z.add_argument("--rank-by", choices=["tco", "capex", "cloud"], default=None,
+                   help="inference: price every option from the catalog (owning, purchase, renting) and rank by it")
+    z.add_argument("--site", default=None, help="inference with --rank-by: a catalog site (capplan list sites)")
     z.add_argument("--calibration", action="append", default=None,
                    help="inference: a calibration file from `capplan calibrate` for one of the accelerators (repeatable)")
     z.add_argument("--engine", choices=["vllm-v1", "sglang", "trtllm-pytorch", "trtllm-tensorrt"], default="vllm-v1",

@@ -96,3 +96,44 @@ def cost(scenario: Scenario, **overrides: Any) -> CostResult:
     result = json.loads(_core.estimate_json(json.dumps(_jsonable(data)), str(base)))  # paths relative to the file
     return CostResult(result["cost"])
 
+
+
+class BomResult(dict):
+    """A cluster's bill of materials as a dict (``lines``, ``fabric``, ``racks``, ``known_power_w``, ``known_usd``,
+    ``notes``) that shows as a table; ``rows()`` gives one dict per line for a spreadsheet."""
+
+    def rows(self) -> List[Dict[str, Any]]:
+        out = []
+        for line in self["lines"]:
+            count, w, price = line["count"], line["power_w"], line["usd"]
+            out.append({"item": line["item"], "model": line["model"], "count": count,
+                        "power_each_w": w, "power_total_w": None if w is None or line["in_systems"] else w * count,
+                        "usd_each": price, "usd_total": None if price is None else price * count,
+                        "note": "inside the systems' power and price" if line["in_systems"] else ""})
+        return out
+
+    def __repr__(self) -> str:
+        from .units import POWER, Quantity
+        head = ["item", "count", "model", "power each", "USD each"]
+        body = [[r["item"], str(r["count"]), r["model"], "-" if r["power_each_w"] is None else str(Quantity.from_si(r["power_each_w"], POWER)),
+                 "-" if r["usd_each"] is None else usd(r["usd_each"])] for r in self.rows()]
+        widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head] + body]
+        total = f"known power {self['known_power_w'] / 1e3:,.1f} kW"
+        if "known_usd" in self:
+            total += f", known price {_with_range(self['known_usd'], self['known_usd_range'])}"
+        racks = f"; {self['racks']} racks" if self.get("racks") is not None else ""
+        title = f"capplan bom: {self['devices']} accelerators as {self['units']} x {self['preset']}{racks}"
+        return "\n".join([title, *lines, total] + [f"note: {n}" for n in self["notes"]])
+
+
+def bom(system: str, count: int, rack_power: Any = None) -> BomResult:
+    """The bill of materials of ``count`` accelerators of the catalog system preset ``system``: the units bought, the
+    racks their maximum power fills (with ``rack_power``, e.g. "40 kW"), and the scale-out fabric (a non-blocking
+    rail-optimised fat tree of the link's switches, its cables and optics), with power and price per line where the
+    catalog has them (docs/formulas.md §20)."""
+    from .units import POWER, quantity
+    name = _args.text(system, "/system", "a catalog system preset (capplan list systems)")
+    n = _args.integer(count, "/count", 1, _args.MAX_COUNT)
+    watts = -1.0 if rack_power is None else quantity(rack_power, POWER, "/rack_power").si
+    return BomResult(json.loads(_core.bom_json(name, n, watts)))

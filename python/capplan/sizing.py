@@ -29,14 +29,29 @@ class SizingResult(dict):
     _HEAD = ("accelerator", "count", "tp", "pp", "replicas", "weights", "kv cache", "p99 TTFT", "p99 TPOT", "tokens/s",
              "cost/hour")
 
+    _COST_HEAD = ("own USD/h", "rent USD/h", "USD/1M tokens own", "USD/1M tokens rent")
+    _COST_KEYS = ("own_usd_per_hour", "rent_usd_per_hour", "own_usd_per_million_output_tokens",
+                  "rent_usd_per_million_output_tokens")
+
+    def _costed(self) -> bool:
+        return any(k in o for o in self["options"] for k in self._COST_KEYS)
+
+    def _head(self):
+        return self._HEAD + (self._COST_HEAD if self._costed() else ())
+
     def _rows(self):
+        from .costing import usd
         t = lambda v: str(Quantity.from_si(v, TIME))  # noqa: E731
+        costed = self._costed()
         return [(o["accelerator"], o["count"], o["tp"], o["pp"], o["replicas"], o["weights"], o["kv_cache"], t(o["ttft_p99_s"]),
                  t(o["tpot_p99_s"]), f"{o['output_tokens_per_s']:.0f}",
-                 f"{o['cost_per_hour']:g}" if "cost_per_hour" in o else "") for o in self["options"]]
+                 f"{o['cost_per_hour']:g}" if "cost_per_hour" in o else "")
+                + (tuple(usd(o[k]) if k in o else "-" for k in self._COST_KEYS) if costed else ())
+                for o in self["options"]]
 
     def __repr__(self) -> str:
-        text = "capplan sizing (cheapest first)\n" + _text_table(self._HEAD, self._rows())
+        rule = self.get("ranked_by", "cheapest first")
+        text = f"capplan sizing ({rule})\n" + _text_table(self._head(), self._rows())
         return text + "".join(f"\nrejected {r['accelerator']}: {r['reason']}" for r in self["rejected"])
 
     def _option_bars(self):
@@ -61,7 +76,7 @@ class SizingResult(dict):
         rejected = "".join(f"<li>{html.escape(r['accelerator'])}: {html.escape(r['reason'])}</li>"
                            for r in self["rejected"])
         charts = "".join(f"<div>{svg}</div>" for svg in self.charts_svg(lang))
-        return (f"<div class='capplan-sizing'>{_table_html(self._HEAD, self._rows())}{charts}"
+        return (f"<div class='capplan-sizing'>{_table_html(self._head(), self._rows())}{charts}"
                 + (f"<ul>{rejected}</ul>" if rejected else "") + "</div>")
 
     def html(self, lang: str = "en") -> str:
@@ -139,7 +154,8 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
                    prefill_dispatch: Optional[str] = None, kv_admission: Optional[str] = None,
                    speculative: Optional[Dict[str, Any]] = None,
                    prefix_cache: Optional[Dict[str, Any]] = None, disaggregated: bool = False,
-                   engine: str = "vllm-v1") -> Dict[str, Any]:
+                   engine: str = "vllm-v1", rank_by: Optional[str] = None,
+                   cost: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """For each accelerator (default: every one with a system preset), the smallest count and layout
     (tp, replicas, weight and KV formats) whose simulated p99 TTFT and TPOT meet the targets for
     ``concurrency`` users sending ``input_tokens``-token prompts for ``output_tokens``-token answers.
@@ -157,7 +173,15 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     whether it won (fewer devices, or the same count with a lower p99 TPOT). ``disaggregated``: also try
     prefill and decode pools of the accelerator (tp the smallest that holds the model; prefill:decode
     replica counts by total); one with fewer devices than the accelerator's best aggregated layout is
-    listed beside it, its ``disaggregation`` giving the replicas of each pool."""
+    listed beside it, its ``disaggregation`` giving the replicas of each pool.
+
+    ``rank_by`` ("tco": owning per hour, "capex": the purchase, "cloud": renting per hour) prices every option from
+    the catalog (its system preset's dated price, power and cloud offers; a site's terms; ``cost`` overrides any of
+    them as a scenario's ``cost`` object does, docs/scenario.md#cost) and ranks by that figure; each option then has
+    ``capex_usd`` (the whole units bought, ``own_units``), ``own_usd_per_hour`` (owning, the share of those units
+    the option uses: a 2-GPU option of an 8-GPU node pays a quarter), ``rent_usd_per_hour`` and the cost of a
+    million output tokens at the load that meets the targets (``own_usd_per_million_output_tokens``, ``rent_...``). Options the catalog cannot price
+    go last. Giving ``cost`` alone prices the options without reordering them."""
     from pathlib import Path
     calibrations = [_args.path_or_dict(c, f"/calibrations/{i}", "a file from capplan calibrate, or its dict")
                     for i, c in enumerate(_args.items(calibrations or [], "/calibrations", "a list of calibration files"))]
@@ -177,13 +201,53 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
                for i, w in enumerate(_args.items(weights or [], "/weights", "a list of weight formats"))]
     price = {_args.text(k, "/prices", "accelerator names"): _args.number(v, f"/prices/{k}", 0.0)
              for k, v in _args.mapping(prices or {}, "/prices", "a dict of accelerator name -> price per hour").items()}
-    return SizingResult(json.loads(_core.size_inference_json(
+    if rank_by is not None and rank_by not in _RANK_KEYS:
+        raise _args.config_error("/rank_by", rank_by, "not a ranking", ", ".join(_RANK_KEYS))
+    costs = None if cost is None and rank_by is None else _args.mapping(cost or {}, "/cost", "a scenario's cost object")
+    result = SizingResult(json.loads(_core.size_inference_json(
         ref, is_config, _args.integer(concurrency, "/concurrency", 1, tokens),
         _args.integer(input_tokens, "/input_tokens", 1, tokens), _args.integer(output_tokens, "/output_tokens", 1, tokens),
         ttft, tpot, names, price, formats, texts, _args.optional_text(prefill_dispatch, "/prefill_dispatch", "graph or eager"),
         _args.optional_text(kv_admission, "/kv_admission", "on_demand or reserve"), _json_object(speculative, "/speculative"),
         _json_object(prefix_cache, "/prefix_cache"), _args.boolean(disaggregated, "/disaggregated"),
         _args.text(engine, "/engine", "an engine profile's name"))))
+    if costs is not None:
+        _price_options(result, rank_by, costs)
+    return result
+
+
+# What each ranking sorts by, and how the result states it.
+_RANK_KEYS = {"tco": ("own_usd_per_hour", "ranked by the cost of owning per hour (the share of the units bought it uses)"),
+              "capex": ("capex_usd", "ranked by the purchase"),
+              "cloud": ("rent_usd_per_hour", "ranked by the cost of renting per hour")}
+
+
+def _price_options(result: Dict[str, Any], rank_by: Optional[str], cost: Dict[str, Any]) -> None:
+    """Each option's cost to own and to rent (the catalog's figures for its system, the cost object's overrides) and
+    per million output tokens at the load that meets the targets; then the ranking, options without the figure last."""
+    from .api import _jsonable
+    text = json.dumps(_jsonable(cost))
+    for o in result["options"]:
+        system = o.get("system") or {"accelerator": o["accelerator"]}
+        c = json.loads(_core.hourly_cost_json(json.dumps(system), o["count"], text))
+        hours_per_million = 1e6 / (o["output_tokens_per_s"] * 3600.0)
+        if "own" in c:  # whole units bought (capex); the option's hours pay the share of them it uses
+            o["capex_usd"] = c["own"]["capex_usd"]
+            o["own_units"] = c["own"]["units"]
+            o["own_usd_per_hour"] = c["own"]["usd_per_hour"] * c["own"]["used_share"]
+            o["own_usd_per_million_output_tokens"] = o["own_usd_per_hour"] * hours_per_million
+        if "rent" in c:  # at the offers' middle price per accelerator-hour
+            o["rent_usd_per_hour"] = c["rent"]["usd_per_hour"]
+            o["rent_usd_per_million_output_tokens"] = (c["rent"]["usd_per_device_hour"] * o["count"]
+                                                       * hours_per_million)
+        if o.get("prefill_accelerator") and o["prefill_accelerator"] != o["accelerator"]:
+            c["notes"].append(f"the prefill pool of {o['prefill_accelerator']} is priced as {o['accelerator']}")
+        o["cost_notes"] = c["notes"]
+    if rank_by is None:
+        return
+    key, rule = _RANK_KEYS[rank_by]
+    result["options"].sort(key=lambda o: (key not in o, o.get(key, 0.0)))
+    result["ranked_by"] = rule
 
 
 def _json_object(value, field):

@@ -53,23 +53,27 @@ TEST_CASE("a cost of capital charges the annuity that repays the purchase with i
     CHECK(r.cost->own->capital_per_hour == doctest::Approx(300000.0 * 0.250456 / 8766).epsilon(1e-5));
 }
 
-TEST_CASE("renting: the user's price, or the middle of the catalog's offers for whole instances") {
+TEST_CASE("renting: the user's price, or the middle of the catalog's offers per accelerator-hour") {
     const auto given_price = run(serving(given));
     REQUIRE(given_price.cost->rent.has_value());
     CHECK(given_price.cost->rent->per_hour.usd == 8 * 3.0);
-    // 12 H100s from the catalog's on-demand offers, each rented whole: an 8-GPU instance twice, or 12 one-GPU ones.
+    // 12 H100s at the catalog's on-demand offers per accelerator-hour (instance price / its GPUs).
     const system_economics& e = cat().system_preset("DGX-H100").economics;
-    std::vector<double> hourly;
+    std::vector<double> per_device;
     for (const cloud_offer& o : e.cloud)
-        if (o.commitment == "on_demand") hourly.push_back(((12 + o.devices - 1) / o.devices) * o.usd_per_hour);
-    REQUIRE(hourly.size() == 2);  // Lambda's 8-GPU instance and RunPod's single GPU
+        if (o.commitment == "on_demand") per_device.push_back(o.usd_per_hour / o.devices);
+    REQUIRE(per_device.size() == 2);  // Lambda's 8-GPU instance and RunPod's single GPU
     const auto r = run(serving("{}", R"({"accelerator": "H100-SXM", "count": 12, "per_node": 4})"));
     REQUIRE(r.cost->rent.has_value());
-    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(0.5 * (hourly[0] + hourly[1])));
-    CHECK(r.cost->rent->per_hour.low == doctest::Approx(std::min(hourly[0], hourly[1])));
+    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(12 * 0.5 * (per_device[0] + per_device[1])));
+    CHECK(r.cost->rent->per_hour.low == doctest::Approx(12 * std::min(per_device[0], per_device[1])));
     CHECK(r.cost->rent->offers.size() == 2);
     CHECK(r.cost->preset == "DGX-H100");  // a system given by accelerator is priced as its preset
-    CHECK(r.cost->own->units == 2);       // 12 GPUs: two whole 8-GPU nodes bought
+    // 12 GPUs: two whole 8-GPU nodes bought, 12 of their 16 GPUs used; a token pays that share of the hour.
+    CHECK(r.cost->own->units == 2);
+    CHECK(r.cost->own->used_share == doctest::Approx(0.75));
+    const double hours = 1e6 / (*r.inference->throughput_tokens_per_s * 3600);
+    CHECK(r.cost->per_million_output_tokens->own->usd == doctest::Approx(r.cost->own->per_hour.usd * 0.75 * hours));
 }
 
 TEST_CASE("a million output tokens costs the hours they take, stretched by the hardware's utilization") {

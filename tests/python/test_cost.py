@@ -98,3 +98,37 @@ def test_the_schemas_refuse_a_price_without_a_date_and_a_site_without_a_pue():
     site = json.loads((ROOT / "models" / "sites" / "us-colocation.json").read_text())
     del site["pue"]
     assert list(validator("site.schema.json").iter_errors(site))
+
+
+def test_sizing_ranks_by_the_cost_of_owning_and_prices_a_million_tokens_at_the_targets():
+    r = capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["H100-SXM", "B200", "MI300X"],
+                               rank_by="tco")
+    options = r["options"]
+    assert r["ranked_by"].startswith("ranked by the cost of owning per hour")
+    owned = [o for o in options if "own_usd_per_hour" in o]
+    assert [o["own_usd_per_hour"] for o in owned] == sorted(o["own_usd_per_hour"] for o in owned)
+    assert options.index(owned[-1]) < len(owned)  # the unpriced (no MI300X purchase price) come after
+    for o in owned:  # by hand from the catalog: the option's share of the whole nodes bought
+        entry = capplan.entry(o["system"])
+        per_unit = entry["per_node"] * entry.get("nodes", 1)
+        units = -(-o["count"] // per_unit)
+        assert o["own_units"] == units
+        assert o["capex_usd"] == pytest.approx(units * sum(entry["price"]["usd"]) / 2
+                                               if isinstance(entry["price"]["usd"], list) else units * entry["price"]["usd"])
+        hourly = capplan.cost({"model": "Llama-3.1-8B", "system": {"preset": o["system"], "count": per_unit}})
+        assert o["own_usd_per_hour"] == pytest.approx(hourly["own"]["usd_per_hour"] * o["count"] / (units * per_unit))
+        assert o["own_usd_per_million_output_tokens"] == pytest.approx(
+            o["own_usd_per_hour"] * 1e6 / (o["output_tokens_per_s"] * 3600))
+    assert all("rent_usd_per_hour" in o for o in options)  # every one has cloud offers
+    with pytest.raises(capplan.ConfigError, match="/rank_by"):
+        capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["B200"], rank_by="cheapest")
+
+
+def test_cli_sizing_rank_by(run_cli):
+    code, out, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "1000",
+                             "--output", "100", "--accelerators", "H100,B200", "--rank-by", "cloud")
+    assert code == 0, err
+    assert out.startswith("ranked by the cost of renting per hour") and "rent $/1M tok" in out
+    code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "8",
+                             "--rank-by", "tco")
+    assert code == 2 and "--rank-by" in err

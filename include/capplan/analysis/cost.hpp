@@ -20,6 +20,7 @@ struct usd_estimate {
 
 struct ownership_cost {
     int units = 0;           // preset units bought: ceil(devices / devices per unit)
+    double used_share = 1.0; // devices / the units' devices: the share a unit of work pays (the rest serve other work)
     usd_estimate capex;      // units x unit price + other capex
     usd_estimate per_hour;   // capital + energy + hosting + support
     double capital_per_hour = 0.0, energy_per_hour = 0.0, hosting_per_hour = 0.0, support_per_hour = 0.0;

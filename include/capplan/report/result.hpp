@@ -169,6 +169,8 @@ struct estimate_result {
 
 // The result as JSON text (see docs/scenario.md for the layout).
 std::string to_json(const estimate_result& r, int indent = 2);
+// A cost section alone, as in the result's "cost".
+std::string to_json(const cost_result& c, int indent = -1);
 // Typed specs as JSON (SI numbers, null for unknown), for bindings and printers.
 std::string to_json(const model_spec& m, int indent = -1);
 std::string to_json(const system_spec& s, int indent = -1);

@@ -54,6 +54,18 @@ struct system_economics {
     std::vector<cloud_offer> cloud;
 };
 
+// The parts a scale-out fabric of this link is built of (a catalog link's "fabric"), for a cluster's bill of materials:
+// the switch and its port count at the link's rate, and the modules at each end of a link.
+struct fabric_part {
+    std::string model;
+    int ports = 1;                       // switch: ports at the link's rate; optic: links it carries
+    std::optional<sourced_power> power;  // each, where published
+};
+struct fabric_parts {
+    fabric_part switch_, nic, switch_optic, node_optic;
+    dated_source from;
+};
+
 // A number with its source and date (a site's PUE, an electricity price...).
 struct sourced_number {
     double value = 0.0;

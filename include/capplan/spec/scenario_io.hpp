@@ -26,6 +26,11 @@ speculative_spec read_speculative(std::string_view json_text, const model_spec& 
 prefix_cache_spec read_prefix_cache(std::string_view json_text, std::int64_t input_tokens,
                                     const std::string& field = "/inference/prefix_cache");
 
+// A scenario's "cost" object alone, for `sys` (sizing prices its options with it): the same rules and errors, under
+// `field`.
+cost_spec read_cost(std::string_view json_text, const catalog& cat, const system_spec& sys,
+                    const std::string& field = "/cost");
+
 // The built-in default: an internal AI assistant for ~50 colleagues on one 8-GPU server.
 std::string default_scenario_json();
 

@@ -1,0 +1,55 @@
+// A cluster's bill of materials (issue #22 item 3; docs/formulas.md §20): for a system preset and an accelerator count,
+// the units bought, the racks their power fills, and the scale-out fabric that joins them, a non-blocking
+// (rail-optimised) fat tree of the link's switches as NVIDIA's DGX SuperPOD reference architectures build it, with
+// its links and optics; power and price per line where the catalog has them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capplan/catalog.hpp"
+
+namespace capplan {
+
+// The switches and links of a non-blocking fat tree joining `nodes` nodes of `rails` NICs each with `ports`-port
+// switches. Rail-optimised: NIC i of every node joins rail i's own leaves.
+struct fat_tree_counts {
+    int tiers = 0;  // 1: one switch; 2: leaf-spine; 3: leaf-spine-core
+    std::int64_t leaf = 0, spine = 0, core = 0;
+    std::int64_t node_links = 0, leaf_spine_links = 0, spine_core_links = 0;
+};
+
+// Throws config_error (naming `field`) beyond a three-tier tree of such switches (ports^3 / 4 NICs).
+fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field);
+
+struct bom_line {
+    std::string item;    // "systems", "leaf switches", "optics at switches"...
+    std::string model;
+    std::int64_t count = 0;
+    std::optional<power> power_each;
+    std::optional<usd_range> usd_each;
+    bool in_systems = false;  // counted inside the systems' power and price (the NICs): not added again
+};
+
+struct bom_result {
+    std::string preset;
+    std::int64_t devices = 0, units = 0, nodes = 0;
+    std::optional<std::int64_t> racks;  // with a rack power limit
+    std::optional<fat_tree_counts> fabric;
+    std::vector<bom_line> lines;
+    power known_power;                  // the lines whose power is known, NICs inside the systems not again
+    std::optional<usd_range> known_usd; // the lines whose price is known
+    std::vector<std::string> notes;     // what is missing or assumed
+};
+
+// The bill of materials of `devices` accelerators of the catalog `preset`, racks filled up to `rack_power`.
+bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64_t devices,
+                       std::optional<power> rack_power);
+
+// As JSON text: {preset, devices, units, nodes, racks, fabric {tiers, leaf...}, lines [{item, model, count, power_w,
+// usd, usd_range, in_systems}], known_power_w, known_usd(_range), notes}.
+std::string to_json(const bom_result& b, int indent = 2);
+
+}  // namespace capplan

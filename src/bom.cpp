@@ -1,0 +1,161 @@
+// A cluster's bill of materials (docs/formulas.md §20).
+#include "capplan/analysis/bom.hpp"
+
+#include "capplan/error.hpp"
+#include "capplan/units_parse.hpp"
+
+namespace capplan {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// The systems themselves, and the racks their maximum power fills.
+void add_systems(const system_entry& e, std::optional<power> rack_power, bom_result& b) {
+    const system_economics& econ = e.economics;
+    bom_line systems;
+    systems.item = "systems";
+    systems.model = e.name + " (" + std::to_string(econ.devices) + " x " + e.accelerator + ")";
+    systems.count = b.units;
+    if (econ.max_power) systems.power_each = econ.max_power->value;
+    if (econ.price) systems.usd_each = econ.price->usd;
+    b.lines.push_back(systems);
+    if (!econ.max_power) b.notes.push_back("systems: the catalog has no power figure for " + e.name);
+    if (!econ.price) b.notes.push_back("systems: the catalog has no purchase price for " + e.name);
+    if (!rack_power) return;
+    if (!econ.max_power) {
+        b.notes.push_back("racks: not counted without the system's power");
+        return;
+    }
+    const auto per_rack = static_cast<std::int64_t>(rack_power->si() / econ.max_power->value.si());
+    if (per_rack < 1) {
+        b.notes.push_back("racks: one " + e.name + " draws up to " + format(econ.max_power->value) + ", more than a rack's " +
+                          format(*rack_power));
+        return;
+    }
+    b.racks = ceil_div(b.units, per_rack);
+    b.notes.push_back("racks: " + std::to_string(per_rack) + " x " + e.name + " per rack of " + format(*rack_power) +
+                      " (compute racks only; network and storage racks are not counted)");
+}
+
+void add_fabric(const catalog& cat, const system_entry& e, bom_result& b) {
+    if (e.scale_out_link.empty()) return;
+    if (b.nodes < 2) {
+        b.notes.push_back("fabric: one node needs no scale-out switches");
+        return;
+    }
+    const fabric_parts* f = cat.fabric(e.scale_out_link);
+    if (!f) {
+        b.notes.push_back("fabric: the catalog lists no switch, NIC or optics for " + e.scale_out_link +
+                          " (models/links, key fabric)");
+        return;
+    }
+    const bool rails = e.scale_out_topology == "rail_optimized_fat_tree";
+    const fat_tree_counts t = fat_tree(b.nodes, e.nics_per_node, f->switch_.ports, rails, "/count");
+    b.fabric = t;
+    const auto add = [&](const std::string& item, const fabric_part& part, std::int64_t count, bool in_systems) {
+        if (count == 0) return;
+        bom_line l;
+        l.item = item;
+        l.model = part.model;
+        l.count = count;
+        if (part.power) l.power_each = part.power->value;
+        l.in_systems = in_systems;
+        b.lines.push_back(l);
+    };
+    add("NICs", f->nic, t.node_links, true);
+    add("leaf switches", f->switch_, t.leaf, false);
+    add("spine switches", f->switch_, t.spine, false);
+    add("core switches", f->switch_, t.core, false);
+    const fabric_part fibre{"fibre cable, one per link", 1, std::nullopt};
+    add("cables node-leaf", fibre, t.node_links, false);
+    add("cables leaf-spine", fibre, t.leaf_spine_links, false);
+    add("cables spine-core", fibre, t.spine_core_links, false);
+    const std::int64_t switch_ends = t.node_links + 2 * (t.leaf_spine_links + t.spine_core_links);
+    add("optics at switches", f->switch_optic, ceil_div(switch_ends, f->switch_optic.ports), false);
+    add("optics at nodes", f->node_optic, ceil_div(t.node_links, f->node_optic.ports), false);
+    b.notes.push_back("fabric: " + std::to_string(t.tiers) + "-tier " + (rails ? "rail-optimised " : "") +
+                      "fat tree of " + std::to_string(f->switch_.ports) + "-port switches, non-blocking (half of each "
+                      "switch's ports down, half up)" +
+                      (e.oversubscription > 1 ? "; the preset's oversubscription " + format_number(e.oversubscription) +
+                                                    " is not applied to the count"
+                                              : std::string()) +
+                      "; parts as of " + f->from.date);
+}
+
+void add_totals(bom_result& b) {
+    bool priced_network = false;
+    for (const bom_line& l : b.lines) {
+        if (l.in_systems) continue;
+        if (l.power_each) b.known_power += static_cast<double>(l.count) * *l.power_each;
+        if (l.usd_each) {
+            usd_range sum = b.known_usd.value_or(usd_range{});
+            sum.low += static_cast<double>(l.count) * l.usd_each->low;
+            sum.high += static_cast<double>(l.count) * l.usd_each->high;
+            b.known_usd = sum;
+            priced_network = priced_network || l.item != "systems";
+        }
+    }
+    for (const bom_line& l : b.lines)
+        if (!l.in_systems && !l.power_each && l.item.rfind("cables", 0) != 0) {
+            b.notes.push_back("power: the catalog has no figure for the " + l.item + " (" + l.model +
+                              "): the total leaves them out");
+        }
+    if (b.fabric && !priced_network)
+        b.notes.push_back("price: the catalog has no network prices; the total is the systems' alone");
+}
+
+}  // namespace
+
+fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field) {
+    fat_tree_counts t;
+    const std::int64_t nics = nodes * rails;
+    t.node_links = nics;
+    if (nics <= ports) {  // one switch joins them all
+        t.tiers = 1;
+        t.leaf = 1;
+        return t;
+    }
+    const std::int64_t half = ports / 2;  // non-blocking: as many ports up as down
+    t.leaf = rail_optimized ? rails * ceil_div(nodes, half) : ceil_div(nics, half);
+    t.leaf_spine_links = nics;
+    if (nics <= ports * half) {
+        t.tiers = 2;
+        t.spine = ceil_div(nics, ports);
+        return t;
+    }
+    if (nics > ports * half * half)
+        throw config_error(field, std::to_string(nics) + " NICs",
+                           "more than a three-tier fat tree of " + std::to_string(ports) + "-port switches joins (" +
+                               std::to_string(ports * half * half) + ")",
+                           "fewer accelerators, or a link whose switch has more ports");
+    t.tiers = 3;
+    t.spine = ceil_div(nics, half);
+    t.core = ceil_div(nics, ports);
+    t.spine_core_links = nics;
+    return t;
+}
+
+bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64_t devices,
+                       std::optional<power> rack_power) {
+    const system_entry& e = cat.system_preset(preset, "/system");
+    if (devices < 1 || devices > max_system_accelerators)
+        throw config_error("/count", std::to_string(devices), "out of range",
+                           "an integer from 1 to " + std::to_string(max_system_accelerators));
+    if (rack_power && !(rack_power->si() > 0))
+        throw config_error("/rack_power", format(*rack_power), "must be > 0", "a power such as \"40 kW\"");
+    bom_result b;
+    b.preset = e.name;
+    b.devices = devices;
+    b.units = ceil_div(devices, e.economics.devices);
+    b.nodes = b.units * e.nodes;
+    if (b.units * e.economics.devices != devices)
+        b.notes.push_back(std::to_string(devices) + " accelerators: " + std::to_string(b.units) + " whole units of " +
+                          std::to_string(e.economics.devices));
+    add_systems(e, rack_power, b);
+    add_fabric(cat, e, b);
+    add_totals(b);
+    return b;
+}
+
+}  // namespace capplan

@@ -1,0 +1,93 @@
+// analysis/bom.hpp: a cluster's bill of materials against NVIDIA's published DGX SuperPOD counts, and by hand.
+#include <doctest/doctest.h>
+
+#include "test_support.hpp"
+
+#include "capplan/analysis/bom.hpp"
+#include "capplan/error.hpp"
+
+using namespace capplan;
+using namespace capplan::units;
+
+namespace {
+const catalog& cat() { return test::shipped_catalog(); }
+std::int64_t count_of(const bom_result& b, const std::string& item) {
+    for (const auto& l : b.lines)
+        if (l.item == item) return l.count;
+    return 0;
+}
+}  // namespace
+
+TEST_CASE("the rail-optimised fat tree matches the DGX SuperPOD B200 reference architecture's compute fabric table") {
+    // docs.nvidia.com/dgx-superpod/reference-architecture-scalable-infrastructure-b200, "DGX SuperPOD Architecture":
+    // SU count / nodes / leaf / spine / core / node-leaf / leaf-spine / spine-core cables, QM9700 (64 NDR ports),
+    // eight rails (one ConnectX-7 per GPU).
+    struct row { std::int64_t nodes, leaf, spine, core, node_leaf, leaf_spine, spine_core; };
+    const row rows[] = {{64, 16, 8, 0, 512, 512, 0},           {128, 32, 16, 0, 1024, 1024, 0},
+                        {256, 64, 32, 0, 2048, 2048, 0},        {512, 128, 128, 64, 4096, 4096, 4096},
+                        {1024, 256, 256, 128, 8192, 8192, 8192}, {2048, 512, 512, 256, 16384, 16384, 16384}};
+    for (const row& r : rows) {
+        CAPTURE(r.nodes);
+        const fat_tree_counts t = fat_tree(r.nodes, 8, 64, true, "/count");
+        CHECK(t.leaf == r.leaf);
+        CHECK(t.spine == r.spine);
+        CHECK(t.core == r.core);
+        CHECK(t.node_links == r.node_leaf);
+        CHECK(t.leaf_spine_links == r.leaf_spine);
+        CHECK(t.spine_core_links == r.spine_core);
+        CHECK(t.tiers == (r.core ? 3 : 2));
+    }
+    // One scalable unit, 32 nodes: 8 leaves (one per rail) and 4 spines (256 uplinks / 64 ports).
+    const fat_tree_counts su = fat_tree(32, 8, 64, true, "/count");
+    CHECK(su.leaf == 8);
+    CHECK(su.spine == 4);
+    // Four nodes' 32 NICs fit one 64-port switch.
+    CHECK(fat_tree(4, 8, 64, true, "/count").tiers == 1);
+    // Beyond 64^3 / 4 = 65,536 NICs a three-tier tree of 64-port switches runs out.
+    CHECK_THROWS_WITH_AS(fat_tree(8193, 8, 64, true, "/count"), doctest::Contains("three-tier"), config_error);
+}
+
+TEST_CASE("a scalable unit of HGX B200: switches, cables, optics, power and price by hand") {
+    const bom_result b = cluster_bom(cat(), "HGX-B200", 256, std::nullopt);
+    CHECK(b.units == 32);
+    CHECK(count_of(b, "systems") == 32);
+    CHECK(count_of(b, "NICs") == 256);
+    CHECK(count_of(b, "leaf switches") == 8);
+    CHECK(count_of(b, "spine switches") == 4);
+    CHECK(count_of(b, "core switches") == 0);
+    CHECK(count_of(b, "cables node-leaf") == 256);
+    CHECK(count_of(b, "cables leaf-spine") == 256);
+    // Twin-port (2 x 400G) optics: switch ends 256 + 2 x 256 = 768 ports -> 384 modules; node ends 256 / 2 = 128.
+    CHECK(count_of(b, "optics at switches") == 384);
+    CHECK(count_of(b, "optics at nodes") == 128);
+    // Known power: 32 x 14.3 kW + 512 optics x 15 W = 457.6 + 7.68 kW (the NICs are inside the systems' 14.3 kW; the
+    // QM9700's power is not in the catalog and is left out, with a note).
+    CHECK(b.known_power.in(kW) == doctest::Approx(32 * 14.3 + 512 * 0.015));
+    const usd_range each = cat().system_preset("HGX-B200").economics.price->usd;
+    REQUIRE(b.known_usd.has_value());
+    CHECK(b.known_usd->low == doctest::Approx(32 * each.low));
+    bool switch_note = false;
+    for (const auto& n : b.notes) switch_note = switch_note || n.find("leaf switches") != std::string::npos;
+    CHECK(switch_note);
+}
+
+TEST_CASE("racks hold whole systems up to the rack's power; a rack too small says so") {
+    // 32 DGX H100 of 10.2 kW in 40 kW racks: 3 a rack (30.6 kW), 11 racks.
+    const bom_result b = cluster_bom(cat(), "DGX-H100", 256, 40 * kW);
+    REQUIRE(b.racks.has_value());
+    CHECK(*b.racks == 11);
+    const bom_result small = cluster_bom(cat(), "DGX-H100", 8, 8 * kW);
+    CHECK_FALSE(small.racks.has_value());
+    CHECK(small.notes.size() >= 2);
+    // One node: no fabric.
+    CHECK_FALSE(small.fabric.has_value());
+    // A rack-scale unit is bought whole: 100 GB200s are two NVL72 racks.
+    CHECK(cluster_bom(cat(), "GB200-NVL72", 100, std::nullopt).units == 2);
+}
+
+TEST_CASE("bad bill-of-materials input names its field") {
+    CHECK_THROWS_WITH_AS(cluster_bom(cat(), "DGX-H100", 0, std::nullopt), doctest::Contains("/count"), config_error);
+    CHECK_THROWS_WITH_AS(cluster_bom(cat(), "DGX-H999", 8, std::nullopt), doctest::Contains("/system"),
+                         unknown_name_error);
+    CHECK_THROWS_WITH_AS(cluster_bom(cat(), "DGX-H100", 8, 0 * kW), doctest::Contains("/rack_power"), config_error);
+}

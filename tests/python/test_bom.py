@@ -1,0 +1,47 @@
+"""capplan.bom and `capplan bom` (issue #22 item 3): the lines, their spreadsheet, and bad input. The counts themselves
+are checked against NVIDIA's DGX SuperPOD table in tests/cpp/test_bom.cpp."""
+import json
+
+import pytest
+
+import capplan
+
+
+def test_bom_lines_by_hand():
+    b = capplan.bom("DGX-H100", 64, rack_power="40 kW")  # 8 nodes of 8 NICs: one 64-port switch
+    rows = {r["item"]: r for r in b.rows()}
+    assert rows["systems"]["count"] == 8 and rows["NICs"]["count"] == 64
+    assert rows["leaf switches"]["count"] == 1 and "spine switches" not in rows
+    assert rows["NICs"]["power_total_w"] is None  # inside the systems' 10.2 kW
+    assert b["racks"] == 3  # 3 x 10.2 kW a 40 kW rack
+    assert b["known_power_w"] == pytest.approx(8 * 10200 + (32 + 32) * 15)
+    assert "capplan bom: 64 accelerators as 8 x DGX-H100; 3 racks" in repr(b) and "10.2 kW" in repr(b)
+
+
+def test_cli_bom_table_csv_xlsx_and_bad_input(run_cli, tmp_path):
+    code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256")
+    assert code == 0, err
+    assert "leaf switches       8" in out and "spine switches      4" in out
+    code, out, _ = run_cli("bom", "--system", "HGX-B200", "--count", "256", "--format", "json")
+    assert json.loads(out)["fabric"]["spine"] == 4
+    openpyxl = pytest.importorskip("openpyxl")
+    xlsx = tmp_path / "bom.xlsx"
+    code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", "-o", str(xlsx))
+    assert code == 0, err
+    sheet = openpyxl.load_workbook(xlsx).active
+    header = [c.value for c in sheet[1]]
+    counts = {row[0]: row[header.index("count")] for row in sheet.iter_rows(min_row=2, values_only=True)}
+    assert counts["optics at switches"] == 384 and isinstance(counts["systems"], int)
+    for args, field in ((["--rack-power", "40 GB"], "/rack_power"), (["-o", str(tmp_path / "b.pdf")], ".pdf"),
+                        (["--system", "DGX-H999"], "DGX-H999")):  # a later --system replaces the first
+        code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", *args)
+        assert code == 2 and field in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_bom_arguments_are_checked():
+    with pytest.raises(capplan.ConfigError, match="/system"):
+        capplan.bom(5, 8)
+    with pytest.raises(capplan.ConfigError, match="/count"):
+        capplan.bom("DGX-H100", 2**21)
+    with pytest.raises(capplan.UnitError, match="/rack_power"):
+        capplan.bom("DGX-H100", 8, rack_power="40 GB")
