@@ -266,6 +266,58 @@ NOTEBOOKS = {
                           "reload of the offloaded cache, not the GPU, sets each step (the chain's `host link (kv reload)`). "
                           "Past that, more GPUs (tensor parallelism) or an fp8 cache serve the same users far faster."),
     ],
+    "buy_or_rent": [
+        new_markdown_cell("# Buy or rent? Serving and training in money, energy and emissions\n\n"
+                          "Every price and power figure comes from the catalog with its source and date "
+                          "(`capplan list systems`, `capplan show HGX-B200`), and a site's terms (`capplan list sites`): "
+                          "PUE, electricity, colocation per kW, depreciation. Prices are ranges where sources disagree; "
+                          "each money figure carries that range.\n\n"
+                          "**Serve Llama-3.1-70B to 50 users** (2,000-token prompts, 500-token answers) within a p99 TTFT "
+                          "of 2 s and a p99 TPOT of 50 ms: the cheapest layout per accelerator, priced to own and to rent."),
+        new_code_cell("import capplan\nfrom IPython.display import SVG, display\nfrom capplan.charts import bar_chart\n"
+                      "plan = capplan.size_inference('Llama-3.1-70B', 50, 2000, 500, ttft_p99='2 s', tpot_p99='50 ms',\n"
+                      "                              accelerators=['H100-SXM', 'H200', 'B200', 'MI300X'], rank_by='tco')\n"
+                      "print(plan)\n"
+                      "best = plan['options'][0]\n"
+                      "print(f\"Recommendation: {best['count']} x {best['accelerator']} ({best['weights']} weights), \"\n"
+                      "      f\"${best['capex_usd']:,.0f} to buy ({best['own_units']} x {best['system']}), \"\n"
+                      "      f\"${best['own_usd_per_million_output_tokens']:.2f} per million output tokens owned, \"\n"
+                      "      f\"${best['rent_usd_per_million_output_tokens']:.2f} rented.\")"),
+        new_code_cell("bars = []\n"
+                      "for o in plan['options']:\n"
+                      "    for how in ('own', 'rent'):\n"
+                      "        key = how + '_usd_per_million_output_tokens'\n"
+                      "        if key in o:\n"
+                      "            bars.append((f\"{o['count']}x {o['accelerator']} {how}\", o[key], f\"${o[key]:.2f}\"))\n"
+                      "display(SVG(bar_chart('USD per million output tokens at the targets', bars, min(bars, key=lambda b: b[1])[0])))"),
+        new_markdown_cell("The owned figures charge the share of the whole nodes bought that the layout uses (the rest "
+                          "serve other work); MI300X has cloud offers but no sourced purchase price, so it is rented only. "
+                          "The hourly cost of owning the recommended hardware, part by part, with its range:"),
+        new_code_cell("c = capplan.cost({'model': 'Llama-3.1-70B', 'system': {'preset': best['system'], 'count': best['count']},\n"
+                      "                  'precision': {'weights': best['weights'], 'kv_cache': best['kv_cache']},\n"
+                      "                  'parallelism': {'tp': best['tp']},\n"
+                      "                  'inference': {'input_tokens': 2000, 'output_tokens': 500, 'concurrency': 50}})\n"
+                      "print(c)"),
+        new_markdown_cell("**Train a 8B model on 1 trillion tokens** on 64 H100s or 64 B200s: GPU-hours, energy at the "
+                          "facility, emissions on the US grid, and the cost owned and rented."),
+        new_code_cell("runs = []\n"
+                      "for preset in ('DGX-H100', 'HGX-B200'):\n"
+                      "    r = capplan.estimate({'model': 'Llama-3.1-8B', 'system': {'preset': preset, 'count': 64},\n"
+                      "                          'training': {'seq_len': 8192, 'global_batch': 512, 'zero': 1, 'tokens': 1e12},\n"
+                      "                          'cost': {}}).to_dict()\n"
+                      "    t, run = r['training'], r['cost']['per_run']\n"
+                      "    runs.append((preset, run['own_usd'], run['rent_usd']))\n"
+                      "    print(f\"{preset}: {t['time_to_train_s'] / 86400:.1f} days, {t['gpu_hours']:,.0f} GPU-hours, \"\n"
+                      "          f\"{run['energy_kwh'] / 1e3:,.0f} MWh, {run['emissions_kg_co2e'] / 1e3:,.0f} t CO2e, \"\n"
+                      "          f\"own {capplan.costing.usd(run['own_usd'])} (range {capplan.costing.usd(run['own_usd_range'][0])}-\"\n"
+                      "          f\"{capplan.costing.usd(run['own_usd_range'][1])}), \"\n"
+                      "          f\"rent {capplan.costing.usd(run['rent_usd'])}\")\n"
+                      "display(SVG(bar_chart('a 1T-token run of Llama-3.1-8B, USD', [(f'{p} {how}', v, f'${v:,.0f}')\n"
+                      "    for p, own, rent in runs for how, v in (('own', own), ('rent', rent))])))"),
+        new_markdown_cell("Owning wins when the hardware stays busy: `capplan.cost(..., utilization=0.4)` charges each "
+                          "run for the idle hours too. Override any figure (`system_price`, `price_per_device_hour`, "
+                          "`usd_per_kwh`, `pue`, `depreciation_years`, `cost_of_capital`) with your own quotes."),
+    ],
 }
 
 

@@ -40,6 +40,11 @@ CHECKPOINT = ROOT / "tests" / "data" / "published_checkpoint.json"  # checkpoint
 LORA = ROOT / "tests" / "data" / "published_lora.json"  # LoRA / QLoRA fine-tuning peak memory (issue #20)
 TRAINING = ROOT / "tests" / "data" / "published_training.json"  # pre-training step time and MFU (issue #20)
 DOC = ROOT / "docs" / "validation.md"
+BANDS = ROOT / "models" / "uncertainty.json"  # the error bands estimates carry as ranges (issue #22 item 5)
+# The quantities whose held-out errors become an estimate's ranges, and the fewest rows a band needs.
+BAND_QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_static", "training_step",
+                   "checkpoint_save", "checkpoint_restore", "lora_memory")
+BAND_MIN_ROWS = 3
 
 ROLES = ("fitted", "held_out")
 QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_loop", "throughput_static",
@@ -540,6 +545,15 @@ def render(rows, provenance, data):
     if multi:
         within = sum(abs(r["error"]) <= 0.10 for r in multi)
         lines += ["", f"Held-out multi-node collective rows within 10% (issue #20's target): {within} of {len(multi)}."]
+    band = bands(rows)["bands"]
+    lines += ["", "## Uncertainty bands (models/uncertainty.json)", "",
+              "Every estimate carries, beside each headline figure these quantities cover, a `<key>_range` [low, high]: "
+              "the 10th and 90th percentiles of the held-out rows' signed errors turned around, "
+              "[v / (1 + p90), v / (1 + p10)] for a prediction v (tokens per second and MFU of a step: "
+              "[v (1 + p10), v (1 + p90)]). "
+              "Cold start, inference memory and costs have no validated rows and no band.", "",
+              "| quantity | held-out rows | p10 | p90 |", "|---|---:|---:|---:|"]
+    lines += [f"| {q} | {b['rows']} | {pct(b['p10'])} | {pct(b['p90'])} |" for q, b in band.items()]
     beyond = [r for r in rows if r["role"] == "held_out" and abs(r["error"]) > ROW_LIMIT]
     lines += ["", f"Held-out entries beyond {100 * ROW_LIMIT:.0f}%: {len(beyond)}"
               + "".join(f"\n- {r['id']} {r['label']} ({r['quantity']}): {pct(r['error'])}" for r in beyond), ""]
@@ -574,6 +588,23 @@ def render(rows, provenance, data):
     return "\n".join(lines) + "\n"
 
 
+def bands(rows):
+    """models/uncertainty.json's content: per quantity, the 10th and 90th percentiles of the held-out rows' signed
+    errors (statistics.quantiles, inclusive method: with few rows they approach the smallest and largest)."""
+    out = {}
+    for q in BAND_QUANTITIES:
+        errors = sorted(r["error"] for r in rows if r["quantity"] == q and r["role"] == "held_out")
+        if len(errors) < BAND_MIN_ROWS:
+            continue
+        deciles = statistics.quantiles(errors, n=10, method="inclusive")
+        out[q] = {"p10": round(deciles[0], 3) + 0.0, "p90": round(deciles[-1], 3) + 0.0, "rows": len(errors)}  # no -0.0
+    return {"$comment": "Written by scripts/validation_report.py from the held-out rows of docs/validation.md; do not edit.",
+            "method": "10th and 90th percentiles of the signed relative error (modelled / published - 1) of the held-out "
+                      "rows of each quantity; a prediction v puts the measurement in [v / (1 + p90), v / (1 + p10)] "
+                      f"(quantities with fewer than {BAND_MIN_ROWS} rows have no band)",
+            "bands": out}
+
+
 def _comparable(text):
     return [line for line in text.splitlines() if not line.startswith(_GENERATED)]
 
@@ -583,13 +614,18 @@ def main(argv=None):
     ap.add_argument("--check", action="store_true", help="exit 1 if docs/validation.md differs from what would be written")
     args = ap.parse_args(argv)
     data = json.loads(DATA.read_text())
-    text = render(collect(data), _provenance(), data)
+    rows = collect(data)
+    text = render(rows, _provenance(), data)
+    band_text = json.dumps(bands(rows), indent=2) + "\n"
     if args.check:
         stale = not DOC.exists() or _comparable(DOC.read_text()) != _comparable(text)
+        stale_bands = not BANDS.exists() or BANDS.read_text() != band_text
         print(f"{DOC} is {'stale: run python scripts/validation_report.py' if stale else 'up to date'}")
-        return 1 if stale else 0
+        print(f"{BANDS} is {'stale: run python scripts/validation_report.py' if stale_bands else 'up to date'}")
+        return 1 if stale or stale_bands else 0
     DOC.write_text(text)
-    print(f"wrote {DOC}")
+    BANDS.write_text(band_text)
+    print(f"wrote {DOC} and {BANDS}")
     return 0
 
 

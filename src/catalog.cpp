@@ -326,6 +326,30 @@ system_entry read_system(object_reader& r, const header& h) {
 
 namespace {
 
+// models/uncertainty.json: {"method": text, "bands": {quantity: {"p10", "p90", "rows"}}}.
+uncertainty_bands read_uncertainty(const json& j) {
+    object_reader r(j, "", true);
+    uncertainty_bands u;
+    u.method = r.required_string("method");
+    r.allow({"$comment", "generated_from"});
+    object_reader bands = r.child("bands");
+    for (const auto& item : j.at("bands").items()) {
+        object_reader b = bands.child(item.key());
+        error_band e;
+        for (auto [key, value] : {std::pair{"p10", &e.p10}, std::pair{"p90", &e.p90}}) {
+            const auto x = b.number(key, -0.99);
+            if (!x) b.missing(key, "a signed relative error > -0.99");
+            *value = *x;
+        }
+        e.rows = static_cast<int>(b.required_integer("rows", 1, 1'000'000));
+        if (e.p10 > e.p90) throw config_error(b.path("p10"), format_number(e.p10), "above p90", "p10 <= p90");
+        b.finish();
+        u.bands[item.key()] = e;
+    }
+    r.finish();
+    return u;
+}
+
 const std::vector<entry_kind> all_kinds{entry_kind::model, entry_kind::accelerator, entry_kind::link,
                                         entry_kind::system, entry_kind::storage, entry_kind::site};
 using namespace detail;
@@ -400,6 +424,13 @@ catalog catalog::load(const std::filesystem::path& dir) {
                 return 0;
             });
         }
+    }
+    if (const auto file = dir / "uncertainty.json"; std::filesystem::is_regular_file(file, ec)) {
+        const json j = detail::read_json_file(file);
+        in_file(file, [&] {
+            c.uncertainty_ = read_uncertainty(j);
+            return 0;
+        });
     }
     // Cross-references: a system names an accelerator, links and storage that must exist. (Plain references, not
     // structured bindings: C++20 lets lambdas capture those, clang 14 does not, and the fuzzers build with clang.)

@@ -131,9 +131,11 @@ cost_result hourly_cost(const cost_spec& c, int devices) {
     r.rent = rental(c, devices, r.notes);
     if (r.own) {
         r.facility_kw = r.own->it_power.in(units::kW) * c.site.pue.value;
+        r.used_share = r.own->used_share;
     } else if (const auto& p = c.economics.measured_power ? c.economics.measured_power : c.economics.max_power) {
         const int bought = (devices + c.economics.devices - 1) / c.economics.devices;
         r.facility_kw = bought * p->value.in(units::kW) * c.site.pue.value;
+        r.used_share = static_cast<double>(devices) / (static_cast<double>(bought) * c.economics.devices);
     } else {
         r.notes.push_back("energy: no power figure for this system; give cost.system_power");
     }
@@ -146,7 +148,7 @@ work_cost cost_of_work(const cost_result& hourly, const cost_spec& c, double hou
     const double paid = hours / c.utilization;
     if (hourly.own) w.own = scaled(hourly.own->per_hour, paid * hourly.own->used_share);
     if (hourly.rent) w.rent = scaled(hourly.rent->per_hour, paid);
-    w.energy_kwh = hourly.facility_kw * hours;
+    w.energy_kwh = hourly.facility_kw * hourly.used_share * hours;  // the work's share of the units' draw
     if (c.site.carbon_kg_per_kwh) w.emissions_kg = w.energy_kwh * c.site.carbon_kg_per_kwh->value;
     return w;
 }

@@ -739,6 +739,39 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
     return r;
 }
 
+// The range of each headline figure the validation bands cover (spec/uncertainty.hpp; docs/validation.md).
+void add_ranges(const scenario& s, const uncertainty_bands& u, estimate_result& r) {
+    const auto put = [&](const std::string& key, const std::optional<double>& v, const char* quantity, bool inverse) {
+        const error_band* b = u.find(quantity);
+        if (!b || !v || !(*v > 0)) return;
+        r.ranges[key] = inverse ? measured_range_inverse(*v, *b) : measured_range(*v, *b);
+    };
+    if (r.inference) {
+        const inference_result& i = *r.inference;
+        for (const auto& [key, v] : {std::pair{"ttft_s", i.ttft_s}, {"ttft_p99_s", i.ttft_p99_s}, {"ttft_mean_s", i.ttft_mean_s}})
+            put(std::string("inference.") + key, v, "ttft", false);
+        for (const auto& [key, v] : {std::pair{"tpot_s", i.tpot_s}, {"tpot_p99_s", i.tpot_p99_s}, {"tpot_mean_s", i.tpot_mean_s},
+                                     {"itl_s", i.itl_s}})
+            put(std::string("inference.") + key, v, "tpot", false);
+        put("inference.e2e_latency_s", i.e2e_latency_s, "e2e", false);
+        const char* rate = i.method == "simulation" ? "throughput_saturated" : "throughput_static";
+        put("inference.throughput_tokens_per_s", i.throughput_tokens_per_s, rate, false);
+    }
+    if (r.training) {
+        const training_result& t = *r.training;
+        put("training.step_time_s", t.step_time_s, "training_step", false);
+        put("training.time_to_train_s", t.time_to_train_s, "training_step", false);
+        put("training.tokens_per_s", t.tokens_per_s, "training_step", true);
+        put("training.mfu", t.mfu, "training_step", true);
+        if (s.training && s.training->lora && r.memory.per_device)
+            put("memory.per_device_bytes", r.memory.per_device->si(), "lora_memory", false);
+    }
+    if (r.checkpoint && r.checkpoint->io) {
+        put("checkpoint.save_s", r.checkpoint->save_s, "checkpoint_save", false);
+        put("checkpoint.restore_s", r.checkpoint->restore_s, "checkpoint_restore", false);
+    }
+}
+
 // What the plan costs to own or rent, per hour and per unit of work (analysis/cost.hpp), when the scenario asks.
 void estimate_cost(const scenario& s, estimate_result& r) {
     cost_result c = hourly_cost(*s.cost, r.system.count);
@@ -852,6 +885,7 @@ estimate_result estimate_plan(const scenario& s, const catalog& cat) {
 
 estimate_result estimate(const scenario& s, const catalog& cat) {
     estimate_result r = estimate_plan(s, cat);
+    add_ranges(s, cat.uncertainty(), r);
     if (s.cost) estimate_cost(s, r);
     return r;
 }

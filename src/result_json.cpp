@@ -42,7 +42,7 @@ json work_cost_json(const work_cost& w) {
 
 json cost_json(const cost_result& c) {
     json j = {{"currency", "USD"}, {"site", c.site}, {"preset", c.preset}, {"devices", c.devices},
-              {"facility_power_w", c.facility_kw * 1e3}};
+              {"facility_power_w", c.facility_kw * 1e3}, {"used_share", c.used_share}};
     if (c.own) {
         const ownership_cost& o = *c.own;
         json own = {{"units", o.units}, {"used_share", o.used_share}};
@@ -331,6 +331,11 @@ std::string to_json(const estimate_result& r, int indent) {
         for (const auto& c : r.chain)
             chain.push_back({{"stage", c.stage}, {"time_s", c.time.si()}, {"utilization", c.utilization}});
         j["chain"] = chain;
+    }
+    for (const auto& [key, range] : r.ranges) {  // "section.key": [low, high] as "<key>_range" in its section
+        const auto dot = key.find('.');
+        json& section = j[key.substr(0, dot)];
+        section[key.substr(dot + 1) + "_range"] = json::array({range.first, range.second});
     }
     if (r.cost) j["cost"] = cost_json(*r.cost);
     if (r.bottleneck) j["bottleneck"] = *r.bottleneck;

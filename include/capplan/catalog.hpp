@@ -13,6 +13,7 @@
 #include "capplan/spec/cost_spec.hpp"
 #include "capplan/spec/hardware_spec.hpp"
 #include "capplan/spec/model_spec.hpp"
+#include "capplan/spec/uncertainty.hpp"
 
 namespace capplan {
 
@@ -69,6 +70,8 @@ public:
     const storage_spec& storage(std::string_view name, const std::string& field = "/system/storage") const;
     const system_entry& system_preset(std::string_view name, const std::string& field = "/system/preset") const;
     const site_spec& site(std::string_view name, const std::string& field = "/cost/site") const;
+    // models/uncertainty.json: the validated quantities' error bands (empty where the file is absent).
+    const uncertainty_bands& uncertainty() const { return uncertainty_; }
     // The switch, NIC and optics a fabric of the link is built of; null where the catalog does not say.
     const fabric_parts* fabric(std::string_view link) const;
     // A preset with its accelerator, links and storage resolved, count = per_node * nodes.
@@ -100,7 +103,8 @@ private:
     std::map<std::string, storage_spec> storage_;
     std::map<std::string, system_entry> systems_;
     std::map<std::string, site_spec> sites_;
-    std::map<std::string, fabric_parts> fabrics_;  // by link name: what a scale-out fabric of it is built of
+    std::map<std::string, fabric_parts> fabrics_;
+    uncertainty_bands uncertainty_;  // by link name: what a scale-out fabric of it is built of
 };
 
 // A node of `acc`: the first catalog system preset built of it (its name in `preset`), else an inline

@@ -353,9 +353,9 @@ def _training_scenario(args) -> Dict[str, Any]:
     """`size training`'s scenario: the system, the workload, and a LoRA / QLoRA fine-tune when asked."""
     if args.price:
         raise _UsageError("--price: ranks inference sizing by cost; training sizing does not use it (allowed with `size inference`)")
-    for flag, given in (("--rank-by", args.rank_by), ("--site", args.site)):
+    for flag, given in (("--rank-by", args.rank_by), ("--site", args.site), ("--confidence", args.confidence != "typical")):
         if given:
-            raise _UsageError(f"{flag}: ranks inference sizing by cost; training sizing does not use it yet")
+            raise _UsageError(f"{flag}: an option of `size inference`; `size training` does not use it yet")
     if args.weights and "," in args.weights:
         raise _UsageError("--weights: training takes one format, the base's (e.g. nf4 for QLoRA)")
     if args.lora_targets is not None and args.lora_rank is None:
@@ -429,7 +429,7 @@ def _cmd_size(args) -> str:
                        kv_admission=args.kv_admission, speculative=_speculative_flag(args.speculative, args.draft_model),
                        prefix_cache=_prefix_cache_flags(args.prefix_hit_rate, args.shared_prefix),
                        disaggregated=args.disaggregated, engine=args.engine, rank_by=args.rank_by,
-                       cost={"site": args.site} if args.site else None)
+                       cost={"site": args.site} if args.site else None, confidence=args.confidence)
     if args.format == "json":
         return json.dumps(r, indent=2)
     from .costing import usd
@@ -445,7 +445,11 @@ def _cmd_size(args) -> str:
              f"{o['output_tokens_per_s']:.0f}", f"{o['cost_per_hour']:.2f}" if "cost_per_hour" in o else ""]
             + ([usd(o[k]) if k in o else "-" for k in cost_keys] if costed else [])
             for o in r["options"]]
-    text = (f"{r['ranked_by']}\n" if "ranked_by" in r else "") + (_table(header, rows) if rows else "no accelerator meets the targets")
+    targets = r["targets"]
+    text = (f"targets: p99 TTFT {Quantity.from_si(targets['ttft_p99_s'], (0, 0, 1, 0))}, p99 TPOT "
+            f"{Quantity.from_si(targets['tpot_p99_s'], (0, 0, 1, 0))}"
+            + (" (tightened by the validated error, --confidence high)" if targets["confidence"] == "high" else "") + "\n"
+            + (f"{r['ranked_by']}\n" if "ranked_by" in r else "")) + (_table(header, rows) if rows else "no accelerator meets the targets")
     for o in r["options"]:
         if o.get("efficiency_table", "catalog") != "catalog":
             text += f"\n{o['accelerator']}: efficiency table {o['efficiency_table']} (calibration)"
@@ -635,6 +639,8 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--rank-by", choices=["tco", "capex", "cloud"], default=None,
                    help="inference: price every option from the catalog (owning, purchase, renting) and rank by it")
     z.add_argument("--site", default=None, help="inference with --rank-by: a catalog site (capplan list sites)")
+    z.add_argument("--confidence", choices=["typical", "high"], default="typical",
+                   help="inference: high meets the targets at the pessimistic end of the validated error (docs/validation.md)")
     z.add_argument("--calibration", action="append", default=None,
                    help="inference: a calibration file from `capplan calibrate` for one of the accelerators (repeatable)")
     z.add_argument("--engine", choices=["vllm-v1", "sglang", "trtllm-pytorch", "trtllm-tensorrt"], default="vllm-v1",

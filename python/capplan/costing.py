@@ -50,8 +50,10 @@ def cost_rows(c: Dict[str, Any]) -> List[Row]:
                      f"{usd(rent['usd_per_device_hour'])} per accelerator-hour; " +
                      (f"middle of {len(offers)} offers: " + "; ".join(offers) if offers else "the price given")))
     if c.get("facility_power_w"):
+        share = c.get("used_share", 1.0)
         rows.append(("power at the facility", f"{c['facility_power_w'] / 1e3:.3g} kW",
-                     f"{c['devices']} accelerators, site {c['site']} (PUE included)"))
+                     f"the units bought, site {c['site']} (PUE included)"
+                     + (f"; this work's {c['devices']} accelerators take {share:.3g} of it" if share < 1 else "")))
     for key, label in (("per_million_output_tokens", "per million output tokens"), ("per_run", "per training run"),
                        ("per_billion_tokens", "per billion training tokens")):
         if key in c:

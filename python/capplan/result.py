@@ -146,21 +146,28 @@ class Result(Section):
         if "smallest_tp" in inf:
             rows.append(("smallest tp", str(inf["smallest_tp"]), "within a node, that fits this load"))
         t = lambda v: str(Quantity.from_si(v, TIME))  # noqa: E731
+
+        def span(section: Dict[str, Any], key: str, show) -> str:
+            """"; measured 8 in 10: A-B" from the key's validation band (docs/validation.md), or ""."""
+            r = section.get(key + "_range")
+            return f"; measured 8 in 10: {show(r[0])}-{show(r[1])}" if r else ""
         if "ttft_s" in inf:
             sim = inf.get("method") == "simulation"
             rows.append(("time to first token", t(inf["ttft_s"]),
-                         f"p50; mean {t(inf['ttft_mean_s'])}, p99 {t(inf['ttft_p99_s'])}" if sim
-                         else f"the batch's prefill in {inf.get('prefill_steps', 1)} step(s), no queueing"))
+                         (f"p50; mean {t(inf['ttft_mean_s'])}, p99 {t(inf['ttft_p99_s'])}" if sim
+                          else f"the batch's prefill in {inf.get('prefill_steps', 1)} step(s), no queueing")
+                         + span(inf, "ttft_s", t)))
             rows.append(("time per output token", t(inf["tpot_s"]),
-                         f"p50; mean {t(inf['tpot_mean_s'])}, p99 {t(inf['tpot_p99_s'])}" if sim
-                         else f"at {inf.get('batch', 1)} requests"))
+                         (f"p50; mean {t(inf['tpot_mean_s'])}, p99 {t(inf['tpot_p99_s'])}" if sim
+                          else f"at {inf.get('batch', 1)} requests") + span(inf, "tpot_s", t)))
             if "itl_s" in inf:
                 rows.append(("inter-token latency", t(inf["itl_s"]),
                              ("p50 of every gap between streamed tokens" + (" (runs of tokens with speculation)" if "speculative" in inf else "")
                               + f"; mean {t(inf['itl_mean_s'])}, p99 {t(inf['itl_p99_s'])}")))
             rows.append(("end-to-end latency", t(inf["e2e_latency_s"]), "p50" if sim else ""))
             rows.append(("throughput", f"{inf['throughput_tokens_per_s']:.0f} tokens/s",
-                         "output tokens, whole system" + (" (simulated)" if sim else "")))
+                         "output tokens, whole system" + (" (simulated)" if sim else "")
+                         + span(inf, "throughput_tokens_per_s", lambda v: f"{v:.0f}")))
         sp = inf.get("speculative")
         if sp:
             rows.append(("speculative decoding", f"{sp['tokens_per_step']:.3g} tokens/step",
@@ -180,7 +187,7 @@ class Result(Section):
         if tr:
             rows.append(("training step", t(tr["step_time_s"]),
                          f"{tr['tokens_per_s']:.0f} tokens/s, MFU {100 * tr['mfu']:.1f}%, HFU {100 * tr['hfu']:.1f}%, "
-                         f"{tr['model_tflops_per_device']:.0f} TFLOP/s per device"))
+                         f"{tr['model_tflops_per_device']:.0f} TFLOP/s per device" + span(tr, "step_time_s", t)))
             if "time_to_train_s" in tr:
                 rows.append(("time to train", t(tr["time_to_train_s"]), f"{tr['gpu_hours']:.0f} GPU-hours" +
                              (f", cost {tr['cost']:.0f}" if "cost" in tr else "")))

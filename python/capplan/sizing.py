@@ -155,7 +155,7 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
                    speculative: Optional[Dict[str, Any]] = None,
                    prefix_cache: Optional[Dict[str, Any]] = None, disaggregated: bool = False,
                    engine: str = "vllm-v1", rank_by: Optional[str] = None,
-                   cost: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+                   cost: Optional[Mapping[str, Any]] = None, confidence: str = "typical") -> Dict[str, Any]:
     """For each accelerator (default: every one with a system preset), the smallest count and layout
     (tp, replicas, weight and KV formats) whose simulated p99 TTFT and TPOT meet the targets for
     ``concurrency`` users sending ``input_tokens``-token prompts for ``output_tokens``-token answers.
@@ -181,7 +181,12 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     ``capex_usd`` (the whole units bought, ``own_units``), ``own_usd_per_hour`` (owning, the share of those units
     the option uses: a 2-GPU option of an 8-GPU node pays a quarter), ``rent_usd_per_hour`` and the cost of a
     million output tokens at the load that meets the targets (``own_usd_per_million_output_tokens``, ``rent_...``). Options the catalog cannot price
-    go last. Giving ``cost`` alone prices the options without reordering them."""
+    go last. Giving ``cost`` alone prices the options without reordering them.
+
+    ``confidence="high"`` asks for plans that meet the targets at the pessimistic end of capplan's validated error
+    (docs/validation.md, models/uncertainty.json): the targets are tightened by the 10th-percentile error of the
+    held-out TTFT and TPOT rows, ``target x (1 + p10)``, so that the measured latency ``v / (1 + p10)`` still meets
+    them; the result's ``targets`` says which were applied."""
     from pathlib import Path
     calibrations = [_args.path_or_dict(c, f"/calibrations/{i}", "a file from capplan calibrate, or its dict")
                     for i, c in enumerate(_args.items(calibrations or [], "/calibrations", "a list of calibration files"))]
@@ -194,6 +199,15 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
         ref, is_config = model, False
     ttft = quantity(ttft_p99, TIME, "/ttft_p99").si
     tpot = quantity(tpot_p99, TIME, "/tpot_p99").si
+    if confidence not in ("typical", "high"):
+        raise _args.config_error("/confidence", confidence, "not a confidence", "typical or high")
+    applied = {"ttft_p99_s": ttft, "tpot_p99_s": tpot, "confidence": confidence}
+    if confidence == "high":
+        band = json.loads(_core.uncertainty_json())["bands"]
+        for key, quantity_name in (("ttft_p99_s", "ttft"), ("tpot_p99_s", "tpot")):
+            if quantity_name in band:  # a model that reads fast (p10 < 0) must read faster still
+                applied[key] *= min(1.0, 1.0 + band[quantity_name]["p10"])
+        ttft, tpot = applied["ttft_p99_s"], applied["tpot_p99_s"]
     tokens = (1 << 31) - 1  # what a C++ int holds
     names = [_args.text(a, f"/accelerators/{i}", "an accelerator's name")
              for i, a in enumerate(_args.items(accelerators or [], "/accelerators", "a list of accelerator names"))]
@@ -211,6 +225,7 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
         _args.optional_text(kv_admission, "/kv_admission", "on_demand or reserve"), _json_object(speculative, "/speculative"),
         _json_object(prefix_cache, "/prefix_cache"), _args.boolean(disaggregated, "/disaggregated"),
         _args.text(engine, "/engine", "an engine profile's name"))))
+    result["targets"] = applied
     if costs is not None:
         _price_options(result, rank_by, costs)
     return result

@@ -28,6 +28,13 @@ void register_catalog(py::module_& m) {
     m.def("set_catalog_dir", &set_catalog_dir, py::arg("path"), "Load the catalog from a folder (replaces the current one).");
     m.def("catalog_dir", [] { return default_catalog().dir(); });
     m.def("catalog_version", [] { return default_catalog().version(); });
+    m.def("uncertainty_json", [] {
+            // models/uncertainty.json as the core read it: the validated quantities' error bands.
+            const uncertainty_bands& u = default_catalog().uncertainty();
+            nlohmann::ordered_json bands = nlohmann::ordered_json::object();
+            for (const auto& [q, b] : u.bands) bands[q] = {{"p10", b.p10}, {"p90", b.p90}, {"rows", b.rows}};
+            return nlohmann::ordered_json{{"method", u.method}, {"bands", bands}}.dump();
+        }, "The error bands of the validated quantities (models/uncertainty.json) as JSON text.");
     m.def("catalog_names", [](const std::string& kind) { return default_catalog().names(kind_from(kind)); }, py::arg("kind"));
     m.def("engine_profiles_json", [] {
         // The serving-engine profiles (inference.engine) with their defaults and sources.

@@ -74,6 +74,7 @@ TEST_CASE("renting: the user's price, or the middle of the catalog's offers per 
     CHECK(r.cost->own->used_share == doctest::Approx(0.75));
     const double hours = 1e6 / (*r.inference->throughput_tokens_per_s * 3600);
     CHECK(r.cost->per_million_output_tokens->own->usd == doctest::Approx(r.cost->own->per_hour.usd * 0.75 * hours));
+    CHECK(r.cost->per_million_output_tokens->energy_kwh == doctest::Approx(r.cost->facility_kw * 0.75 * hours));
 }
 
 TEST_CASE("a million output tokens costs the hours they take, stretched by the hardware's utilization") {

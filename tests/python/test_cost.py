@@ -128,7 +128,26 @@ def test_cli_sizing_rank_by(run_cli):
     code, out, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "1000",
                              "--output", "100", "--accelerators", "H100,B200", "--rank-by", "cloud")
     assert code == 0, err
-    assert out.startswith("ranked by the cost of renting per hour") and "rent $/1M tok" in out
+    assert "\nranked by the cost of renting per hour" in out and "rent $/1M tok" in out
     code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "8",
                              "--rank-by", "tco")
-    assert code == 2 and "--rank-by" in err
+    assert code == 2 and "--rank-by" in err and len(err.strip().splitlines()) == 1
+
+
+def test_estimates_carry_the_validated_error_as_ranges_and_sizing_can_meet_targets_at_the_pessimistic_end():
+    bands = json.loads((ROOT / "models" / "uncertainty.json").read_text())["bands"]
+    r = capplan.estimate(SERVING).to_dict()
+    ttft, b = r["inference"]["ttft_s"], bands["ttft"]
+    assert r["inference"]["ttft_s_range"] == pytest.approx([ttft / (1 + b["p90"]), ttft / (1 + b["p10"])])
+    assert "measured 8 in 10" in repr(capplan.estimate(SERVING))
+    typical = capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, ttft_p99="1 s", tpot_p99="20 ms",
+                                     accelerators=["H100-SXM"])
+    high = capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, ttft_p99="1 s", tpot_p99="20 ms",
+                                  accelerators=["H100-SXM"], confidence="high")
+    assert typical["targets"]["tpot_p99_s"] == pytest.approx(0.020)
+    assert high["targets"]["tpot_p99_s"] == pytest.approx(0.020 * min(1, 1 + bands["tpot"]["p10"]))
+    assert high["targets"]["ttft_p99_s"] == pytest.approx(1.0 * min(1, 1 + bands["ttft"]["p10"]))
+    for o in high["options"]:
+        assert o["tpot_p99_s"] <= high["targets"]["tpot_p99_s"]
+    with pytest.raises(capplan.ConfigError, match="/confidence"):
+        capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["H100-SXM"], confidence="certain")

@@ -45,7 +45,8 @@ struct cost_result {
     std::string site;
     std::string preset;        // whose prices and power were used
     int devices = 0;
-    double facility_kw = 0.0;  // IT draw x PUE
+    double facility_kw = 0.0;  // IT draw x PUE of the units bought
+    double used_share = 1.0;   // devices / the units' devices: the share of cost and energy a unit of work takes
     std::optional<ownership_cost> own;   // absent without a purchase price and power
     std::optional<rental_cost> rent;     // absent without an offer or a user's price
     std::optional<work_cost> per_million_output_tokens;  // inference

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -160,6 +161,9 @@ struct estimate_result {
     std::optional<std::string> bottleneck;
     std::optional<bool> feasible;
     std::optional<cost_result> cost;  // asked for with a `cost` object
+    // "section.key" -> [low, high]: where the measured value lies for 8 rows in 10, by the validated quantity's error
+    // band (spec/uncertainty.hpp); the JSON writes it as "<key>_range" in the key's section.
+    std::map<std::string, std::pair<double, double>> ranges;
     std::vector<std::string> reasons;
     std::vector<std::string> warnings;  // input that is allowed but suspicious (context beyond the model's)
     std::vector<std::string> notes;     // assumptions the numbers rest on

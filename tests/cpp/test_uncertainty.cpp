@@ -1,0 +1,40 @@
+// spec/uncertainty.hpp and the ranges an estimate carries (issue #22 item 5).
+#include <doctest/doctest.h>
+
+#include "test_support.hpp"
+
+#include "capplan/estimate.hpp"
+#include "capplan/spec/scenario_io.hpp"
+
+using namespace capplan;
+
+TEST_CASE("a band of signed errors turns a prediction into the range of the measurement") {
+    // e = modelled / published - 1 in [-0.1, +0.2]: published = v / (1 + e) in [100 / 1.2, 100 / 0.9].
+    const error_band b{-0.1, 0.2, 40};
+    const auto [lo, hi] = measured_range(100.0, b);
+    CHECK(lo == doctest::Approx(83.333).epsilon(1e-4));
+    CHECK(hi == doctest::Approx(111.111).epsilon(1e-4));
+    // A rate inverse to the banded time (tokens per second of a step): measured = v (1 + e).
+    const auto [rlo, rhi] = measured_range_inverse(100.0, b);
+    CHECK(rlo == doctest::Approx(90.0));
+    CHECK(rhi == doctest::Approx(120.0));
+}
+
+TEST_CASE("an estimate carries the ranges of the quantities the shipped catalog's bands cover") {
+    const catalog& cat = test::shipped_catalog();
+    const error_band* ttft = cat.uncertainty().find("ttft");
+    const error_band* step = cat.uncertainty().find("training_step");
+    REQUIRE(ttft != nullptr);
+    REQUIRE(step != nullptr);
+    CHECK(ttft->rows >= 3);
+    const auto r = estimate(read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM"},
+        "inference": {"input_tokens": 1000, "output_tokens": 100, "batch": 4}})", cat), cat);
+    const auto expected = measured_range(*r.inference->ttft_s, *ttft);
+    CHECK(r.ranges.at("inference.ttft_s").first == doctest::Approx(expected.first));
+    CHECK(r.ranges.at("inference.ttft_s").second == doctest::Approx(expected.second));
+    CHECK(r.ranges.count("inference.throughput_tokens_per_s") == 1);  // static batch: throughput_static's band
+    const auto t = estimate(read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100"},
+        "training": {"seq_len": 4096, "global_batch": 64, "zero": 3}})", cat), cat);
+    CHECK(t.ranges.at("training.mfu").second == doctest::Approx(t.training->mfu * (1 + step->p90)));
+    CHECK(t.ranges.count("memory.per_device_bytes") == 0);  // full training: no validated memory band
+}
