@@ -44,7 +44,7 @@ BANDS = ROOT / "models" / "uncertainty.json"  # the error bands estimates carry 
 # The quantities whose held-out errors become an estimate's ranges, and the fewest rows a band needs.
 BAND_QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_static", "training_step",
                    "checkpoint_save", "checkpoint_restore", "lora_memory")
-BAND_MIN_ROWS = 3
+BAND_MIN_ROWS = 10  # deciles of fewer rows would claim an 8-in-10 interval nothing supports
 
 ROLES = ("fitted", "held_out")
 QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_loop", "throughput_static",

@@ -80,7 +80,8 @@ void add_fabric(const catalog& cat, const system_entry& e, bom_result& b) {
                       (e.oversubscription > 1 ? "; the preset's oversubscription " + format_number(e.oversubscription) +
                                                     " is not applied to the count"
                                               : std::string()) +
-                      "; parts as of " + f->from.date);
+                      "; parts as of " + f->from.date + "; node ends take " + f->node_optic.model +
+                      " (a PCIe NIC with its own cage takes a single-port module: twice as many)");
 }
 
 void add_totals(bom_result& b) {
@@ -108,6 +109,9 @@ void add_totals(bom_result& b) {
 }  // namespace
 
 fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field) {
+    if (ports < 2 || nodes < 1 || rails < 1)
+        throw config_error(field, std::to_string(ports) + " ports", "a fat tree needs switches of 2 ports or more",
+                           "an even switch port count >= 2");
     fat_tree_counts t;
     const std::int64_t nics = nodes * rails;
     t.node_links = nics;

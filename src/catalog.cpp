@@ -318,7 +318,7 @@ system_entry read_system(object_reader& r, const header& h) {
     }
     e.host_link = r.string("host_link").value_or("");
     e.storage = r.string("storage").value_or("");
-    e.economics = read_system_economics(r, e.name, e.per_node * e.nodes);
+    e.economics = read_system_economics(r, e.name, e.per_node, e.nodes);
     return e;
 }
 

@@ -110,11 +110,13 @@ purchase_price read_purchase_price(object_reader& parent, std::string_view key) 
 }
 
 namespace {
-fabric_part read_fabric_part(object_reader& parent, std::string_view key, bool ported) {
+fabric_part read_fabric_part(object_reader& parent, std::string_view key, bool ported, int min_ports) {
     object_reader r = parent.child(key);
     fabric_part p;
     p.model = r.required_string("model");
-    if (ported) p.ports = static_cast<int>(r.required_integer("ports", 1, 4096));
+    if (ported) p.ports = static_cast<int>(r.required_integer("ports", min_ports, 4096));
+    if (min_ports > 1 && p.ports % 2 != 0)  // a fat tree splits a switch's ports half down, half up
+        throw config_error(r.path("ports"), std::to_string(p.ports), "not even", "an even port count >= 2");
     p.power = read_power_figure(r, "power");
     r.finish();
     return p;
@@ -126,19 +128,19 @@ std::optional<fabric_parts> read_link_fabric(object_reader& parent) {
     if (!v || v->is_null()) return std::nullopt;
     object_reader r(*v, parent.path("fabric"));
     fabric_parts f;
-    f.switch_ = read_fabric_part(r, "switch", true);
-    f.nic = read_fabric_part(r, "nic", false);
-    f.switch_optic = read_fabric_part(r, "switch_optic", true);
-    f.node_optic = read_fabric_part(r, "node_optic", true);
+    f.switch_ = read_fabric_part(r, "switch", true, 2);
+    f.nic = read_fabric_part(r, "nic", false, 1);
+    f.switch_optic = read_fabric_part(r, "switch_optic", true, 1);
+    f.node_optic = read_fabric_part(r, "node_optic", true, 1);
     f.from = read_dated(r);
     r.finish();
     return f;
 }
 
-system_economics read_system_economics(object_reader& r, const std::string& preset, int devices) {
+system_economics read_system_economics(object_reader& r, const std::string& preset, int per_node, int nodes) {
     system_economics e;
     e.preset = preset;
-    e.devices = devices;
+    e.devices = per_node * nodes;
     if (const json* v = r.get("price"); v && !v->is_null()) e.price = read_purchase_price(r, "price");
     if (const json* v = r.get("power"); v && !v->is_null()) {
         object_reader p(*v, r.path("power"));
@@ -150,7 +152,7 @@ system_economics read_system_economics(object_reader& r, const std::string& pres
         if (!v->is_array()) r.wrong_type("cloud", *v, "a list of cloud offers");
         for (std::size_t i = 0; i < v->size(); ++i) {
             object_reader o((*v)[i], r.path("cloud") + "/" + std::to_string(i));
-            e.cloud.push_back(read_offer(o, devices));
+            e.cloud.push_back(read_offer(o, per_node));  // an instance is a node unless it says otherwise
         }
     }
     return e;

@@ -28,7 +28,7 @@ system_entry read_system(object_reader& r, const header& h);
 
 // catalog_economics.cpp: a system's "price", "power" and "cloud" keys (its economics, for `devices` accelerators),
 // a site entry, and dollars given as a number or [low, high].
-system_economics read_system_economics(object_reader& r, const std::string& preset, int devices);
+system_economics read_system_economics(object_reader& r, const std::string& preset, int per_node, int nodes);
 site_spec read_site(object_reader& r, const header& h);
 usd_range read_usd_range(object_reader& r, std::string_view key);
 // A link's "fabric": {"switch": {"model", "ports", "power"}, "nic", "switch_optic", "node_optic", "source", "date"}.

@@ -74,10 +74,11 @@ std::optional<ownership_cost> ownership(const cost_spec& c, int devices, std::ve
     o.capital_per_hour = o.capex.usd * crf / hours_per_year;
     o.support_per_hour = o.capex.usd * s.support_per_year.value / hours_per_year;
     o.per_hour = {hourly(o.capex.usd), hourly(capex_low), hourly(capex_high)};
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict, bug 105651) on "literal" + std::string temporaries.
+    std::string price = usd(e.price->usd.low);
+    if (e.price->usd.high != e.price->usd.low) price += std::string("-") + usd(e.price->usd.high);
     notes.push_back("owning: " + std::to_string(o.units) + " x " + (e.preset.empty() ? "node" : e.preset) + " at " +
-                    usd(e.price->usd.low) +
-                    (e.price->usd.high != e.price->usd.low ? "-" + usd(e.price->usd.high) : std::string()) +
-                    " (" + e.price->kind + ", " + e.price->from.date + "), written off over " +
+                    price + " (" + e.price->kind + ", " + e.price->from.date + "), written off over " +
                     format_number(s.depreciation_years.value) + " years" +
                     (s.cost_of_capital.value > 0 ? " at " + format_number(100 * s.cost_of_capital.value) + "% a year"
                                                  : std::string(" straight-line")) +
@@ -132,7 +133,8 @@ cost_result hourly_cost(const cost_spec& c, int devices) {
     if (r.own) {
         r.facility_kw = r.own->it_power.in(units::kW) * c.site.pue.value;
         r.used_share = r.own->used_share;
-    } else if (const auto& p = c.economics.measured_power ? c.economics.measured_power : c.economics.max_power) {
+    } else if (const auto& p = c.power_basis != "max" && c.economics.measured_power ? c.economics.measured_power
+                                                                                    : c.economics.max_power) {
         const int bought = (devices + c.economics.devices - 1) / c.economics.devices;
         r.facility_kw = bought * p->value.in(units::kW) * c.site.pue.value;
         r.used_share = static_cast<double>(devices) / (static_cast<double>(bought) * c.economics.devices);
@@ -144,10 +146,11 @@ cost_result hourly_cost(const cost_spec& c, int devices) {
 
 work_cost cost_of_work(const cost_result& hourly, const cost_spec& c, double hours) {
     work_cost w;
-    // Hours the hardware is paid for: the work's own, stretched by the share of hours it is busy.
+    // Hours paid for: owned (and committed rental) hardware is paid every hour, so the work's hours are stretched by
+    // the share of hours it is busy; on-demand rental is paid only while it works.
     const double paid = hours / c.utilization;
     if (hourly.own) w.own = scaled(hourly.own->per_hour, paid * hourly.own->used_share);
-    if (hourly.rent) w.rent = scaled(hourly.rent->per_hour, paid);
+    if (hourly.rent) w.rent = scaled(hourly.rent->per_hour, c.commitment == "on_demand" ? hours : paid);
     w.energy_kwh = hourly.facility_kw * hourly.used_share * hours;  // the work's share of the units' draw
     if (c.site.carbon_kg_per_kwh) w.emissions_kg = w.energy_kwh * c.site.carbon_kg_per_kwh->value;
     return w;

@@ -754,8 +754,10 @@ void add_ranges(const scenario& s, const uncertainty_bands& u, estimate_result& 
                                      {"itl_s", i.itl_s}})
             put(std::string("inference.") + key, v, "tpot", false);
         put("inference.e2e_latency_s", i.e2e_latency_s, "e2e", false);
-        const char* rate = i.method == "simulation" ? "throughput_saturated" : "throughput_static";
-        put("inference.throughput_tokens_per_s", i.throughput_tokens_per_s, rate, false);
+        // A simulation below saturation serves the offered load: the saturated rows' band does not describe it.
+        if (i.method != "simulation") put("inference.throughput_tokens_per_s", i.throughput_tokens_per_s, "throughput_static", false);
+        else if (i.busy_fraction && *i.busy_fraction >= 0.95)
+            put("inference.throughput_tokens_per_s", i.throughput_tokens_per_s, "throughput_saturated", false);
     }
     if (r.training) {
         const training_result& t = *r.training;

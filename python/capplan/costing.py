@@ -137,5 +137,5 @@ def bom(system: str, count: int, rack_power: Any = None) -> BomResult:
     from .units import POWER, quantity
     name = _args.text(system, "/system", "a catalog system preset (capplan list systems)")
     n = _args.integer(count, "/count", 1, _args.MAX_COUNT)
-    watts = -1.0 if rack_power is None else quantity(rack_power, POWER, "/rack_power").si
+    watts = None if rack_power is None else quantity(rack_power, POWER, "/rack_power").si
     return BomResult(json.loads(_core.bom_json(name, n, watts)))

@@ -199,7 +199,7 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
         ref, is_config = model, False
     ttft = quantity(ttft_p99, TIME, "/ttft_p99").si
     tpot = quantity(tpot_p99, TIME, "/tpot_p99").si
-    if confidence not in ("typical", "high"):
+    if not isinstance(confidence, str) or confidence not in ("typical", "high"):
         raise _args.config_error("/confidence", confidence, "not a confidence", "typical or high")
     applied = {"ttft_p99_s": ttft, "tpot_p99_s": tpot, "confidence": confidence}
     if confidence == "high":
@@ -215,7 +215,7 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
                for i, w in enumerate(_args.items(weights or [], "/weights", "a list of weight formats"))]
     price = {_args.text(k, "/prices", "accelerator names"): _args.number(v, f"/prices/{k}", 0.0)
              for k, v in _args.mapping(prices or {}, "/prices", "a dict of accelerator name -> price per hour").items()}
-    if rank_by is not None and rank_by not in _RANK_KEYS:
+    if rank_by is not None and (not isinstance(rank_by, str) or rank_by not in _RANK_KEYS):
         raise _args.config_error("/rank_by", rank_by, "not a ranking", ", ".join(_RANK_KEYS))
     costs = None if cost is None and rank_by is None else _args.mapping(cost or {}, "/cost", "a scenario's cost object")
     result = SizingResult(json.loads(_core.size_inference_json(
@@ -244,19 +244,23 @@ def _price_options(result: Dict[str, Any], rank_by: Optional[str], cost: Dict[st
     text = json.dumps(_jsonable(cost))
     for o in result["options"]:
         system = o.get("system") or {"accelerator": o["accelerator"]}
-        c = json.loads(_core.hourly_cost_json(json.dumps(system), o["count"], text))
-        hours_per_million = 1e6 / (o["output_tokens_per_s"] * 3600.0)
+        rate = o["output_tokens_per_s"]
+        hours = 1e6 / (rate * 3600.0) if rate > 0 else None  # a million output tokens at the load that meets the targets
+        c = json.loads(_core.hourly_cost_json(json.dumps(system), o["count"], text, hours))
+        work = c.get("per_million_output_tokens", {})  # the core's cost of work: shares, utilization, commitments
         if "own" in c:  # whole units bought (capex); the option's hours pay the share of them it uses
             o["capex_usd"] = c["own"]["capex_usd"]
             o["own_units"] = c["own"]["units"]
             o["own_usd_per_hour"] = c["own"]["usd_per_hour"] * c["own"]["used_share"]
-            o["own_usd_per_million_output_tokens"] = o["own_usd_per_hour"] * hours_per_million
+            if "own_usd" in work:
+                o["own_usd_per_million_output_tokens"] = work["own_usd"]
         if "rent" in c:  # at the offers' middle price per accelerator-hour
             o["rent_usd_per_hour"] = c["rent"]["usd_per_hour"]
-            o["rent_usd_per_million_output_tokens"] = (c["rent"]["usd_per_device_hour"] * o["count"]
-                                                       * hours_per_million)
-        if o.get("prefill_accelerator") and o["prefill_accelerator"] != o["accelerator"]:
-            c["notes"].append(f"the prefill pool of {o['prefill_accelerator']} is priced as {o['accelerator']}")
+            if "rent_usd" in work:
+                o["rent_usd_per_million_output_tokens"] = work["rent_usd"]
+        prefill = o.get("disaggregation", {}).get("prefill_accelerator")
+        if prefill and prefill != o["accelerator"]:
+            c["notes"].append(f"the prefill pool of {prefill} is priced as {o['accelerator']}")
         o["cost_notes"] = c["notes"]
     if rank_by is None:
         return

@@ -1,9 +1,12 @@
 #include <pybind11/stl.h>
+
+#include <cmath>
 #include <pybind11/stl/filesystem.h>
 
 #include "capplan/estimate.hpp"
 #include "capplan/spec/scenario_io.hpp"
 #include "capplan/analysis/bom.hpp"
+#include "capplan/analysis/cost.hpp"
 #include "capplan/error.hpp"
 #include "register.hpp"
 
@@ -23,22 +26,28 @@ void register_estimate(py::module_& m) {
         }, py::arg("scenario"), py::arg("base_dir") = std::filesystem::path{},
         "Estimate a scenario given as JSON text; returns the result as JSON text.");
     m.def("default_scenario_json", &default_scenario_json);
-    m.def("hourly_cost_json", [](const std::string& system_text, int devices, const std::string& cost_text) {
+    m.def("hourly_cost_json", [](const std::string& system_text, int devices, const std::string& cost_text,
+                                 std::optional<double> work_hours) {
             const catalog& cat = default_catalog();
             system_spec sys = read_system(system_text, cat);
             if (devices < 1 || devices > max_system_accelerators)
                 throw config_error("/count", std::to_string(devices), "out of range",
                                    "an integer from 1 to " + std::to_string(max_system_accelerators));
             sys.count = devices;
-            return to_json(hourly_cost(read_cost(cost_text, cat, sys), devices));
-        }, py::arg("system"), py::arg("devices"), py::arg("cost") = "{}",
+            const cost_spec spec = read_cost(cost_text, cat, sys);
+            cost_result c = hourly_cost(spec, devices);
+            if (work_hours && *work_hours > 0 && std::isfinite(*work_hours))
+                c.per_million_output_tokens = cost_of_work(c, spec, *work_hours);
+            return to_json(c);
+        }, py::arg("system"), py::arg("devices"), py::arg("cost") = "{}", py::arg("work_hours") = std::nullopt,
         "What `devices` accelerators of `system` (a preset name or system object, as JSON) cost an hour to own and "
-        "to rent, under a scenario's cost object (JSON text).");
-    m.def("bom_json", [](const std::string& preset, std::int64_t devices, double rack_power_w) {
+        "to rent, under a scenario's cost object (JSON text); with work_hours, what work of that many hours costs "
+        "(in per_million_output_tokens).");
+    m.def("bom_json", [](const std::string& preset, std::int64_t devices, std::optional<double> rack_power_w) {
             const std::optional<power> rack =
-                rack_power_w < 0 ? std::nullopt : std::optional<power>(power::from_si(rack_power_w));
+                rack_power_w ? std::optional<power>(power::from_si(*rack_power_w)) : std::nullopt;
             return to_json(cluster_bom(default_catalog(), preset, devices, rack));
-        }, py::arg("preset"), py::arg("devices"), py::arg("rack_power_w") = -1.0,
+        }, py::arg("preset"), py::arg("devices"), py::arg("rack_power_w") = std::nullopt,
         "A cluster's bill of materials (systems, racks, fabric switches, cables, optics) as JSON text.");
 }
 

@@ -45,6 +45,7 @@ TEST_CASE("the rail-optimised fat tree matches the DGX SuperPOD B200 reference a
     CHECK(fat_tree(4, 8, 64, true, "/count").tiers == 1);
     // Beyond 64^3 / 4 = 65,536 NICs a three-tier tree of 64-port switches runs out.
     CHECK_THROWS_WITH_AS(fat_tree(8193, 8, 64, true, "/count"), doctest::Contains("three-tier"), config_error);
+    CHECK_THROWS_AS(fat_tree(4, 8, 1, true, "/count"), config_error);  // no halves to split
 }
 
 TEST_CASE("a scalable unit of HGX B200: switches, cables, optics, power and price by hand") {

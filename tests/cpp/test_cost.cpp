@@ -1,4 +1,4 @@
-// analysis/cost.hpp: owning and renting, per hour and per unit of work, by hand (docs/formulas.md §17).
+// analysis/cost.hpp: owning and renting, per hour and per unit of work, by hand (docs/formulas.md §19).
 #include <doctest/doctest.h>
 
 #include "test_support.hpp"
@@ -77,6 +77,17 @@ TEST_CASE("renting: the user's price, or the middle of the catalog's offers per 
     CHECK(r.cost->per_million_output_tokens->energy_kwh == doctest::Approx(r.cost->facility_kw * 0.75 * hours));
 }
 
+TEST_CASE("renting takes the middle offer per accelerator-hour, not the mean") {
+    // HGX-B200's on-demand offers (catalog, 2025-26): Lambda $39.92 / 8 = $4.99, RunPod $5.98, Spheron $6.03 per
+    // B200-hour: median $5.98 (the mean would be $5.667); 8 B200s: $47.84 an hour, $39.92-48.24.
+    const auto r = run(serving("{}", R"({"preset": "HGX-B200", "count": 8})"));
+    REQUIRE(r.cost->rent.has_value());
+    CHECK(r.cost->rent->usd_per_device_hour == doctest::Approx(5.98));
+    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(47.84));
+    CHECK(r.cost->rent->per_hour.low == doctest::Approx(39.92));
+    CHECK(r.cost->rent->per_hour.high == doctest::Approx(48.24));
+}
+
 TEST_CASE("a million output tokens costs the hours they take, stretched by the hardware's utilization") {
     const auto r = run(serving(given));
     const double tps = *r.inference->throughput_tokens_per_s;
@@ -90,6 +101,10 @@ TEST_CASE("a million output tokens costs the hours they take, stretched by the h
     const auto half = run(serving(given.substr(0, given.size() - 1) + R"(, "utilization": 0.5})"));
     CHECK(half.cost->per_million_output_tokens->own->usd == doctest::Approx(2 * w.own->usd));
     CHECK(half.cost->per_million_output_tokens->energy_kwh == doctest::Approx(w.energy_kwh));  // the work's own energy
+    // On demand, renting is paid only while it works; a one-year commitment is paid every hour, busy or not.
+    CHECK(half.cost->per_million_output_tokens->rent->usd == doctest::Approx(w.rent->usd));
+    const auto committed = run(serving(given.substr(0, given.size() - 1) + R"(, "utilization": 0.5, "commitment": "1y"})"));
+    CHECK(committed.cost->per_million_output_tokens->rent->usd == doctest::Approx(2 * w.rent->usd));
 }
 
 TEST_CASE("training: a run and a billion tokens") {

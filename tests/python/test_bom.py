@@ -45,3 +45,5 @@ def test_bom_arguments_are_checked():
         capplan.bom("DGX-H100", 2**21)
     with pytest.raises(capplan.UnitError, match="/rack_power"):
         capplan.bom("DGX-H100", 8, rack_power="40 GB")
+    with pytest.raises(capplan.ConfigError, match="/rack_power"):
+        capplan.bom("DGX-H100", 8, rack_power="-40 kW")

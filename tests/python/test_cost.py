@@ -122,6 +122,14 @@ def test_sizing_ranks_by_the_cost_of_owning_and_prices_a_million_tokens_at_the_t
     assert all("rent_usd_per_hour" in o for o in options)  # every one has cloud offers
     with pytest.raises(capplan.ConfigError, match="/rank_by"):
         capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["B200"], rank_by="cheapest")
+    with pytest.raises(capplan.ConfigError, match="/rank_by"):
+        capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["B200"], rank_by=["tco"])
+    # Half-busy owned hardware pays twice per token; on-demand rental does not.
+    half = capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["H100-SXM"], rank_by="tco",
+                                  cost={"utilization": 0.5})["options"][0]
+    full = next(o for o in options if o["accelerator"] == "H100-SXM")
+    assert half["own_usd_per_million_output_tokens"] == pytest.approx(2 * full["own_usd_per_million_output_tokens"])
+    assert half["rent_usd_per_million_output_tokens"] == pytest.approx(full["rent_usd_per_million_output_tokens"])
 
 
 def test_cli_sizing_rank_by(run_cli):
