@@ -445,11 +445,7 @@ def _cmd_size(args) -> str:
              f"{o['output_tokens_per_s']:.0f}", f"{o['cost_per_hour']:.2f}" if "cost_per_hour" in o else ""]
             + ([usd(o[k]) if k in o else "-" for k in cost_keys] if costed else [])
             for o in r["options"]]
-    targets = r["targets"]
-    text = (f"targets: p99 TTFT {Quantity.from_si(targets['ttft_p99_s'], (0, 0, 1, 0))}, p99 TPOT "
-            f"{Quantity.from_si(targets['tpot_p99_s'], (0, 0, 1, 0))}"
-            + (" (tightened by the validated error, --confidence high)" if targets["confidence"] == "high" else "") + "\n"
-            + (f"{r['ranked_by']}\n" if "ranked_by" in r else "")) + (_table(header, rows) if rows else "no accelerator meets the targets")
+    text = _sizing_preamble(r, costed) + (_table(header, rows) if rows else "no accelerator meets the targets")
     for o in r["options"]:
         if o.get("efficiency_table", "catalog") != "catalog":
             text += f"\n{o['accelerator']}: efficiency table {o['efficiency_table']} (calibration)"
@@ -468,6 +464,29 @@ def _cmd_size(args) -> str:
     for rej in r["rejected"]:
         text += f"\nrejected {rej['accelerator']}: {rej['reason']}"
     return text
+
+
+def _sizing_preamble(r: Dict[str, Any], costed: bool) -> str:
+    """Lines above the sizing table: the recommendation (when priced), the targets applied and the ranking rule."""
+    from .costing import usd
+    best = r["options"][0] if r["options"] and costed else None
+    lines = []
+    if best is not None and "own_usd_per_million_output_tokens" in best:
+        lines.append(f"recommendation: buy {best['own_units']} x {best['system'] or best['accelerator']} "
+                     f"({usd(best['capex_usd'])}) and run {best['count']} x {best['accelerator']} ({best['weights']} "
+                     f"weights): {usd(best['own_usd_per_million_output_tokens'])} per million output tokens at these "
+                     "targets" + (f"; renting: {usd(best['rent_usd_per_million_output_tokens'])}"
+                                  if "rent_usd_per_million_output_tokens" in best else ""))
+    elif best is not None and "rent_usd_per_million_output_tokens" in best:
+        lines.append(f"recommendation: rent {best['count']} x {best['accelerator']} ({best['weights']} weights): "
+                     f"{usd(best['rent_usd_per_million_output_tokens'])} per million output tokens at these targets")
+    t = r["targets"]
+    lines.append(f"targets: p99 TTFT {Quantity.from_si(t['ttft_p99_s'], (0, 0, 1, 0))}, p99 TPOT "
+                 f"{Quantity.from_si(t['tpot_p99_s'], (0, 0, 1, 0))}"
+                 + (" (tightened by the validated error, --confidence high)" if t["confidence"] == "high" else ""))
+    if "ranked_by" in r:
+        lines.append(r["ranked_by"])
+    return "\n".join(lines) + "\n"
 
 
 def _speculative_flag(text, draft_model):

@@ -137,6 +137,7 @@ def test_cli_sizing_rank_by(run_cli):
                              "--output", "100", "--accelerators", "H100,B200", "--rank-by", "cloud")
     assert code == 0, err
     assert "\nranked by the cost of renting per hour" in out and "rent $/1M tok" in out
+    assert out.startswith("recommendation: ") and "per million output tokens at these targets" in out
     code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "8",
                              "--rank-by", "tco")
     assert code == 2 and "--rank-by" in err and len(err.strip().splitlines()) == 1
