@@ -29,7 +29,7 @@ struct unit_def {
 };
 
 // Units that may stand alone or as the numerator of "X/s".
-const std::array<unit_def, 50> base_units{{
+const std::array<unit_def, 51> base_units{{
     {"B", B.si(), size_dim},       {"kB", kB.si(), size_dim},     {"MB", MB.si(), size_dim},
     {"GB", GB.si(), size_dim},     {"TB", TB.si(), size_dim},     {"PB", PB.si(), size_dim},
     {"KiB", KiB.si(), size_dim},   {"MiB", MiB.si(), size_dim},   {"GiB", GiB.si(), size_dim},
@@ -47,7 +47,7 @@ const std::array<unit_def, 50> base_units{{
     {"POP", PFLOP.si(), flop_dim},
     {"ns", ns.si(), time_dim},     {"us", us.si(), time_dim},     {"\xC2\xB5s", us.si(), time_dim},
     {"ms", ms.si(), time_dim},     {"s", s.si(), time_dim},       {"min", minute.si(), time_dim},
-    {"h", hour.si(), time_dim},
+    {"h", hour.si(), time_dim},    {"d", day.si(), time_dim},
     {"W", W.si(), power_dim},      {"kW", kW.si(), power_dim},    {"MW", MW.si(), power_dim},
     {"J", J.si(), {0, 0, 1, 1}},   {"kJ", 1e3 * J.si(), {0, 0, 1, 1}}, {"kWh", kWh.si(), {0, 0, 1, 1}},
     {"Wh", (W * hour).si(), {0, 0, 1, 1}},
@@ -258,7 +258,9 @@ std::vector<scale> scales_for(dimension d, bool binary) {
     if (d == dimension{0, 1, -1, 0})
         return {{"FLOP/s", 1}, {"kFLOP/s", kFLOP.si()}, {"MFLOP/s", MFLOP.si()}, {"GFLOP/s", GFLOP.si()},
                 {"TFLOP/s", TFLOP.si()}, {"PFLOP/s", PFLOP.si()}, {"EFLOP/s", EFLOP.si()}};
-    if (d == time_dim) return {{"ns", ns.si()}, {"us", us.si()}, {"ms", ms.si()}, {"s", 1}, {"min", minute.si()}, {"h", hour.si()}};
+    if (d == time_dim)
+        return {{"ns", ns.si()}, {"us", us.si()}, {"ms", ms.si()}, {"s", 1}, {"min", minute.si()}, {"h", hour.si()},
+                {"d", day.si()}};
     if (d == power_dim) return {{"W", 1}, {"kW", kW.si()}, {"MW", MW.si()}};
     if (d == dimension{0, 0, 1, 1}) return {{"J", 1}, {"kJ", 1e3}, {"kWh", kWh.si()}};
     if (d == dimension{0, 0, -1, 0}) return {{"Hz", 1}, {"kHz", kHz.si()}, {"MHz", MHz.si()}, {"GHz", GHz.si()}};
@@ -272,7 +274,7 @@ std::string format_quantity(double si, dimension d, bool binary) {
     const double mag = std::fabs(si);
     const scale* pick = &sc.front();
     for (const auto& s : sc) {
-        // Minutes only from 2 min and hours only from 2 h, so "90 s" stays in seconds.
+        // Minutes only from 2 min, hours from 2 h and days from 2 d, so "90 s" stays in seconds and "36 h" in hours.
         const double from = (d == time_dim && s.si >= units::minute.si()) ? 2.0 * s.si : s.si;
         if (mag >= from) pick = &s;
     }

@@ -113,6 +113,7 @@ inline constexpr duration us = 1e-6 * s;
 inline constexpr duration ms = 1e-3 * s;
 inline constexpr duration minute = 60.0 * s;
 inline constexpr duration hour = 3600.0 * s;
+inline constexpr duration day = 24.0 * hour;
 
 inline constexpr power W = power::from_si(1.0);
 inline constexpr power kW = 1e3 * W;

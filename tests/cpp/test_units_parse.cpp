@@ -61,6 +61,9 @@ TEST_CASE("formatting auto-scales with 4 significant digits") {
     CHECK(format(25 * us) == "25 us");
     CHECK(format(90 * s) == "90 s");
     CHECK(format(150 * s) == "2.5 min");
+    CHECK(format(36 * hour) == "36 h");          // days only from two of them
+    CHECK(format(1.812e4 * hour) == "755 d");    // 18,120 h / 24: not "1.812e+04 h"
+    CHECK(parse<duration>("3 d").in(hour) == 72.0);
     CHECK(format(3 * hour) == "3 h");
     CHECK(format_in(80e9, dimension_of<data_size>::value, "GiB") == "74.51 GiB");
     CHECK_THROWS_AS(format_in(80e9, dimension_of<data_size>::value, "GB/s"), unit_error);
