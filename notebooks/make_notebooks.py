@@ -277,12 +277,8 @@ NOTEBOOKS = {
         new_code_cell("import capplan\nfrom IPython.display import SVG, display\nfrom capplan.charts import bar_chart\n"
                       "plan = capplan.size_inference('Llama-3.1-70B', 50, 2000, 500, ttft_p99='2 s', tpot_p99='50 ms',\n"
                       "                              accelerators=['H100-SXM', 'H200', 'B200', 'MI300X'], rank_by='tco')\n"
-                      "print(plan)\n"
-                      "best = plan['options'][0]\n"
-                      "print(f\"Recommendation: {best['count']} x {best['accelerator']} ({best['weights']} weights), \"\n"
-                      "      f\"${best['capex_usd']:,.0f} to buy ({best['own_units']} x {best['system']}), \"\n"
-                      "      f\"${best['own_usd_per_million_output_tokens']:.2f} per million output tokens owned, \"\n"
-                      "      f\"${best['rent_usd_per_million_output_tokens']:.2f} rented.\")"),
+                      "print(plan)  # every option by the ranking rule, then the recommendation and the targets applied\n"
+                      "best = plan['options'][0]"),
         new_code_cell("bars = []\n"
                       "for o in plan['options']:\n"
                       "    for how in ('own', 'rent'):\n"

@@ -551,7 +551,8 @@ def render(rows, provenance, data):
               "the 10th and 90th percentiles of the held-out rows' signed errors turned around, "
               "[v / (1 + p90), v / (1 + p10)] for a prediction v (tokens per second and MFU of a step: "
               "[v (1 + p10), v (1 + p90)]). "
-              "Cold start, inference memory and costs have no validated rows and no band.", "",
+              f"A quantity needs {BAND_MIN_ROWS} held-out rows for a band: e2e latency, checkpoint save and restore "
+              "and LoRA memory have fewer today; cold start, inference memory and costs have no validated rows.", "",
               "| quantity | held-out rows | p10 | p90 |", "|---|---:|---:|---:|"]
     lines += [f"| {q} | {b['rows']} | {pct(b['p10'])} | {pct(b['p90'])} |" for q, b in band.items()]
     beyond = [r for r in rows if r["role"] == "held_out" and abs(r["error"]) > ROW_LIMIT]

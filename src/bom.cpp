@@ -1,6 +1,9 @@
 // A cluster's bill of materials (docs/formulas.md §20).
 #include "capplan/analysis/bom.hpp"
 
+#include <cmath>
+
+#include "capplan/detail/ceil_div.hpp"
 #include "capplan/error.hpp"
 #include "capplan/units_parse.hpp"
 
@@ -8,7 +11,7 @@ namespace capplan {
 
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+using detail::ceil_div;
 
 // The systems themselves, and the racks their maximum power fills.
 void add_systems(const system_entry& e, std::optional<power> rack_power, bom_result& b) {
@@ -27,7 +30,9 @@ void add_systems(const system_entry& e, std::optional<power> rack_power, bom_res
         b.notes.push_back("racks: not counted without the system's power");
         return;
     }
-    const auto per_rack = static_cast<std::int64_t>(rack_power->si() / econ.max_power->value.si());
+    // Whole units a rack holds, capped at the units bought before the conversion (a tiny unit power would overflow it).
+    const double fit = std::floor(rack_power->si() / econ.max_power->value.si());
+    const std::int64_t per_rack = fit >= static_cast<double>(b.units) ? b.units : static_cast<std::int64_t>(fit);
     if (per_rack < 1) {
         b.notes.push_back("racks: one " + e.name + " draws up to " + format(econ.max_power->value) + ", more than a rack's " +
                           format(*rack_power));
@@ -146,8 +151,10 @@ bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64
     if (devices < 1 || devices > max_system_accelerators)
         throw config_error("/count", std::to_string(devices), "out of range",
                            "an integer from 1 to " + std::to_string(max_system_accelerators));
-    if (rack_power && !(rack_power->si() > 0))
-        throw config_error("/rack_power", format(*rack_power), "must be > 0", "a power such as \"40 kW\"");
+    if (rack_power && !(rack_power->si() > 0 && *rack_power <= max_unit_power))
+        throw config_error("/rack_power", format(*rack_power), "out of range",
+                           "a power above 0 and at most " + format(max_unit_power) +
+                               ", such as \"40 kW\"");
     bom_result b;
     b.preset = e.name;
     b.devices = devices;

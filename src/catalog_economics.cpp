@@ -32,20 +32,15 @@ dated_source read_dated(object_reader& r) {
     return s;
 }
 
-double positive_number(object_reader& r, std::string_view key) {
-    const auto x = r.number(key, 0.0);
-    if (!x) r.missing(key, "a number > 0");
-    if (!(*x > 0.0)) throw config_error(r.path(key), format_number(*x), "must be > 0", "a number > 0");
-    return *x;
-}
-
 std::optional<sourced_power> read_power_figure(object_reader& parent, std::string_view key) {
     const json* v = parent.get(key);
     if (!v || v->is_null()) return std::nullopt;
     object_reader r(*v, parent.path(key));
     sourced_power p;
     p.value = r.required_quantity<power>("value");
-    if (!(p.value.si() > 0)) throw config_error(r.path("value"), format(p.value), "must be > 0", "a power such as \"10.2 kW\"");
+    if (!(p.value.si() > 0 && p.value <= max_unit_power))
+        throw config_error(r.path("value"), format(p.value), "out of range",
+                           "a power above 0 and at most " + format(max_unit_power) + ", such as \"10.2 kW\"");
     r.string("load");  // what ran while it was measured
     p.from = read_dated(r);
     r.finish();
@@ -59,7 +54,10 @@ cloud_offer read_offer(object_reader& r, int devices) {
     o.region = r.string("region").value_or("");
     o.commitment = r.required_choice("commitment", {"on_demand", "reserved", "1y", "3y"});
     o.devices = static_cast<int>(r.integer("devices", 1, max_system_accelerators).value_or(devices));
-    o.usd_per_hour = positive_number(r, "usd_per_hour");
+    const auto price = read_usd(r, "usd_per_hour");
+    if (!price) r.missing("usd_per_hour", "US dollars an hour > 0");
+    if (!(*price > 0.0)) throw config_error(r.path("usd_per_hour"), format_number(*price), "must be > 0", "US dollars an hour > 0");
+    o.usd_per_hour = *price;
     o.from = read_dated(r);
     r.finish();
     return o;
@@ -81,11 +79,21 @@ sourced_number read_site_number(object_reader& parent, std::string_view key, dou
 
 }  // namespace
 
+// Dollars beyond this are a typo, not a price (the largest AI clusters cost tens of billions: 1e15 leaves 10^4 room).
+constexpr double max_usd = 1e15;
+
+std::optional<double> read_usd(object_reader& r, std::string_view key) {
+    const auto x = r.number(key, 0.0);
+    if (x && !(*x < max_usd))
+        throw config_error(r.path(key), format_number(*x), "not a price", "US dollars from 0 to " + format_number(max_usd));
+    return x;
+}
+
 usd_range read_usd_range(object_reader& r, std::string_view key) {
     const json* usd = r.get(key);
     if (!usd) r.missing(key, "a price in US dollars, or [low, high]");
     const auto check = [&](const json& x) {
-        if (!x.is_number() || x.is_boolean() || !(x.get<double>() > 0.0) || !(x.get<double>() < 1e15))
+        if (!x.is_number() || x.is_boolean() || !(x.get<double>() > 0.0) || !(x.get<double>() < max_usd))
             r.wrong_type(key, *usd, "a price in US dollars > 0, or [low, high]");
         return x.get<double>();
     };
@@ -162,14 +170,9 @@ site_spec read_site(object_reader& r, const header& h) {
     site_spec s;
     s.name = h.name;
     s.source = h.source;
-    s.pue = read_site_number(r, "pue", 1.0, 5.0);
-    s.usd_per_kwh = read_site_number(r, "usd_per_kwh", 0.0, 10.0);
-    s.hosting_usd_per_kw_month = read_site_number(r, "hosting_usd_per_kw_month", 0.0, 10'000.0);
-    s.depreciation_years = read_site_number(r, "depreciation_years", 0.5, 30.0);
-    s.cost_of_capital = read_site_number(r, "cost_of_capital", 0.0, 1.0);
-    s.support_per_year = read_site_number(r, "support_per_year", 0.0, 1.0);
-    if (const json* v = r.get("carbon_kg_per_kwh"); v && !v->is_null())
-        s.carbon_kg_per_kwh = read_site_number(r, "carbon_kg_per_kwh", 0.0, 2.0);
+    for (const site_figure& f : site_figures) s.*f.member = read_site_number(r, f.key, f.low, f.high);
+    if (const json* v = r.get(carbon_figure.key); v && !v->is_null())
+        s.carbon_kg_per_kwh = read_site_number(r, carbon_figure.key, carbon_figure.low, carbon_figure.high);
     return s;
 }
 

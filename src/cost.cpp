@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "capplan/detail/ceil_div.hpp"
+
 #include "capplan/units_parse.hpp"
 
 namespace capplan {
@@ -37,7 +39,15 @@ double capital_recovery_factor(double rate, double years) {
     return rate / (1.0 - std::pow(1.0 + rate, -years));
 }
 
-std::optional<ownership_cost> ownership(const cost_spec& c, int devices, std::vector<std::string>& notes) {
+// The unit's draw the energy bill uses: its measured draw under load unless "max" is asked or none is published.
+const sourced_power* billed_draw(const system_economics& e, const std::string& basis) {
+    if (basis != "max" && e.measured_power) return &*e.measured_power;
+    if (e.max_power) return &*e.max_power;
+    return e.measured_power ? &*e.measured_power : nullptr;
+}
+
+std::optional<ownership_cost> ownership(const cost_spec& c, int devices, int units, double used_share,
+                                        std::vector<std::string>& notes) {
     const system_economics& e = c.economics;
     if (!e.price) {
         notes.push_back("owning: no purchase price for " + (e.preset.empty() ? std::string("this system") : e.preset) +
@@ -49,8 +59,8 @@ std::optional<ownership_cost> ownership(const cost_spec& c, int devices, std::ve
         return std::nullopt;
     }
     ownership_cost o;
-    o.units = (devices + e.devices - 1) / e.devices;
-    o.used_share = static_cast<double>(devices) / (static_cast<double>(o.units) * e.devices);
+    o.units = units;
+    o.used_share = used_share;
     if (o.used_share < 1.0)
         notes.push_back("owning: " + std::to_string(devices) + " of the " + std::to_string(o.units * e.devices) +
                         " accelerators bought do this work: a unit of work pays their share, " +
@@ -59,20 +69,22 @@ std::optional<ownership_cost> ownership(const cost_spec& c, int devices, std::ve
     const double capex_high = o.units * e.price->usd.high + c.other_capex_usd;
     o.capex = {0.5 * (capex_low + capex_high), capex_low, capex_high};
 
-    const sourced_power& most = e.max_power ? *e.max_power : *e.measured_power;
-    const bool measured = c.power_basis != "max" && e.measured_power;
-    o.provisioned_power = o.units * most.value;
-    o.it_power = o.units * (measured ? e.measured_power->value : most.value);
+    const sourced_power* draw = billed_draw(e, c.power_basis);
+    const bool measured = e.measured_power && draw == &*e.measured_power;
+    o.provisioned_power = o.units * (e.max_power ? *e.max_power : *e.measured_power).value;
+    o.it_power = o.units * draw->value;
 
     const site_spec& s = c.site;
+    const double year_h = julian_year.in(hour);
     o.energy_per_hour = o.it_power.in(kW) * s.pue.value * s.usd_per_kwh.value;
-    o.hosting_per_hour = o.provisioned_power.in(kW) * s.hosting_usd_per_kw_month.value * 12.0 / hours_per_year;
+    constexpr double months_a_year = 12.0;
+    o.hosting_per_hour = o.provisioned_power.in(kW) * s.hosting_usd_per_kw_month.value * months_a_year / year_h;
     const double crf = capital_recovery_factor(s.cost_of_capital.value, s.depreciation_years.value);
     const auto hourly = [&](double capex) {
-        return capex * (crf + s.support_per_year.value) / hours_per_year + o.energy_per_hour + o.hosting_per_hour;
+        return capex * (crf + s.support_per_year.value) / year_h + o.energy_per_hour + o.hosting_per_hour;
     };
-    o.capital_per_hour = o.capex.usd * crf / hours_per_year;
-    o.support_per_hour = o.capex.usd * s.support_per_year.value / hours_per_year;
+    o.capital_per_hour = o.capex.usd * crf / year_h;
+    o.support_per_hour = o.capex.usd * s.support_per_year.value / year_h;
     o.per_hour = {hourly(o.capex.usd), hourly(capex_low), hourly(capex_high)};
     // Appended piece by piece: GCC 12 warns falsely (-Wrestrict, bug 105651) on "literal" + std::string temporaries.
     std::string price = usd(e.price->usd.low);
@@ -128,31 +140,28 @@ cost_result hourly_cost(const cost_spec& c, int devices) {
     r.site = c.site.name;
     r.preset = c.economics.preset;
     r.devices = devices;
-    r.own = ownership(c, devices, r.notes);
+    // Hardware is bought in whole units of the preset as listed; a unit of work takes the share it uses.
+    const auto units = static_cast<int>(detail::ceil_div(devices, c.economics.devices));
+    r.used_share = static_cast<double>(devices) / (static_cast<double>(units) * c.economics.devices);
+    r.own = ownership(c, devices, units, r.used_share, r.notes);
     r.rent = rental(c, devices, r.notes);
-    if (r.own) {
-        r.facility_kw = r.own->it_power.in(units::kW) * c.site.pue.value;
-        r.used_share = r.own->used_share;
-    } else if (const auto& p = c.power_basis != "max" && c.economics.measured_power ? c.economics.measured_power
-                                                                                    : c.economics.max_power) {
-        const int bought = (devices + c.economics.devices - 1) / c.economics.devices;
-        r.facility_kw = bought * p->value.in(units::kW) * c.site.pue.value;
-        r.used_share = static_cast<double>(devices) / (static_cast<double>(bought) * c.economics.devices);
-    } else {
+    if (const sourced_power* draw = billed_draw(c.economics, c.power_basis))
+        r.facility_power = static_cast<double>(units) * c.site.pue.value * draw->value;
+    else
         r.notes.push_back("energy: no power figure for this system; give cost.system_power");
-    }
     return r;
 }
 
-work_cost cost_of_work(const cost_result& hourly, const cost_spec& c, double hours) {
+work_cost cost_of_work(const cost_result& hourly, const cost_spec& c, duration work) {
+    const double hours = work.in(units::hour);
     work_cost w;
     // Hours paid for: owned (and committed rental) hardware is paid every hour, so the work's hours are stretched by
     // the share of hours it is busy; on-demand rental is paid only while it works.
     const double paid = hours / c.utilization;
     if (hourly.own) w.own = scaled(hourly.own->per_hour, paid * hourly.own->used_share);
     if (hourly.rent) w.rent = scaled(hourly.rent->per_hour, c.commitment == "on_demand" ? hours : paid);
-    w.energy_kwh = hourly.facility_kw * hourly.used_share * hours;  // the work's share of the units' draw
-    if (c.site.carbon_kg_per_kwh) w.emissions_kg = w.energy_kwh * c.site.carbon_kg_per_kwh->value;
+    w.facility_energy = hourly.used_share * hourly.facility_power * work;  // the work's share of the units' draw
+    if (c.site.carbon_kg_per_kwh) w.emissions_kg = w.facility_energy.in(units::kWh) * c.site.carbon_kg_per_kwh->value;
     return w;
 }
 

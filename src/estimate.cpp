@@ -755,8 +755,11 @@ void add_ranges(const scenario& s, const uncertainty_bands& u, estimate_result& 
             put(std::string("inference.") + key, v, "tpot", false);
         put("inference.e2e_latency_s", i.e2e_latency_s, "e2e", false);
         // A simulation below saturation serves the offered load: the saturated rows' band does not describe it.
-        if (i.method != "simulation") put("inference.throughput_tokens_per_s", i.throughput_tokens_per_s, "throughput_static", false);
-        else if (i.busy_fraction && *i.busy_fraction >= 0.95)
+        // Saturated = busy 95% of the time or more: capplan's own threshold (no source), an engine without idle left.
+        constexpr double saturated = 0.95;
+        if (i.method != "simulation")
+            put("inference.throughput_tokens_per_s", i.throughput_tokens_per_s, "throughput_static", false);
+        else if (i.busy_fraction && *i.busy_fraction >= saturated)
             put("inference.throughput_tokens_per_s", i.throughput_tokens_per_s, "throughput_saturated", false);
     }
     if (r.training) {
@@ -779,10 +782,11 @@ void estimate_cost(const scenario& s, estimate_result& r) {
     cost_result c = hourly_cost(*s.cost, r.system.count);
     const bool runs = r.feasible != false;
     if (r.inference && r.inference->throughput_tokens_per_s && *r.inference->throughput_tokens_per_s > 0 && runs)
-        c.per_million_output_tokens = cost_of_work(c, *s.cost, 1e6 / (*r.inference->throughput_tokens_per_s * 3600.0));
+        c.per_million_output_tokens =
+            cost_of_work(c, *s.cost, million_tokens / *r.inference->throughput_tokens_per_s * units::s);
     if (r.training && r.training->tokens_per_s > 0 && runs) {
-        c.per_billion_tokens = cost_of_work(c, *s.cost, 1e9 / (r.training->tokens_per_s * 3600.0));
-        if (r.training->time_to_train_s) c.per_run = cost_of_work(c, *s.cost, *r.training->time_to_train_s / 3600.0);
+        c.per_billion_tokens = cost_of_work(c, *s.cost, billion_tokens / r.training->tokens_per_s * units::s);
+        if (r.training->time_to_train_s) c.per_run = cost_of_work(c, *s.cost, *r.training->time_to_train_s * units::s);
     }
     if (!runs) c.notes.push_back("per token and per run: none, the plan cannot run (see its reasons)");
     if (s.inference && s.inference->disaggregation)

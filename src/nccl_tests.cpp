@@ -277,7 +277,8 @@ nccl_tests_run parse_nccl_tests_text(std::string_view text, const std::string& s
                 const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
                 if (ec != std::errc() || end != digits.data() + digits.size() || rank >= max_system_accelerators)
                     throw config_error("line " + std::to_string(line_no), "'" + std::string(digits) + "'",
-                                       "a rank number beyond any run (" + source + ")", "ranks below 1048576");
+                                       "a rank number beyond any run (" + source + ")",
+                                       "ranks below " + std::to_string(max_system_accelerators));
                 ranks.insert(rank);
                 if (line.ends_with("...")) ranks_elided = true;
                 continue;
@@ -384,7 +385,8 @@ nccl_tests_run parse_nccl_tests_json(std::string_view text, const std::string& s
                 if (ranks > static_cast<double>(most))
                     throw config_error(config.path("devices"), std::to_string(devices->size()) + " x " + std::to_string(threads) +
                                                                    " x " + std::to_string(gpus),
-                                       "more ranks than any run capplan models", "at most 1048576 ranks");
+                                       "more ranks than any run capplan models",
+                                       "at most " + std::to_string(max_system_accelerators) + " ranks");
                 run.ranks = static_cast<int>(ranks);
             }
         }

@@ -35,14 +35,14 @@ json work_cost_json(const work_cost& w) {
     json j = json::object();
     if (w.own) put_usd(j, "own_usd", *w.own);
     if (w.rent) put_usd(j, "rent_usd", *w.rent);
-    j["energy_kwh"] = w.energy_kwh;
+    j["energy_kwh"] = w.facility_energy.in(units::kWh);
     if (w.emissions_kg) j["emissions_kg_co2e"] = *w.emissions_kg;
     return j;
 }
 
 json cost_json(const cost_result& c) {
     json j = {{"currency", "USD"}, {"site", c.site}, {"preset", c.preset}, {"devices", c.devices},
-              {"facility_power_w", c.facility_kw * 1e3}, {"used_share", c.used_share}};
+              {"facility_power_w", c.facility_power.si()}, {"used_share", c.used_share}};
     if (c.own) {
         const ownership_cost& o = *c.own;
         json own = {{"units", o.units}, {"used_share", o.used_share}};

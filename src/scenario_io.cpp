@@ -527,13 +527,13 @@ serving_pool read_pool(object_reader& r, const catalog& cat) {
 }
 
 // A site figure the scenario replaces: a plain number within the site's bounds, its source "the scenario".
-void override_site_number(object_reader& r, std::string_view key, double low, double high, sourced_number& out) {
-    const auto x = r.number(key, low);
-    if (!x) return;
-    if (*x > high)
-        throw config_error(r.path(key), format_number(*x), "must be at most " + format_number(high),
-                           "a number from " + format_number(low) + " to " + format_number(high));
-    out = {*x, {"the scenario", ""}};
+std::optional<sourced_number> site_override(object_reader& r, const detail::site_figure& f) {
+    const auto x = r.number(f.key, f.low);
+    if (!x) return std::nullopt;
+    if (*x > f.high)
+        throw config_error(r.path(f.key), format_number(*x), "must be at most " + format_number(f.high),
+                           "a number from " + format_number(f.low) + " to " + format_number(f.high));
+    return sourced_number{*x, {"the scenario", ""}};
 }
 
 // The scenario's `cost` object: a catalog site with the scenario's overrides, and the economics of the preset the
@@ -542,17 +542,9 @@ cost_spec read_cost(object_reader& r, const catalog& cat, const system_spec& sys
     cost_spec c;
     c.site = cat.site(r.string("site").value_or(default_cost_site), r.path("site"));
     site_spec& s = c.site;
-    override_site_number(r, "pue", 1.0, 5.0, s.pue);
-    override_site_number(r, "usd_per_kwh", 0.0, 10.0, s.usd_per_kwh);
-    override_site_number(r, "hosting_usd_per_kw_month", 0.0, 10'000.0, s.hosting_usd_per_kw_month);
-    override_site_number(r, "depreciation_years", 0.5, 30.0, s.depreciation_years);
-    override_site_number(r, "cost_of_capital", 0.0, 1.0, s.cost_of_capital);
-    override_site_number(r, "support_per_year", 0.0, 1.0, s.support_per_year);
-    if (r.get("carbon_kg_per_kwh")) {
-        sourced_number carbon;
-        override_site_number(r, "carbon_kg_per_kwh", 0.0, 2.0, carbon);
-        if (!carbon.from.source.empty()) s.carbon_kg_per_kwh = carbon;
-    }
+    for (const detail::site_figure& f : detail::site_figures)
+        if (auto x = site_override(r, f)) s.*f.member = *x;
+    if (auto carbon = site_override(r, detail::carbon_figure)) s.carbon_kg_per_kwh = *carbon;
     std::string preset = sys.preset;
     if (preset.empty()) accelerator_node(cat, sys.accelerator, &preset);
     if (!preset.empty() && cat.system_preset(preset).accelerator == sys.accelerator.name) {
@@ -563,11 +555,14 @@ cost_spec read_cost(object_reader& r, const catalog& cat, const system_spec& sys
     }
     if (r.get("system_price")) c.economics.price = purchase_price{detail::read_usd_range(r, "system_price"), "given", {"the scenario", ""}};
     if (const auto p = r.quantity<power>("system_power")) {
-        if (!(p->si() > 0)) throw config_error(r.path("system_power"), format(*p), "must be > 0", "a power such as \"10.2 kW\"");
+        if (!(p->si() > 0 && *p <= max_unit_power))
+            throw config_error(r.path("system_power"), format(*p), "out of range",
+                               "a power above 0 and at most " + format(max_unit_power) +
+                                   ", such as \"10.2 kW\"");
         c.economics.max_power = sourced_power{*p, {"the scenario", ""}};
         c.economics.measured_power.reset();
     }
-    if (const auto h = r.number("price_per_device_hour", 0.0)) c.usd_per_device_hour = *h;
+    c.usd_per_device_hour = detail::read_usd(r, "price_per_device_hour");
     c.commitment = r.choice("commitment", {"on_demand", "reserved", "1y", "3y"}).value_or("on_demand");
     c.power_basis = r.choice("power", {"measured", "max"}).value_or("measured");
     if (const auto u = r.number("utilization", 0.0)) {
@@ -576,7 +571,7 @@ cost_spec read_cost(object_reader& r, const catalog& cat, const system_spec& sys
                                "the share of hours the hardware does this work, e.g. 0.6");
         c.utilization = *u;
     }
-    c.other_capex_usd = r.number("other_capex", 0.0).value_or(0.0);
+    c.other_capex_usd = detail::read_usd(r, "other_capex").value_or(0.0);
     return c;
 }
 

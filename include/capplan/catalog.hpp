@@ -103,8 +103,8 @@ private:
     std::map<std::string, storage_spec> storage_;
     std::map<std::string, system_entry> systems_;
     std::map<std::string, site_spec> sites_;
-    std::map<std::string, fabric_parts> fabrics_;
-    uncertainty_bands uncertainty_;  // by link name: what a scale-out fabric of it is built of
+    std::map<std::string, fabric_parts> fabrics_;  // by link name: what a scale-out fabric of it is built of
+    uncertainty_bands uncertainty_;                // models/uncertainty.json
 };
 
 // A node of `acc`: the first catalog system preset built of it (its name in `preset`), else an inline

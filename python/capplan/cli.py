@@ -146,9 +146,9 @@ def _price(price) -> str:
     """A catalog price as "$515,000" or "$276,000-331,200 (2023-08)"."""
     if not price:
         return "unknown"
-    usd = price["usd"] if isinstance(price["usd"], list) else [price["usd"]] * 2
-    span = f"${usd[0]:,.0f}" if usd[0] == usd[1] else f"${usd[0]:,.0f}-{usd[1]:,.0f}"
-    return f"{span} ({price['date']})"
+    from .costing import usd
+    low, high = price["usd"] if isinstance(price["usd"], list) else [price["usd"]] * 2
+    return (usd(low) if low == high else f"{usd(low)}-{usd(high)}") + f" ({price['date']})"
 
 
 def _cmd_list(args) -> str:
@@ -434,9 +434,8 @@ def _cmd_size(args) -> str:
         return json.dumps(r, indent=2)
     from .costing import usd
     header = ["accelerator", "count", "tp", "pp", "ep", "replicas", "weights", "kv", "p99 ttft", "p99 tpot", "tokens/s", "$/h"]
-    cost_keys = ("own_usd_per_hour", "rent_usd_per_hour", "own_usd_per_million_output_tokens",
-                 "rent_usd_per_million_output_tokens")
-    costed = any(k in o for o in r["options"] for k in cost_keys)
+    cost_keys = r._COST_KEYS
+    costed = r._costed()
     if costed:
         header += ["own $/h", "rent $/h", "own $/1M tok", "rent $/1M tok"]
     rows = [[o["accelerator"], o["count"], f"{o['tp']} (attention dp)" if o.get("attention_dp") else o["tp"], o["pp"],
@@ -445,7 +444,7 @@ def _cmd_size(args) -> str:
              f"{o['output_tokens_per_s']:.0f}", f"{o['cost_per_hour']:.2f}" if "cost_per_hour" in o else ""]
             + ([usd(o[k]) if k in o else "-" for k in cost_keys] if costed else [])
             for o in r["options"]]
-    text = _sizing_preamble(r, costed) + (_table(header, rows) if rows else "no accelerator meets the targets")
+    text = r.preamble() + (_table(header, rows) if rows else "no accelerator meets the targets")
     for o in r["options"]:
         if o.get("efficiency_table", "catalog") != "catalog":
             text += f"\n{o['accelerator']}: efficiency table {o['efficiency_table']} (calibration)"
@@ -464,29 +463,6 @@ def _cmd_size(args) -> str:
     for rej in r["rejected"]:
         text += f"\nrejected {rej['accelerator']}: {rej['reason']}"
     return text
-
-
-def _sizing_preamble(r: Dict[str, Any], costed: bool) -> str:
-    """Lines above the sizing table: the recommendation (when priced), the targets applied and the ranking rule."""
-    from .costing import usd
-    best = r["options"][0] if r["options"] and costed else None
-    lines = []
-    if best is not None and "own_usd_per_million_output_tokens" in best:
-        lines.append(f"recommendation: buy {best['own_units']} x {best['system'] or best['accelerator']} "
-                     f"({usd(best['capex_usd'])}) and run {best['count']} x {best['accelerator']} ({best['weights']} "
-                     f"weights): {usd(best['own_usd_per_million_output_tokens'])} per million output tokens at these "
-                     "targets" + (f"; renting: {usd(best['rent_usd_per_million_output_tokens'])}"
-                                  if "rent_usd_per_million_output_tokens" in best else ""))
-    elif best is not None and "rent_usd_per_million_output_tokens" in best:
-        lines.append(f"recommendation: rent {best['count']} x {best['accelerator']} ({best['weights']} weights): "
-                     f"{usd(best['rent_usd_per_million_output_tokens'])} per million output tokens at these targets")
-    t = r["targets"]
-    lines.append(f"targets: p99 TTFT {Quantity.from_si(t['ttft_p99_s'], (0, 0, 1, 0))}, p99 TPOT "
-                 f"{Quantity.from_si(t['tpot_p99_s'], (0, 0, 1, 0))}"
-                 + (" (tightened by the validated error, --confidence high)" if t["confidence"] == "high" else ""))
-    if "ranked_by" in r:
-        lines.append(r["ranked_by"])
-    return "\n".join(lines) + "\n"
 
 
 def _speculative_flag(text, draft_model):

@@ -8,6 +8,9 @@ from typing import Any, Dict, List, Tuple
 
 from . import _args, _core
 from .api import Scenario, _jsonable, scenario_text
+from .result import aligned
+from .sizing import _text_table
+from .units import POWER, Quantity
 
 Row = Tuple[str, str, str]
 
@@ -51,7 +54,7 @@ def cost_rows(c: Dict[str, Any]) -> List[Row]:
                      (f"middle of {len(offers)} offers: " + "; ".join(offers) if offers else "the price given")))
     if c.get("facility_power_w"):
         share = c.get("used_share", 1.0)
-        rows.append(("power at the facility", f"{c['facility_power_w'] / 1e3:.3g} kW",
+        rows.append(("power at the facility", str(Quantity.from_si(c["facility_power_w"], POWER)),
                      f"the units bought, site {c['site']} (PUE included)"
                      + (f"; this work's {c['devices']} accelerators take {share:.3g} of it" if share < 1 else "")))
     for key, label in (("per_million_output_tokens", "per million output tokens"), ("per_run", "per training run"),
@@ -71,9 +74,7 @@ class CostResult(dict):
     def __repr__(self) -> str:
         rows = self.rows() or [("cost", "-", "no price or power for this system: give cost.system_price or "
                                                "cost.price_per_device_hour")]
-        w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
-        lines = [f"{a:<{w0}}  {b:<{w1}}  {c}".rstrip() for a, b, c in rows]
-        return "capplan cost (USD)\n" + "\n".join(lines) + "".join(f"\nnote: {n}" for n in self.get("notes", []))
+        return "capplan cost (USD)\n" + "\n".join(aligned(rows)) + "".join(f"\nnote: {n}" for n in self.get("notes", []))
 
     def _repr_html_(self) -> str:
         body = "".join(f"<tr><th style='text-align:left'>{html.escape(a)}</th><td>{html.escape(b)}</td>"
@@ -93,7 +94,7 @@ def cost(scenario: Scenario, **overrides: Any) -> CostResult:
     data = json.loads(text)
     if not isinstance(data, dict):
         raise _args.config_error("/", data, "not a scenario object", "a scenario dict, JSON object or file")
-    given = data.get("cost") or {}
+    given = data.get("cost", {})
     data["cost"] = {**_args.mapping(given, "/cost", "the cost object of docs/scenario.md"), **overrides}
     result = json.loads(_core.estimate_json(json.dumps(_jsonable(data)), str(base)))  # paths relative to the file
     return CostResult(result["cost"])
@@ -115,13 +116,11 @@ class BomResult(dict):
         return out
 
     def __repr__(self) -> str:
-        from .units import POWER, Quantity
         head = ["item", "count", "model", "power each", "USD each"]
         body = [[r["item"], str(r["count"]), r["model"], "-" if r["power_each_w"] is None else str(Quantity.from_si(r["power_each_w"], POWER)),
                  "-" if r["usd_each"] is None else usd(r["usd_each"])] for r in self.rows()]
-        widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head] + body]
-        total = f"known power {self['known_power_w'] / 1e3:,.1f} kW"
+        lines = _text_table(head, body).split("\n")
+        total = f"known power {Quantity.from_si(self['known_power_w'], POWER)}"
         if "known_usd" in self:
             total += f", known price {_with_range(self['known_usd'], self['known_usd_range'])}"
         racks = f"; {self['racks']} racks" if self.get("racks") is not None else ""
@@ -134,7 +133,7 @@ def bom(system: str, count: int, rack_power: Any = None) -> BomResult:
     racks their maximum power fills (with ``rack_power``, e.g. "40 kW"), and the scale-out fabric (a non-blocking
     rail-optimised fat tree of the link's switches, its cables and optics), with power and price per line where the
     catalog has them (docs/formulas.md §20)."""
-    from .units import POWER, quantity
+    from .units import quantity
     name = _args.text(system, "/system", "a catalog system preset (capplan list systems)")
     n = _args.integer(count, "/count", 1, _args.MAX_COUNT)
     watts = None if rack_power is None else quantity(rack_power, POWER, "/rack_power").si

@@ -95,6 +95,13 @@ def _memory_parts(mem: Dict[str, Any], zh: bool = False) -> List[Tuple[str, str]
     return [(k, zh_label if zh else label) for k, label, zh_label in _MEMORY_PARTS if mem.get(k)]
 
 
+def aligned(rows: List[Tuple[str, str, str]]) -> List[str]:
+    """(what, value, detail) rows as text lines, the first two columns padded to their widest entry."""
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    return [f"{a:<{w0}}  {b:<{w1}}  {c}".rstrip() for a, b, c in rows]
+
+
 class Result(Section):
     """What capplan computed for a scenario. ``to_dict()`` gives the public result JSON."""
 
@@ -223,10 +230,7 @@ class Result(Section):
         return rows
 
     def __repr__(self) -> str:
-        rows = self.rows()
-        w0 = max(len(r[0]) for r in rows)
-        w1 = max(len(r[1]) for r in rows)
-        lines = [f"{a:<{w0}}  {b:<{w1}}  {c}".rstrip() for a, b, c in rows]
+        lines = aligned(self.rows())
         notes = self._data.get("notes", []) + self._data.get("cost", {}).get("notes", [])
         return "capplan estimate\n" + "\n".join(lines) + "".join(f"\nnote: {n}" for n in notes)
 

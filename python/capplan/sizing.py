@@ -49,9 +49,33 @@ class SizingResult(dict):
                 + (tuple(usd(o[k]) if k in o else "-" for k in self._COST_KEYS) if costed else ())
                 for o in self["options"]]
 
+    def preamble(self) -> str:
+        """Lines above the table: the recommendation (when priced), the targets applied and the ranking rule."""
+        from .costing import usd
+        best = self["options"][0] if self["options"] and self._costed() else None
+        lines = []
+        if best is not None and "own_usd_per_million_output_tokens" in best:
+            lines.append(f"recommendation: buy {best['own_units']} x {best['system'] or best['accelerator']} "
+                         f"({usd(best['capex_usd'])}) and run {best['count']} x {best['accelerator']} ({best['weights']} "
+                         f"weights): {usd(best['own_usd_per_million_output_tokens'])} per million output tokens at "
+                         "these targets" + (f"; renting: {usd(best['rent_usd_per_million_output_tokens'])}"
+                                            if "rent_usd_per_million_output_tokens" in best else ""))
+        elif best is not None and "rent_usd_per_million_output_tokens" in best:
+            lines.append(f"recommendation: rent {best['count']} x {best['accelerator']} ({best['weights']} weights): "
+                         f"{usd(best['rent_usd_per_million_output_tokens'])} per million output tokens at these targets")
+        t = self.get("targets")
+        if t:
+            lines.append(f"targets: p99 TTFT {Quantity.from_si(t['ttft_p99_s'], TIME)}, p99 TPOT "
+                         f"{Quantity.from_si(t['tpot_p99_s'], TIME)}"
+                         + (" (tightened by the validated error, --confidence high)" if t["confidence"] == "high" else ""))
+        if "ranked_by" in self:
+            lines.append(self["ranked_by"])
+        return "".join(line + "\n" for line in lines)
+
     def __repr__(self) -> str:
         rule = self.get("ranked_by", "cheapest first")
         text = f"capplan sizing ({rule})\n" + _text_table(self._head(), self._rows())
+        text += "".join(f"\n{line}" for line in self.preamble().splitlines() if line != rule)  # advice and targets
         return text + "".join(f"\nrejected {r['accelerator']}: {r['reason']}" for r in self["rejected"])
 
     def _option_bars(self):
@@ -185,8 +209,8 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
 
     ``confidence="high"`` asks for plans that meet the targets at the pessimistic end of capplan's validated error
     (docs/validation.md, models/uncertainty.json): the targets are tightened by the 10th-percentile error of the
-    held-out TTFT and TPOT rows, ``target x (1 + p10)``, so that the measured latency ``v / (1 + p10)`` still meets
-    them; the result's ``targets`` says which were applied."""
+    held-out TTFT and TPOT rows, ``target x min(1, 1 + p10)`` (never loosened), so that the measured latency
+    ``v / (1 + p10)`` still meets them; the result's ``targets`` says which were applied."""
     from pathlib import Path
     calibrations = [_args.path_or_dict(c, f"/calibrations/{i}", "a file from capplan calibrate, or its dict")
                     for i, c in enumerate(_args.items(calibrations or [], "/calibrations", "a list of calibration files"))]
@@ -231,6 +255,8 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     return result
 
 
+_MILLION_TOKENS = 1e6  # the unit of work sizing quotes a cost per (a count of tokens)
+
 # What each ranking sorts by, and how the result states it.
 _RANK_KEYS = {"tco": ("own_usd_per_hour", "ranked by the cost of owning per hour (the share of the units bought it uses)"),
               "capex": ("capex_usd", "ranked by the purchase"),
@@ -245,8 +271,8 @@ def _price_options(result: Dict[str, Any], rank_by: Optional[str], cost: Dict[st
     for o in result["options"]:
         system = o.get("system") or {"accelerator": o["accelerator"]}
         rate = o["output_tokens_per_s"]
-        hours = 1e6 / (rate * 3600.0) if rate > 0 else None  # a million output tokens at the load that meets the targets
-        c = json.loads(_core.hourly_cost_json(json.dumps(system), o["count"], text, hours))
+        seconds = _MILLION_TOKENS / rate if rate > 0 else None  # a million output tokens at the load that meets the targets
+        c = json.loads(_core.hourly_cost_json(json.dumps(system), o["count"], text, seconds))
         work = c.get("per_million_output_tokens", {})  # the core's cost of work: shares, utilization, commitments
         if "own" in c:  # whole units bought (capex); the option's hours pay the share of them it uses
             o["capex_usd"] = c["own"]["capex_usd"]

@@ -27,7 +27,7 @@ void register_estimate(py::module_& m) {
         "Estimate a scenario given as JSON text; returns the result as JSON text.");
     m.def("default_scenario_json", &default_scenario_json);
     m.def("hourly_cost_json", [](const std::string& system_text, int devices, const std::string& cost_text,
-                                 std::optional<double> work_hours) {
+                                 std::optional<double> work_s) {
             const catalog& cat = default_catalog();
             system_spec sys = read_system(system_text, cat);
             if (devices < 1 || devices > max_system_accelerators)
@@ -36,12 +36,12 @@ void register_estimate(py::module_& m) {
             sys.count = devices;
             const cost_spec spec = read_cost(cost_text, cat, sys);
             cost_result c = hourly_cost(spec, devices);
-            if (work_hours && *work_hours > 0 && std::isfinite(*work_hours))
-                c.per_million_output_tokens = cost_of_work(c, spec, *work_hours);
+            if (work_s && *work_s > 0 && std::isfinite(*work_s))
+                c.per_million_output_tokens = cost_of_work(c, spec, *work_s * units::s);
             return to_json(c);
-        }, py::arg("system"), py::arg("devices"), py::arg("cost") = "{}", py::arg("work_hours") = std::nullopt,
+        }, py::arg("system"), py::arg("devices"), py::arg("cost") = "{}", py::arg("work_s") = std::nullopt,
         "What `devices` accelerators of `system` (a preset name or system object, as JSON) cost an hour to own and "
-        "to rent, under a scenario's cost object (JSON text); with work_hours, what work of that many hours costs "
+        "to rent, under a scenario's cost object (JSON text); with work_s, what work of that many seconds costs "
         "(in per_million_output_tokens).");
     m.def("bom_json", [](const std::string& preset, std::int64_t devices, std::optional<double> rack_power_w) {
             const std::optional<power> rack =

@@ -91,4 +91,6 @@ TEST_CASE("bad bill-of-materials input names its field") {
     CHECK_THROWS_WITH_AS(cluster_bom(cat(), "DGX-H999", 8, std::nullopt), doctest::Contains("/system"),
                          unknown_name_error);
     CHECK_THROWS_WITH_AS(cluster_bom(cat(), "DGX-H100", 8, 0 * kW), doctest::Contains("/rack_power"), config_error);
+    // A rack power that would overflow the units-per-rack count: beyond 100 MW is a typo.
+    CHECK_THROWS_WITH_AS(cluster_bom(cat(), "DGX-H100", 8, 1e300 * kW), doctest::Contains("/rack_power"), config_error);
 }

@@ -43,7 +43,7 @@ TEST_CASE("owning: the purchase over its life, energy at the PUE, hosting per pr
     const double mid = 300000.0 * (0.25 + 0.05) / 8766 + 1.25 + 10.0 * 150 * 12 / 8766;  // 13.5702 $/h
     CHECK(o.per_hour.usd == doctest::Approx(mid));
     CHECK(o.per_hour.low == doctest::Approx(280000.0 * 0.30 / 8766 + 1.25 + 18000.0 / 8766));
-    CHECK(r.cost->facility_kw == doctest::Approx(12.5));
+    CHECK(r.cost->facility_power.in(kW) == doctest::Approx(12.5));
 }
 
 TEST_CASE("a cost of capital charges the annuity that repays the purchase with interest") {
@@ -74,7 +74,8 @@ TEST_CASE("renting: the user's price, or the middle of the catalog's offers per 
     CHECK(r.cost->own->used_share == doctest::Approx(0.75));
     const double hours = 1e6 / (*r.inference->throughput_tokens_per_s * 3600);
     CHECK(r.cost->per_million_output_tokens->own->usd == doctest::Approx(r.cost->own->per_hour.usd * 0.75 * hours));
-    CHECK(r.cost->per_million_output_tokens->energy_kwh == doctest::Approx(r.cost->facility_kw * 0.75 * hours));
+    CHECK(r.cost->per_million_output_tokens->facility_energy.in(kWh) ==
+          doctest::Approx(r.cost->facility_power.in(kW) * 0.75 * hours));
 }
 
 TEST_CASE("renting takes the middle offer per accelerator-hour, not the mean") {
@@ -96,11 +97,11 @@ TEST_CASE("a million output tokens costs the hours they take, stretched by the h
     const work_cost& w = *r.cost->per_million_output_tokens;
     CHECK(w.own->usd == doctest::Approx(r.cost->own->per_hour.usd * hours));
     CHECK(w.rent->usd == doctest::Approx(24.0 * hours));
-    CHECK(w.energy_kwh == doctest::Approx(12.5 * hours));
+    CHECK(w.facility_energy.in(kWh) == doctest::Approx(12.5 * hours));
     CHECK(*w.emissions_kg == doctest::Approx(12.5 * hours * 0.4));
     const auto half = run(serving(given.substr(0, given.size() - 1) + R"(, "utilization": 0.5})"));
     CHECK(half.cost->per_million_output_tokens->own->usd == doctest::Approx(2 * w.own->usd));
-    CHECK(half.cost->per_million_output_tokens->energy_kwh == doctest::Approx(w.energy_kwh));  // the work's own energy
+    CHECK(half.cost->per_million_output_tokens->facility_energy.in(kWh) == doctest::Approx(w.facility_energy.in(kWh)));  // the work's own energy
     // On demand, renting is paid only while it works; a one-year commitment is paid every hour, busy or not.
     CHECK(half.cost->per_million_output_tokens->rent->usd == doctest::Approx(w.rent->usd));
     const auto committed = run(serving(given.substr(0, given.size() - 1) + R"(, "utilization": 0.5, "commitment": "1y"})"));
@@ -156,4 +157,14 @@ TEST_CASE("bad cost input names its field") {
                          config_error);
     CHECK_THROWS_WITH_AS(run(serving(R"({"usd_per_kwh": 11})")), doctest::Contains("/cost/usd_per_kwh"), config_error);
     CHECK_THROWS_WITH_AS(run(serving(R"({"typo": 1})")), doctest::Contains("/cost/typo"), config_error);
+    // Beyond a typo's size: 1e300 dollars an hour would overflow to infinity times the devices.
+    CHECK_THROWS_WITH_AS(run(serving(R"({"price_per_device_hour": 1e300})")),
+                         doctest::Contains("/cost/price_per_device_hour"), config_error);
+    CHECK_THROWS_WITH_AS(run(serving(R"({"other_capex": -1})")), doctest::Contains("/cost/other_capex"), config_error);
+    CHECK_THROWS_WITH_AS(run(serving(R"({"other_capex": 1e300})")), doctest::Contains("/cost/other_capex"), config_error);
+    CHECK_THROWS_WITH_AS(run(serving(R"({"system_power": "1e300 kW"})")), doctest::Contains("/cost/system_power"),
+                         config_error);
+    CHECK_THROWS_WITH_AS(run(serving(R"({"depreciation_years": 0.1})")), doctest::Contains("/cost/depreciation_years"),
+                         config_error);
+    CHECK_THROWS_WITH_AS(run(serving(R"({"power": "typical"})")), doctest::Contains("/cost/power"), config_error);
 }

@@ -47,3 +47,5 @@ def test_bom_arguments_are_checked():
         capplan.bom("DGX-H100", 8, rack_power="40 GB")
     with pytest.raises(capplan.ConfigError, match="/rack_power"):
         capplan.bom("DGX-H100", 8, rack_power="-40 kW")
+    with pytest.raises(capplan.ConfigError, match="/rack_power"):
+        capplan.bom("DGX-H100", 8, rack_power="1e300 kW")

@@ -74,6 +74,11 @@ def test_cli_cost_table_json_and_bad_input(run_cli, tmp_path):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--pue" in err
     code, out, err = run_cli("cost", str(f), "--utilization", "2")
     assert code == 2 and "/cost/utilization" in err and len(err.strip().splitlines()) == 1
+    for args, field in ((["--price-per-device-hour", "1e300"], "/cost/price_per_device_hour"),
+                        (["--site", "Moon"], "Moon"), (["--commitment", "forever"], "--commitment"),
+                        (["--depreciation-years", "100"], "/cost/depreciation_years")):
+        code, out, err = run_cli("cost", str(f), *args)
+        assert code == 2 and field in err and len(err.strip().splitlines()) == 1, err
     code, out, err = run_cli("list", "sites")
     assert code == 0 and "US-colocation" in out
 
@@ -87,6 +92,14 @@ def test_every_catalog_price_power_and_offer_has_a_source_and_a_date():
         for fig in filter(None, figures):
             assert fig.get("source") and fig.get("date"), (path.name, fig)
             found += 1
+    for path in sorted((ROOT / "models" / "links").glob("*.json")):
+        fabric = json.loads(path.read_text()).get("fabric")
+        if fabric:
+            assert fabric.get("source") and fabric.get("date"), path.name
+            for part in fabric.values():
+                if isinstance(part, dict) and "power" in part:
+                    assert part["power"].get("source") and part["power"].get("date"), (path.name, part)
+                    found += 1
     assert found >= 30
 
 
@@ -156,6 +169,7 @@ def test_estimates_carry_the_validated_error_as_ranges_and_sizing_can_meet_targe
     assert typical["targets"]["tpot_p99_s"] == pytest.approx(0.020)
     assert high["targets"]["tpot_p99_s"] == pytest.approx(0.020 * min(1, 1 + bands["tpot"]["p10"]))
     assert high["targets"]["ttft_p99_s"] == pytest.approx(1.0 * min(1, 1 + bands["ttft"]["p10"]))
+    assert high["options"]
     for o in high["options"]:
         assert o["tpot_p99_s"] <= high["targets"]["tpot_p99_s"]
     with pytest.raises(capplan.ConfigError, match="/confidence"):

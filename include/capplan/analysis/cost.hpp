@@ -11,7 +11,9 @@
 
 namespace capplan {
 
-inline constexpr double hours_per_year = 365.25 * 24.0;  // 8,766 h: a Julian year, leap days included
+inline constexpr duration julian_year = 365.25 * units::day;  // 8,766 h, leap days included: what a year of hours costs
+// The units of work a cost is quoted per (token counts, not physical units).
+inline constexpr double million_tokens = 1e6, billion_tokens = 1e9;
 
 // A money figure and the range its inputs span (purchase prices, the cloud's offers).
 struct usd_estimate {
@@ -37,7 +39,7 @@ struct rental_cost {
 // What one unit of work costs: a million output tokens, or a training run.
 struct work_cost {
     std::optional<usd_estimate> own, rent;
-    double energy_kwh = 0.0;                  // facility energy (IT x PUE)
+    energy facility_energy;                   // at the facility (IT x PUE)
     std::optional<double> emissions_kg;       // x the site's grid intensity, when it has one
 };
 
@@ -45,7 +47,7 @@ struct cost_result {
     std::string site;
     std::string preset;        // whose prices and power were used
     int devices = 0;
-    double facility_kw = 0.0;  // IT draw x PUE of the units bought
+    power facility_power;      // IT draw x PUE of the units bought
     double used_share = 1.0;   // devices / the units' devices: the share of cost and energy a unit of work takes
     std::optional<ownership_cost> own;   // absent without a purchase price and power
     std::optional<rental_cost> rent;     // absent without an offer or a user's price
@@ -55,11 +57,11 @@ struct cost_result {
     std::vector<std::string> notes;      // what was assumed, what is missing
 };
 
-// The cost of running `devices` accelerators for an hour, owned and rented. `work_hours(h)` style figures follow.
+// The cost of running `devices` accelerators for an hour, owned and rented.
 cost_result hourly_cost(const cost_spec& c, int devices);
 
-// A unit of work that takes `hours` of the whole system at the cost's utilization: owned and rented cost, energy and
+// A unit of work that takes `work` of the whole system at the cost's utilization: owned and rented cost, energy and
 // emissions.
-work_cost cost_of_work(const cost_result& hourly, const cost_spec& c, double hours);
+work_cost cost_of_work(const cost_result& hourly, const cost_spec& c, duration work);
 
 }  // namespace capplan

@@ -11,6 +11,9 @@
 
 namespace capplan {
 
+// The most power one unit (a node, a rack) or a rack's limit may be given: 100 MW, a whole data hall; more is a typo.
+inline constexpr power max_unit_power = 100.0 * units::MW;
+
 // A dollar figure known to lie between `low` and `high` (equal when one source gives one number).
 struct usd_range {
     double low = 0.0, high = 0.0;
