@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything a fresh Debian 12 machine needs, then capplan built as users get it:
 #   1. apt: only the compiler, CMake/Ninja and the C++ header libraries (and ccache; Python itself
-#      with its venv module and headers only where the machine has no python3 or uses Debian's);
+#      with its venv module and headers only where the machine has no python3 or uses Debian's; for
+#      scripts/test.sh, LibreOffice's headless Calc);
 #   2. .venv/: a virtual environment on the machine's own python3 (no system site-packages);
 #   3. build/dist/: the sdist (pyproject-build --sdist), and the wheel built from that sdist alone
 #      (pip wheel, build isolation on: scikit-build-core and pybind11 come from the index);
@@ -15,6 +16,8 @@ PYTHON="${PYTHON:-python3}"
 mkdir -p build
 
 APT_PKGS=(g++ cmake ninja-build ccache libeigen3-dev nlohmann-json3-dev libfmt-dev doctest-dev libbenchmark-dev)
+# scripts/test.sh: LibreOffice's headless Calc recalculates the workbooks' live formulas (tests/python/test_workbook.py).
+if [ -n "${CAPPLAN_SETUP_FOR_TESTS:-}" ]; then APT_PKGS+=(libreoffice-calc-nogui); fi
 # Debian's own Python needs its venv module and headers from apt; pyenv's, conda's or a
 # self-built one bring both. No python3 at all: Debian's.
 py_path="$(command -v "$PYTHON" || true)"

@@ -131,6 +131,23 @@ std::optional<rental_cost> rental(const cost_spec& c, int devices, std::vector<s
     return r;
 }
 
+cost_inputs resolved_inputs(const cost_spec& c) {
+    const system_economics& e = c.economics;
+    cost_inputs in;
+    in.site = c.site;
+    in.unit_devices = e.devices;
+    if (e.price) in.unit_price = e.price->usd;
+    if (const sourced_power* draw = billed_draw(e, c.power_basis)) {
+        in.unit_power = draw->value;
+        in.unit_power_measured = e.measured_power && draw == &*e.measured_power;
+        in.unit_provisioned = (e.max_power ? *e.max_power : *e.measured_power).value;
+    }
+    in.other_capex_usd = c.other_capex_usd;
+    in.utilization = c.utilization;
+    in.commitment = c.commitment;
+    return in;
+}
+
 usd_estimate scaled(const usd_estimate& e, double k) { return {e.usd * k, e.low * k, e.high * k}; }
 
 }  // namespace
@@ -143,6 +160,7 @@ cost_result hourly_cost(const cost_spec& c, int devices) {
     // Hardware is bought in whole units of the preset as listed; a unit of work takes the share it uses.
     const auto units = static_cast<int>(detail::ceil_div(devices, c.economics.devices));
     r.used_share = static_cast<double>(devices) / (static_cast<double>(units) * c.economics.devices);
+    r.inputs = resolved_inputs(c);
     r.own = ownership(c, devices, units, r.used_share, r.notes);
     r.rent = rental(c, devices, r.notes);
     if (const sourced_power* draw = billed_draw(c.economics, c.power_basis))

@@ -40,9 +40,44 @@ json work_cost_json(const work_cost& w) {
     return j;
 }
 
+// A site figure's source as "source (date)", or "the scenario" for an override.
+std::string source_of(const sourced_number& n) {
+    return n.from.date.empty() ? n.from.source : n.from.source + " (" + n.from.date + ")";
+}
+
+// The inputs a spreadsheet recomputes the cost from, keyed as a scenario's cost object names them.
+json cost_inputs_json(const cost_inputs& in) {
+    const site_spec& s = in.site;
+    json j = {{"unit_devices", in.unit_devices}, {"other_capex_usd", in.other_capex_usd},
+              {"utilization", in.utilization}, {"commitment", in.commitment}};
+    if (in.unit_price) j["unit_price_usd_range"] = json::array({in.unit_price->low, in.unit_price->high});
+    if (in.unit_power) {
+        j["unit_power_w"] = in.unit_power->si();
+        j["unit_power_basis"] = in.unit_power_measured ? "measured" : "max";
+        j["unit_provisioned_power_w"] = in.unit_provisioned->si();
+    }
+    json sources = json::object();
+    for (const auto& [key, n] : {std::pair<const char*, const sourced_number*>{"pue", &s.pue},
+                                 {"usd_per_kwh", &s.usd_per_kwh},
+                                 {"hosting_usd_per_kw_month", &s.hosting_usd_per_kw_month},
+                                 {"depreciation_years", &s.depreciation_years},
+                                 {"cost_of_capital", &s.cost_of_capital},
+                                 {"support_per_year", &s.support_per_year}}) {
+        j[key] = n->value;
+        sources[key] = source_of(*n);
+    }
+    if (s.carbon_kg_per_kwh) {
+        j["carbon_kg_per_kwh"] = s.carbon_kg_per_kwh->value;
+        sources["carbon_kg_per_kwh"] = source_of(*s.carbon_kg_per_kwh);
+    }
+    j["sources"] = sources;
+    return j;
+}
+
 json cost_json(const cost_result& c) {
     json j = {{"currency", "USD"}, {"site", c.site}, {"preset", c.preset}, {"devices", c.devices},
-              {"facility_power_w", c.facility_power.si()}, {"used_share", c.used_share}};
+              {"facility_power_w", c.facility_power.si()}, {"used_share", c.used_share},
+              {"inputs", cost_inputs_json(c.inputs)}};
     if (c.own) {
         const ownership_cost& o = *c.own;
         json own = {{"units", o.units}, {"used_share", o.used_share}};

@@ -12,7 +12,7 @@ import os
 import json
 import math
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _args, _core
 from .api import _jsonable
@@ -280,10 +280,18 @@ def check_output_path(path: Union[str, Path]) -> Path:
     return path
 
 
-def write_table(rows: Sequence[Row], path: Union[str, Path]) -> None:
-    """CSV, XLSX (header row frozen and filtered, numbers as numbers, units in the column names) or
-    JSON, by the file's extension. Written to a temporary file beside it, then renamed: an
-    interrupted write leaves the old file (or none), never half of one."""
+def _need_openpyxl(path: Path) -> None:
+    try:
+        import openpyxl  # noqa: F401
+    except ImportError:
+        raise _error(f"/: writing {path.name} needs openpyxl: pip install \"capplan[excel]\"") from None
+
+
+def write_table(rows: Sequence[Row], path: Union[str, Path], workbook: Optional[Callable[[], Any]] = None) -> None:
+    """CSV, XLSX (header row frozen and filtered, numbers as numbers, units in the column names; cost columns as
+    live formulas over an inputs sheet, capplan.workbook; or the workbook ``workbook()`` makes) or JSON, by the
+    file's extension. Written to a temporary file beside it, then renamed: an interrupted write leaves the old file
+    (or none), never half of one."""
     path = check_output_path(path)
     columns: List[str] = []
     for r in rows:
@@ -296,19 +304,9 @@ def write_table(rows: Sequence[Row], path: Union[str, Path]) -> None:
         if suffix == ".json":
             tmp.write_text(json.dumps(list(rows), indent=2))
         elif suffix in (".xlsx", ".xlsm"):
-            try:
-                import openpyxl
-            except ImportError:
-                raise _error(f"/: writing {path.name} needs openpyxl: pip install \"capplan[excel]\"") from None
-            wb = openpyxl.Workbook()
-            ws = wb.active
-            ws.title = "capplan"
-            ws.append(columns)
-            for r in rows:
-                ws.append([r.get(c) if not isinstance(r.get(c), (dict, list)) else json.dumps(r.get(c)) for c in columns])
-            ws.freeze_panes = "A2"
-            ws.auto_filter.ref = ws.dimensions
-            wb.save(tmp)
+            from .workbook import results_workbook
+            _need_openpyxl(path)
+            (workbook() if workbook else results_workbook(columns, rows)).save(tmp)
         else:
             buf = io.StringIO()
             writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")

@@ -225,9 +225,10 @@ def _cmd_cost(args) -> str:
 def _cmd_bom(args) -> str:
     from .batch import write_table
     from .costing import bom
-    result = bom(args.system, args.count, rack_power=args.rack_power)
+    from .workbook import bom_workbook
+    result = bom(args.system, args.count, rack_power=args.rack_power, site=args.site)
     if args.output:
-        write_table(result.rows(), args.output)
+        write_table(result.rows(), args.output, workbook=lambda: bom_workbook(result))
         return f"capplan bom: {len(result.rows())} lines -> {args.output}"
     if args.format == "json":
         return json.dumps(dict(result), indent=2)
@@ -546,8 +547,12 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("--system", required=True, help="a catalog system preset (capplan list systems)")
     bo.add_argument("--count", type=_integer(1, _MAX_COUNT), required=True, help="accelerators in the cluster")
     bo.add_argument("--rack-power", default=None, help="a rack's power limit, e.g. 40kW: racks are counted")
+    bo.add_argument("--site", default=None, help="a catalog site (capplan list sites) for the owning cost; "
+                                                 "default US-colocation")
     bo.add_argument("--format", choices=["table", "json", "csv"], default="table")
-    bo.add_argument("-o", "--output", default=None, help="write the lines to .csv, .xlsx or .json")
+    bo.add_argument("-o", "--output", default=None,
+                    help="write the lines to .csv, .json or .xlsx (XLSX: totals and owning cost as live formulas "
+                         "over an inputs sheet)")
     bo.set_defaults(run=_cmd_bom)
 
     ls = sub.add_parser("list", help="list catalog names (or the serving-engine profiles: capplan list engines)")

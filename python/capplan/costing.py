@@ -11,6 +11,7 @@ from .api import Scenario, _jsonable, scenario_text
 from .result import aligned
 from .sizing import _text_table
 from .units import POWER, Quantity
+from .workbook import HOURS_A_YEAR
 
 Row = Tuple[str, str, str]
 
@@ -125,16 +126,31 @@ class BomResult(dict):
             total += f", known price {_with_range(self['known_usd'], self['known_usd_range'])}"
         racks = f"; {self['racks']} racks" if self.get("racks") is not None else ""
         title = f"capplan bom: {self['devices']} accelerators as {self['units']} x {self['preset']}{racks}"
-        return "\n".join([title, *lines, total] + [f"note: {n}" for n in self["notes"]])
+        own = self.get("cost", {}).get("own")
+        owning = [] if not own else [
+            f"owning: {_with_range(own['usd_per_hour'], own['usd_per_hour_range'])} an hour "
+            f"({usd(own['usd_per_hour'] * HOURS_A_YEAR)} a year) at {self['cost']['site']}: capital "
+            f"{usd(own['capital_usd_per_hour'])}, energy {usd(own['energy_usd_per_hour'])}, hosting "
+            f"{usd(own['hosting_usd_per_hour'])}, support {usd(own['support_usd_per_hour'])} an hour"]
+        return "\n".join([title, *lines, total, *owning] + [f"note: {n}" for n in self["notes"]])
 
 
-def bom(system: str, count: int, rack_power: Any = None) -> BomResult:
+def bom(system: str, count: int, rack_power: Any = None, site: Any = None) -> BomResult:
     """The bill of materials of ``count`` accelerators of the catalog system preset ``system``: the units bought, the
     racks their maximum power fills (with ``rack_power``, e.g. "40 kW"), and the scale-out fabric (a non-blocking
     rail-optimised fat tree of the link's switches, its cables and optics), with power and price per line where the
-    catalog has them (docs/formulas.md §20)."""
+    catalog has them (docs/formulas.md §20); and, where the preset has a price and power, ``cost``: what the
+    cluster costs an hour to own at ``site`` (a catalog site; default US-colocation), the priced network lines
+    included in its capex (docs/formulas.md §19)."""
     from .units import quantity
     name = _args.text(system, "/system", "a catalog system preset (capplan list systems)")
     n = _args.integer(count, "/count", 1, _args.MAX_COUNT)
     watts = None if rack_power is None else quantity(rack_power, POWER, "/rack_power").si
-    return BomResult(json.loads(_core.bom_json(name, n, watts)))
+    result = BomResult(json.loads(_core.bom_json(name, n, watts)))
+    terms: Dict[str, Any] = {} if site is None else {"site": _args.text(site, "/site", "a catalog site (capplan list sites)")}
+    systems = result["lines"][0]
+    network = result.get("known_usd", 0.0) - (systems["usd"] or 0.0) * systems["count"]
+    if network > 0:
+        terms["other_capex"] = network
+    result["cost"] = json.loads(_core.hourly_cost_json(json.dumps(name), n, json.dumps(terms)))
+    return result

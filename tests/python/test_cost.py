@@ -28,6 +28,13 @@ def test_cost_by_hand_per_hour_and_per_million_output_tokens():
     assert c["per_million_output_tokens"]["rent_usd"] == pytest.approx(24 * hours)
     assert c["per_million_output_tokens"]["energy_kwh"] == pytest.approx(12.5 * hours)
     assert "own: per hour" in repr(c) and "$13.57" in repr(c)
+    # What it was computed from, named as the cost object names it: the given terms, the catalog's where none given.
+    inputs = c["inputs"]
+    assert (inputs["pue"], inputs["usd_per_kwh"], inputs["depreciation_years"], inputs["support_per_year"]) == \
+        (1.25, 0.10, 4, 0.05)
+    assert inputs["unit_price_usd_range"] == [300000, 300000] and inputs["unit_power_w"] == 10000
+    assert inputs["unit_power_basis"] == "max" and inputs["unit_devices"] == 8
+    assert inputs["sources"]["pue"] == "the scenario" and "EIA" in inputs["sources"]["carbon_kg_per_kwh"]
 
 
 def test_a_scenario_file_keeps_its_cost_object_and_the_arguments_override_it(tmp_path):

@@ -43,7 +43,22 @@ struct work_cost {
     std::optional<double> emissions_kg;       // x the site's grid intensity, when it has one
 };
 
+// What a cost was computed from, as resolved (the site with the scenario's overrides, the preset unit's price and
+// power): the inputs sheet of a spreadsheet that recomputes it with live formulas (issue #22 item 6).
+struct cost_inputs {
+    site_spec site;
+    int unit_devices = 1;                   // accelerators per unit of the preset
+    std::optional<usd_range> unit_price;
+    std::optional<power> unit_power;        // the draw the energy bill uses, per unit
+    bool unit_power_measured = false;       // measured under an AI load (else the maximum)
+    std::optional<power> unit_provisioned;  // the maximum, per unit: what hosting is charged on
+    double other_capex_usd = 0.0;
+    double utilization = 1.0;
+    std::string commitment;
+};
+
 struct cost_result {
+    cost_inputs inputs;
     std::string site;
     std::string preset;        // whose prices and power were used
     int devices = 0;
