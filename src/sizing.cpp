@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <map>
 
 #include "capplan/analysis/inference_memory.hpp"
 #include "capplan/analysis/inference_perf.hpp"
@@ -69,6 +71,8 @@ scenario sizing_scenario(const sizing_request& q, const system_spec& base, const
     inf.kv_block_tokens = engine.kv_block_tokens;
     inf.memory_utilization = engine.memory_utilization;
     inf.prefix_cache = q.prefix_cache;
+    inf.prefill_chunk_tokens = q.prefill_chunk_tokens;
+    inf.max_num_seqs = q.max_num_seqs;
     sc.inference = inf;
     apply_released_expert_format(sc);  // as the scenario reader does: gpt-oss sized with its MXFP4 experts
     return sc;
@@ -185,9 +189,54 @@ std::optional<sizing_option> size_two_accelerators(const sizing_request& q, cons
     return std::nullopt;
 }
 
+// The request with one engine configuration for every candidate: the step budget and sequence limit given, else the
+// profile's for the candidates' common tier, else for its largest GPUs (vLLM gives an A100 2,048 tokens a step and an
+// H100 8,192, which made an A100 beat an H100 on TTFT). `said` states it in words.
+sizing_request with_one_engine_config(const sizing_request& q, const catalog& cat,
+                                      const std::vector<std::string>& accels, std::string& said) {
+    const engine_profile& engine = find_engine_profile(q.engine, "/engine");
+    std::vector<const engine_limits_tier*> tiers;
+    for (const auto& a : accels) {
+        const engine_limits_tier* t = &engine.limits(cat.accelerator(a, "/accelerators"));
+        if (std::find(tiers.begin(), tiers.end(), t) == tiers.end()) tiers.push_back(t);
+    }
+    const engine_limits_tier& common = tiers.size() == 1 ? *tiers.front() : engine.tiers.front();
+    sizing_request out = q;
+    if (out.prefill_chunk_tokens <= 0) out.prefill_chunk_tokens = common.step_tokens;
+    if (out.max_num_seqs <= 0) out.max_num_seqs = common.max_num_seqs;
+    said = engine.engine + " with " + std::to_string(out.prefill_chunk_tokens) +
+           " batched tokens and " + std::to_string(out.max_num_seqs) +
+           " sequences a step on every accelerator";
+    if (tiers.size() > 1 && out.prefill_chunk_tokens == common.step_tokens && out.max_num_seqs == common.max_num_seqs)
+        said += " (its defaults for the largest GPUs; its own differ by GPU; --prefill-chunk and --max-num-seqs set them)";
+    return out;
+}
+
+// "(tp 2, fp8 weights, fp8 KV cache)": a layout as the sizing table's columns would show it.
+std::string layout_words(int tp, int pp, int ep, bool attention_dp, const std::string& w, const std::string& kv) {
+    return "(tp " + std::to_string(tp) + (pp > 1 ? " x pp " + std::to_string(pp) : std::string()) +
+           (ep > 1 ? " x ep " + std::to_string(ep) : std::string()) + (attention_dp ? ", attention dp" : "") + ", " +
+           w + " weights, " + kv + " KV cache)";
+}
+
+// "p99 TPOT 62 ms, 24% over 50 ms": each p99 over its target and by how much.
+std::string misses(const sim_result& sim, const sizing_request& q) {
+    std::string out;
+    const auto over = [&](const char* what, duration got, duration target) {
+        if (got <= target) return;
+        if (!out.empty()) out += "; ";
+        out += std::string("p99 ") + what + " " + format(got) + ", " +
+               format_number(std::round(100.0 * (got / target - 1.0))) + "% over " + format(target);
+    };
+    over("TTFT", sim.ttft.p99, q.ttft_p99);
+    over("TPOT", sim.tpot.p99, q.tpot_p99);
+    return out;
+}
+
 }  // namespace
 
-sizing_result size_inference(const sizing_request& q, const catalog& cat) {
+sizing_result size_inference(const sizing_request& request, const catalog& cat) {
+    sizing_request q = request;  // with one engine configuration once the candidates are known
     if (q.concurrency < 1) throw config_error("/concurrency", std::to_string(q.concurrency), "must be at least 1", "an integer >= 1");
     if (q.input_tokens < 1 || q.output_tokens < 1)
         throw config_error("/input", std::to_string(q.input_tokens) + "/" + std::to_string(q.output_tokens),
@@ -224,7 +273,12 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                                "measured on " + on + ", which is not among the accelerators sized",
                                "a calibration of one of the accelerators (or add " + on + " to them)");
     }
+    if (q.prefill_chunk_tokens < 0 || q.max_num_seqs < 0)
+        throw config_error(q.prefill_chunk_tokens < 0 ? "/prefill_chunk_tokens" : "/max_num_seqs",
+                           std::to_string(std::min(q.prefill_chunk_tokens, q.max_num_seqs)), "must be positive",
+                           "an integer >= 1 (or leave it out: the engine profile's)");
     sizing_result out;
+    q = with_one_engine_config(q, cat, accels, out.engine_config);
     for (const auto& name : accels) {
         const accelerator_spec& acc = cat.accelerator(name, "/accelerators");
         const efficiency_table* calibration = nullptr;
@@ -256,6 +310,10 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
         // device counts the first found stays: for MoE the experts over ep come before tensor-parallel
         // experts, whose narrow slices published kernels run slower than this model says
         // (docs/formulas.md section 14, MoE gaps).
+        // Per device count below the answer: the layout that came closest to the targets (its worst p99 over its
+        // target), and whether some layout did not fit at all: why fewer devices would not do.
+        std::map<int, std::pair<double, std::string>> near_miss;
+        int fewest_unfit = 0;  // the fewest devices of a layout that did not hold the weights and caches
         struct shape { int tp, pp, ep; bool attention_dp; };
         std::vector<shape> shapes;
         for (int tp = 1; tp <= base.per_node; tp *= 2) {
@@ -294,8 +352,15 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
                         why = std::string("tp ") + std::to_string(tp) + " x pp " + std::to_string(pp) + ": " + e.what();
                         continue;
                     }
-                    if (!t.fits) continue;
+                    if (!t.fits) {
+                        if (fewest_unfit == 0 || tp * pp * r < fewest_unfit) fewest_unfit = tp * pp * r;
+                        continue;
+                    }
                     if (t.sim.ttft.p99 > q.ttft_p99 || t.sim.tpot.p99 > q.tpot_p99) {
+                        const double worst = std::max(t.sim.ttft.p99 / q.ttft_p99, t.sim.tpot.p99 / q.tpot_p99);
+                        auto& slot = near_miss[tp * pp * r];
+                        if (slot.second.empty() || worst < slot.first)
+                            slot = {worst, layout_words(tp, pp, ep, attention_dp, w, kv) + ": " + misses(t.sim, q)};
                         why = "at " + std::to_string(tp * pp * r) + " devices (tp " + std::to_string(tp) +
                               (pp > 1 ? " x pp " + std::to_string(pp) : std::string()) +
                               (ep > 1 ? " x ep " + std::to_string(ep) : std::string()) +
@@ -326,7 +391,16 @@ sizing_result size_inference(const sizing_request& q, const catalog& cat) {
         std::optional<sizing_option> split;
         if (q.disaggregated) split = size_disaggregated(q, cat, base, preset, acc, formats, best);
         if (split) out.options.push_back(*split);
-        if (best) out.options.push_back(*best);
+        if (best) {
+            const auto below = near_miss.lower_bound(best->count);
+            if (below != near_miss.begin())
+                best->why_not_fewer = std::to_string(std::prev(below)->first) + " x " + acc.name + " " +
+                                      std::prev(below)->second.second;
+            else if (fewest_unfit > 0 && fewest_unfit < best->count)
+                best->why_not_fewer = "fewer than " + std::to_string(best->count) +
+                                      " do not hold the weights and the users' caches in any layout tried";
+            out.options.push_back(*best);
+        }
         if (!best && !split) out.rejected.emplace_back(acc.name, why);
     }
     // Pools of two accelerators: compute-rich prefill, memory-rich decode. Ranked by cost, so both need prices;

@@ -352,9 +352,8 @@ def _model_arg(text: str) -> Any:
 
 def _training_scenario(args) -> Dict[str, Any]:
     """`size training`'s scenario: the system, the workload, and a LoRA / QLoRA fine-tune when asked."""
-    if args.price:
-        raise _UsageError("--price: ranks inference sizing by cost; training sizing does not use it (allowed with `size inference`)")
-    for flag, given in (("--rank-by", args.rank_by), ("--site", args.site), ("--confidence", args.confidence != "typical")):
+    for flag, given in (("--rank-by", args.rank_by), ("--site", args.site), ("--confidence", args.confidence != "typical"),
+                        ("--prefill-chunk", args.prefill_chunk), ("--max-num-seqs", args.max_num_seqs)):
         if given:
             raise _UsageError(f"{flag}: an option of `size inference`; `size training` does not use it yet")
     if args.weights and "," in args.weights:
@@ -364,7 +363,9 @@ def _training_scenario(args) -> Dict[str, Any]:
     if args.lora_targets is not None and not args.lora_targets.strip():
         raise _UsageError("--lora-targets: empty; give all_linear or projections such as q_proj,v_proj")
     system: Any = {"preset": args.system, "count": args.count} if args.count is not None else args.system
-    training: Dict[str, Any] = {"seq_len": args.seq_len, "global_batch": args.global_batch, "kernels": args.kernels}
+    training: Dict[str, Any] = {"seq_len": args.seq_len or _TRAINING_DEFAULTS["--seq-len"],
+                                "global_batch": args.global_batch or _TRAINING_DEFAULTS["--global-batch"],
+                                "kernels": args.kernels}
     if args.lora_rank is not None:
         targets = args.lora_targets or "all_linear"
         training["lora"] = {"rank": args.lora_rank, "targets": targets if targets == "all_linear" else targets.split(",")}
@@ -386,22 +387,91 @@ def _limits_line(lim) -> str:
             f"micro-batch 1: {lim['longest_sequence']:,} tokens ({how})")
 
 
+_TRAINING_DEFAULTS = {"--system": "DGX-H100", "--seq-len": 4096, "--global-batch": 1024}
+_TRAINING_COLUMNS = ("columns: tp tensor-parallel ranks, pp pipeline stages, dp data-parallel replicas, cp context-parallel "
+                     "ranks, ep expert-parallel ranks, vpp virtual stages per pipeline rank (or dualpipe), sp sequence "
+                     "parallelism, mb micro-batch (sequences), zero ZeRO stage (/ its shard group), step time per step, "
+                     "memory per device")
+
+
+def _training_price(text: Optional[str], accelerator: str) -> Optional[float]:
+    """--price for `size training`: USD per accelerator-hour, as 2.5 or NAME=2.5 (NAME the system's accelerator)."""
+    if not text:
+        return None
+    name, _, value = text.rpartition("=")
+    if name and name.strip().lower() not in accelerator.lower():
+        raise _UsageError(f"--price: {name.strip()} is not this system's accelerator ({accelerator}); "
+                          "give USD per accelerator-hour, e.g. 2.5 or " + accelerator + "=2.5")
+    try:
+        price = float(value)
+    except ValueError:
+        raise _UsageError(f"--price: expects USD per accelerator-hour, e.g. 2.5, got '{text}'") from None
+    if not (0 <= price < 1e6):
+        raise _UsageError(f"--price: {price:g} is out of range; allowed: 0 to 1,000,000 USD per accelerator-hour")
+    return price
+
+
+def _training_preamble(args, scenario, preset) -> str:
+    """What was sized, with the defaults it took: model, system and count, sequence, global batch."""
+    t = scenario["training"]
+    count = args.count or preset["count"]
+    defaulted = [f"{flag} {value}" for flag, value, given in (
+        ("--system", _TRAINING_DEFAULTS["--system"], args.system_given), ("--seq-len", t["seq_len"], args.seq_len),
+        ("--global-batch", t["global_batch"], args.global_batch)) if not given]
+    tokens = t["seq_len"] * t["global_batch"]
+    return (f"{args.model}: training on {count} x {preset['accelerator']['name']} ({preset['preset']}), sequences of "
+            f"{t['seq_len']:,} tokens, global batch {t['global_batch']:,} sequences ({tokens / 1e6:.3g} M tokens a step)"
+            + (f"; defaults taken: {', '.join(defaulted)}" if defaulted else "") + "\n")
+
+
+def _fits_from(args, scenario, preset) -> str:
+    """When no layout fits: the fewest devices (the count doubled, in whole nodes) at which one does."""
+    from .sizing import search_training
+    count = args.count or preset["count"]
+    per_node = preset["per_node"]
+    while count < _MAX_COUNT:
+        count = min(_MAX_COUNT, max(2 * count, per_node))
+        count -= count % per_node
+        trial = dict(scenario, system={"preset": args.system, "count": count})
+        try:
+            if search_training(trial, top_k=1)["fit"] > 0:
+                return f"a layout fits from {count} x {preset['accelerator']['name']} ({count // per_node} nodes; counts doubled)"
+        except Error as e:
+            return f"no larger count tried fits either: {str(e).splitlines()[0]}"
+    return f"no count up to {_MAX_COUNT} fits"
+
+
 def _cmd_size_training(args) -> str:
+    from .costing import usd
     from .sizing import search_training, training_limits
+    args.system_given = args.system is not None
+    args.system = args.system or _TRAINING_DEFAULTS["--system"]
     scenario = _training_scenario(args)
+    preset = system(args.system)._data
+    price = _training_price(args.price, preset["accelerator"]["name"])
     r = search_training(scenario, top_k=args.top)
     lim = training_limits(scenario, search=r)
     if args.format == "json":
         return json.dumps({**r, "limits": lim}, indent=2)
     header = ["tp", "pp", "dp", "cp", "ep", "vpp", "sp", "mb", "recompute", "zero", "step", "tokens/s", "MFU", "memory"]
-    rows = [[b["tp"], b["pp"], b["dp"], b["cp"], b["ep"], r.schedule_label(b), "yes" if b["sequence_parallel"] else "no",
-             b["micro_batch"], b["recompute"], r.zero_label(b),
-             str(Quantity.from_si(b["step_time_s"], (0, 0, 1, 0))), f"{b['tokens_per_s']:.0f}", f"{100 * b['mfu']:.1f}%",
-             str(Quantity.from_si(b["memory_per_device_bytes"], (1, 0, 0, 0)))] for b in r["best"]]
+    if price is not None:
+        header += ["$/h", "$/1B tokens"]
+    rows = []
+    for b in r["best"]:
+        devices = b["tp"] * b["pp"] * b["dp"] * b["cp"]
+        rows.append([b["tp"], b["pp"], b["dp"], b["cp"], b["ep"], r.schedule_label(b),
+                     "yes" if b["sequence_parallel"] else "no", b["micro_batch"], b["recompute"], r.zero_label(b),
+                     str(Quantity.from_si(b["step_time_s"], (0, 0, 1, 0))), f"{b['tokens_per_s']:.0f}",
+                     f"{100 * b['mfu']:.1f}%", str(Quantity.from_si(b["memory_per_device_bytes"], (1, 0, 0, 0)))]
+                    + ([usd(price * devices), usd(price * devices * 1e9 / (b["tokens_per_s"] * 3600))]
+                       if price is not None else []))
+    text = _training_preamble(args, scenario, preset)
     summary = f"{r['enumerated']} layouts, {r['fit']} fit memory"
     if lim["layout"] is None:
-        return "no layout fits memory\n" + summary + "\n" + lim["reason"]
-    return (_table(header, rows) if rows else "no layout fits memory") + "\n" + summary + "\n" + _limits_line(lim)
+        return text + "no layout fits memory\n" + summary + "\n" + lim["reason"] + "\n" + _fits_from(args, scenario, preset)
+    return (text + (_table(header, rows) if rows else "no layout fits memory") + "\n" + _TRAINING_COLUMNS
+            + (f"; $ at {usd(price)} per accelerator-hour" if price is not None else "") + "\n" + summary + "\n"
+            + _limits_line(lim))
 
 
 def _cmd_size(args) -> str:
@@ -430,7 +500,8 @@ def _cmd_size(args) -> str:
                        kv_admission=args.kv_admission, speculative=_speculative_flag(args.speculative, args.draft_model),
                        prefix_cache=_prefix_cache_flags(args.prefix_hit_rate, args.shared_prefix),
                        disaggregated=args.disaggregated, engine=args.engine, rank_by=args.rank_by,
-                       cost={"site": args.site} if args.site else None, confidence=args.confidence)
+                       cost={"site": args.site} if args.site else None, confidence=args.confidence,
+                       prefill_chunk_tokens=args.prefill_chunk, max_num_seqs=args.max_num_seqs)
     if args.format == "json":
         return json.dumps(r, indent=2)
     from .costing import usd
@@ -461,6 +532,7 @@ def _cmd_size(args) -> str:
         if args.speculative:
             text += (f"\n{o['accelerator']}: " + ("with speculative decoding (fewer devices, or a lower p99 TPOT at "
                      "the same count)" if o.get("speculative") else "without speculative decoding (it did not pay here)"))
+    text += "".join(f"\n{line}" for line in r.why_not_fewer())
     for rej in r["rejected"]:
         text += f"\nrejected {rej['accelerator']}: {rej['reason']}"
     return text
@@ -618,10 +690,11 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--concurrency", type=_integer(1, _MAX_INT), help="inference: users with a request in flight")
     z.add_argument("--input", type=_integer(1, _MAX_INT), help="inference: prompt tokens")
     z.add_argument("--output", type=_integer(1, _MAX_INT), help="inference: answer tokens")
-    z.add_argument("--system", default="DGX-H100", help="training: a catalog system preset")
+    z.add_argument("--system", default=None, help="training: a catalog system preset (default DGX-H100)")
     z.add_argument("--count", type=_integer(1, _MAX_COUNT), default=None, help="training: accelerators (the preset scaled out)")
-    z.add_argument("--seq-len", type=_integer(1, _MAX_INT), default=4096, help="training: sequence length")
-    z.add_argument("--global-batch", type=_integer(1, _MAX_INT), default=1024, help="training: sequences per step")
+    z.add_argument("--seq-len", type=_integer(1, _MAX_INT), default=None, help="training: sequence length (default 4096)")
+    z.add_argument("--global-batch", type=_integer(1, _MAX_INT), default=None,
+                   help="training: sequences per step (default 1024)")
     z.add_argument("--top", type=_integer(1, 10_000), default=10, help="training: how many layouts to show")
     z.add_argument("--ttft-p99", default="2s", help="p99 time to first token, e.g. 2s")
     z.add_argument("--tpot-p99", default="50ms", help="p99 time per output token, e.g. 50ms")
@@ -635,7 +708,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training: all_linear (default) or projections, e.g. q_proj,v_proj")
     z.add_argument("--kernels", choices=["fused", "eager"], default="fused",
                    help="training: fused (Megatron, Transformer Engine) or eager (Hugging Face, litgpt) activation memory")
-    z.add_argument("--price", default=None, help="NAME=USD_PER_ACCELERATOR_HOUR,... to rank by cost")
+    z.add_argument("--price", default=None,
+                   help="USD per accelerator-hour: inference NAME=PRICE,... to rank by cost; training PRICE (or "
+                        "NAME=PRICE) for each layout's cost an hour and per billion tokens")
     z.add_argument("--rank-by", choices=["tco", "capex", "cloud"], default=None,
                    help="inference: price every option from the catalog (owning, purchase, renting) and rank by it")
     z.add_argument("--site", default=None, help="inference with --rank-by: a catalog site (capplan list sites)")
@@ -648,6 +723,11 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--prefill-dispatch", choices=["graph", "eager"], default=None,
                    help="inference: how the engine launches a prompt's kernels: graph (TensorRT engine or CUDA graph) "
                         "or eager (PyTorch engines: TensorRT-LLM's PyTorch backend, SGLang, vLLM beyond its graph sizes)")
+    z.add_argument("--prefill-chunk", type=_integer(1, _MAX_INT), default=None, metavar="TOKENS",
+                   help="inference: the engine's tokens a step on every accelerator (default: the engine profile's, "
+                        "for the largest GPUs when its defaults differ by GPU)")
+    z.add_argument("--max-num-seqs", type=_integer(1, _MAX_INT), default=None,
+                   help="inference: the engine's sequences a step on every accelerator (default: as --prefill-chunk)")
     z.add_argument("--kv-admission", choices=["on_demand", "reserve"], default=None,
                    help="inference: on_demand (vLLM, SGLang: KV blocks as tokens arrive) or reserve (TensorRT-LLM: "
                         "prompt and whole answer reserved at admission)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping
-from typing import Any, Dict, Iterable, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Union
 
 from . import _args, _core
 from .catalog import Model
@@ -63,6 +63,11 @@ class SizingResult(dict):
         elif best is not None and "rent_usd_per_million_output_tokens" in best:
             lines.append(f"recommendation: rent {best['count']} x {best['accelerator']} ({best['weights']} weights): "
                          f"{usd(best['rent_usd_per_million_output_tokens'])} per million output tokens at these targets")
+        if best is not None and (best["weights"] not in ("bf16", "fp16") or best["kv_cache"] != "bf16"):
+            lossy = [f"{best['weights']} weights" if best["weights"] not in ("bf16", "fp16") else "",
+                     f"an {best['kv_cache']} KV cache" if best["kv_cache"] != "bf16" else ""]
+            lines.append(f"quality: the recommendation uses {' and '.join(x for x in lossy if x)}, which change the "
+                         "model's numbers: check its accuracy on your task, or size with --weights bf16")
         t = self.get("targets")
         if t:
             lines.append(f"targets: p99 TTFT {Quantity.from_si(t['ttft_p99_s'], TIME)}, p99 TPOT "
@@ -70,12 +75,19 @@ class SizingResult(dict):
                          + (" (tightened by the validated error, --confidence high)" if t["confidence"] == "high" else ""))
         if "ranked_by" in self:
             lines.append(self["ranked_by"])
+        if self.get("engine_config"):
+            lines.append(f"engine: {self['engine_config']}")
         return "".join(line + "\n" for line in lines)
+
+    def why_not_fewer(self) -> List[str]:
+        """One line per option that says why fewer of its devices would not do."""
+        return [f"why not fewer {o['accelerator']}: {o['why_not_fewer']}" for o in self["options"] if o.get("why_not_fewer")]
 
     def __repr__(self) -> str:
         rule = self.get("ranked_by", "cheapest first")
         text = f"capplan sizing ({rule})\n" + _text_table(self._head(), self._rows())
         text += "".join(f"\n{line}" for line in self.preamble().splitlines() if line != rule)  # advice and targets
+        text += "".join(f"\n{line}" for line in self.why_not_fewer())
         return text + "".join(f"\nrejected {r['accelerator']}: {r['reason']}" for r in self["rejected"])
 
     def _option_bars(self):
@@ -97,8 +109,8 @@ class SizingResult(dict):
         return [bar_chart(title, bars, items[0][0])]
 
     def _repr_html_(self, lang: str = "en") -> str:
-        rejected = "".join(f"<li>{html.escape(r['accelerator'])}: {html.escape(r['reason'])}</li>"
-                           for r in self["rejected"])
+        rejected = "".join(f"<li>{html.escape(line)}</li>" for line in self.why_not_fewer()) + "".join(
+            f"<li>{html.escape(r['accelerator'])}: {html.escape(r['reason'])}</li>" for r in self["rejected"])
         charts = "".join(f"<div>{svg}</div>" for svg in self.charts_svg(lang))
         return (f"<div class='capplan-sizing'>{_table_html(self._head(), self._rows())}{charts}"
                 + (f"<ul>{rejected}</ul>" if rejected else "") + "</div>")
@@ -179,7 +191,8 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
                    speculative: Optional[Dict[str, Any]] = None,
                    prefix_cache: Optional[Dict[str, Any]] = None, disaggregated: bool = False,
                    engine: str = "vllm-v1", rank_by: Optional[str] = None,
-                   cost: Optional[Mapping[str, Any]] = None, confidence: str = "typical") -> Dict[str, Any]:
+                   cost: Optional[Mapping[str, Any]] = None, confidence: str = "typical",
+                   prefill_chunk_tokens: Optional[int] = None, max_num_seqs: Optional[int] = None) -> Dict[str, Any]:
     """For each accelerator (default: every one with a system preset), the smallest count and layout
     (tp, replicas, weight and KV formats) whose simulated p99 TTFT and TPOT meet the targets for
     ``concurrency`` users sending ``input_tokens``-token prompts for ``output_tokens``-token answers.
@@ -198,6 +211,13 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     prefill and decode pools of the accelerator (tp the smallest that holds the model; prefill:decode
     replica counts by total); one with fewer devices than the accelerator's best aggregated layout is
     listed beside it, its ``disaggregation`` giving the replicas of each pool.
+
+    Every candidate runs under one engine configuration, stated in the result's ``engine_config``: the step token
+    budget ``prefill_chunk_tokens`` and the sequence limit ``max_num_seqs`` given, else the engine profile's, for
+    the largest GPUs when its defaults differ by GPU (vLLM gives an A100 2,048 tokens a step and an H100 8,192: a
+    comparison of defaults, not of hardware). Each option's ``why_not_fewer`` says why fewer devices would not do:
+    the closest miss at the next smaller count tried (which p99, by how much over its target), or that fewer do not
+    hold the weights and caches.
 
     ``rank_by`` ("tco": owning per hour, "capex": the purchase, "cloud": renting per hour) prices every option from
     the catalog (its system preset's dated price, power and cloud offers; a site's terms; ``cost`` overrides any of
@@ -248,7 +268,9 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
         ttft, tpot, names, price, formats, texts, _args.optional_text(prefill_dispatch, "/prefill_dispatch", "graph or eager"),
         _args.optional_text(kv_admission, "/kv_admission", "on_demand or reserve"), _json_object(speculative, "/speculative"),
         _json_object(prefix_cache, "/prefix_cache"), _args.boolean(disaggregated, "/disaggregated"),
-        _args.text(engine, "/engine", "an engine profile's name"))))
+        _args.text(engine, "/engine", "an engine profile's name"),
+        0 if prefill_chunk_tokens is None else _args.integer(prefill_chunk_tokens, "/prefill_chunk_tokens", 1, tokens),
+        0 if max_num_seqs is None else _args.integer(max_num_seqs, "/max_num_seqs", 1, tokens))))
     result["targets"] = applied
     if costs is not None:
         _price_options(result, rank_by, costs)

@@ -18,7 +18,8 @@ void register_sizing(py::module_& m) {
              const std::map<std::string, double>& prices, const std::vector<std::string>& weights,
              const std::vector<std::string>& calibrations, const std::string& prefill_dispatch,
              const std::string& kv_admission, const std::string& speculative, const std::string& prefix_cache,
-             bool disaggregated, const std::string& engine) {
+             bool disaggregated, const std::string& engine, std::int64_t prefill_chunk_tokens,
+             std::int64_t max_num_seqs) {
               std::string text;
               {
                   py::gil_scoped_release release;
@@ -38,6 +39,8 @@ void register_sizing(py::module_& m) {
                   if (!prefix_cache.empty()) q.prefix_cache = read_prefix_cache(prefix_cache, input, "/prefix_cache");
                   q.disaggregated = disaggregated;
                   q.engine = engine;
+                  q.prefill_chunk_tokens = prefill_chunk_tokens;
+                  q.max_num_seqs = max_num_seqs;
                   for (std::size_t i = 0; i < calibrations.size(); ++i)
                       q.calibrations.push_back(read_efficiency_table(calibrations[i], "/calibrations/" + std::to_string(i)));
                   for (const auto& [k, v] : prices) q.price_per_hour[cat.accelerator(k, "/prices").name] = v;
@@ -52,6 +55,7 @@ void register_sizing(py::module_& m) {
                           {"output_tokens_per_s", o.output_tokens_per_s}, {"efficiency_table", o.efficiency_table},
                           {"ep", o.ep}, {"attention_dp", o.attention_dp}, {"speculative", o.speculative}};
                       if (o.cost_per_hour) row["cost_per_hour"] = *o.cost_per_hour;
+                      if (!o.why_not_fewer.empty()) row["why_not_fewer"] = o.why_not_fewer;
                       if (o.prefill_replicas > 0)
                           row["disaggregation"] = {{"prefill_replicas", o.prefill_replicas}, {"decode_replicas", o.decode_replicas},
                                                    {"tp", o.tp}};
@@ -61,6 +65,7 @@ void register_sizing(py::module_& m) {
                       }
                       j["options"].push_back(row);
                   }
+                  j["engine_config"] = r.engine_config;
                   j["rejected"] = nlohmann::ordered_json::array();
                   for (const auto& [a, why] : r.rejected) j["rejected"].push_back({{"accelerator", a}, {"reason", why}});
                   text = j.dump();
@@ -72,7 +77,8 @@ void register_sizing(py::module_& m) {
           py::arg("accelerators") = std::vector<std::string>{}, py::arg("prices") = std::map<std::string, double>{},
           py::arg("weights") = std::vector<std::string>{}, py::arg("calibrations") = std::vector<std::string>{},
           py::arg("prefill_dispatch") = std::string(), py::arg("kv_admission") = std::string(),
-          py::arg("speculative") = std::string(), py::arg("prefix_cache") = std::string(), py::arg("disaggregated") = false, py::arg("engine") = std::string("vllm-v1"));
+          py::arg("speculative") = std::string(), py::arg("prefix_cache") = std::string(), py::arg("disaggregated") = false, py::arg("engine") = std::string("vllm-v1"),
+          py::arg("prefill_chunk_tokens") = 0, py::arg("max_num_seqs") = 0);
 }
 
 }  // namespace capplan::python

@@ -99,7 +99,7 @@ def test_counts_beyond_an_int_are_one_line_errors_not_a_crash(run_cli):
 
 
 @pytest.mark.parametrize("extra,flag", [(["--count", "0"], "--count"), (["--top", "-1"], "--top"),
-                                        (["--price", "H100=2"], "--price")])
+                                        (["--price", "B200=2"], "--price"), (["--price", "cheap"], "--price")])
 def test_size_training_refuses_what_it_would_ignore(run_cli, extra, flag):
     code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", *extra)
     assert code == 2 and out == "" and flag in err and len(err.strip().splitlines()) == 1

@@ -231,3 +231,81 @@ def test_cli_shares_are_checked_where_they_are_typed(run_cli):
         rc, out, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "2", "--input", "200",
                                "--output", "20", "--accelerators", "H100", *flags)
         assert rc == 2 and needle in err and "JSON" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_every_candidate_runs_one_stated_engine_configuration():
+    # vLLM's defaults: 8,192 batched tokens and 1,024 sequences on GPUs of >= 70 GiB that are not A100, else 2,048 and
+    # 256 (engine_profile.hpp). Compared together, both run the large-GPU figures, and the answer says so.
+    both = capplan.size_inference("Llama-3.1-8B", 32, 2000, 200, accelerators=["H100", "A100-80GB"])
+    assert "8192 batched tokens and 1024 sequences a step on every accelerator" in both["engine_config"]
+    assert "differ by GPU" in both["engine_config"]
+    alone = capplan.size_inference("Llama-3.1-8B", 32, 2000, 200, accelerators=["A100-80GB"])
+    assert "2048 batched tokens and 256 sequences" in alone["engine_config"]
+    # The A100 sized alone at the large-GPU figures is the A100 of the comparison, number for number.
+    same = capplan.size_inference("Llama-3.1-8B", 32, 2000, 200, accelerators=["A100-80GB"],
+                                  prefill_chunk_tokens=8192, max_num_seqs=1024)
+    a100 = next(o for o in both["options"] if o["accelerator"].startswith("A100"))
+    assert same["options"][0] == a100
+    assert "8192 batched tokens" in same["engine_config"] and "differ" not in same["engine_config"]
+    with pytest.raises(capplan.ConfigError, match="/prefill_chunk_tokens"):
+        capplan.size_inference("Llama-3.1-8B", 32, 2000, 200, accelerators=["H100"], prefill_chunk_tokens=0)
+
+
+def test_why_not_fewer_names_the_closest_miss_and_targets_at_that_miss_accept_it():
+    r = capplan.size_inference("Llama-3.1-70B", 50, 2000, 500, accelerators=["H200", "H100"], ttft_p99="2 s",
+                               tpot_p99="50 ms")
+    lines = dict(line.split(": ", 1) for line in r.why_not_fewer())
+    h100, h200 = lines["why not fewer H100-SXM"], lines["why not fewer H200"]
+    assert h100 == "fewer than 2 do not hold the weights and the users' caches in any layout tried"
+    # "1 x H200 (tp 1, fp8 weights, bf16 KV cache): p99 TTFT 2.499 s, 25% over 2 s; p99 TPOT 56.88 ms, 14% over 50 ms"
+    count = int(h200.split(" x ")[0])
+    assert count < next(o["count"] for o in r["options"] if o["accelerator"] == "H200")
+    missed = {}
+    for part in h200.split(": ", 1)[1].split("; "):
+        name, value = part.split(",")[0].split(" ", 2)[1:]
+        missed[name] = capplan.Quantity(value).si
+    # Targets just above the miss it reports: that layout now meets them and is the answer.
+    looser = capplan.size_inference("Llama-3.1-70B", 50, 2000, 500, accelerators=["H200"],
+                                    ttft_p99=f"{1.01 * missed.get('TTFT', 2.0)} s",
+                                    tpot_p99=f"{1.01 * missed.get('TPOT', 0.05)} s")
+    assert looser["options"][0]["count"] == count
+    assert "why not fewer H200" in repr(r) and "quality: the recommendation" not in repr(r)  # unpriced: no advice
+
+
+def test_cli_size_states_the_engine_and_rejects_its_flags_for_training(run_cli):
+    code, out, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "1000",
+                             "--output", "100", "--accelerators", "H100", "--prefill-chunk", "4096", "--max-num-seqs", "64")
+    assert code == 0, err
+    assert "engine: vLLM V1 (v0.11) with 4096 batched tokens and 64 sequences a step on every accelerator" in out
+    code, _, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--prefill-chunk", "4096")
+    assert code == 2 and "--prefill-chunk" in err
+
+
+def test_size_training_states_its_defaults_prices_layouts_and_says_how_many_devices_fit(run_cli):
+    code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--count", "16", "--price", "H100=2.5",
+                             "--top", "2")
+    assert code == 0, err
+    assert out.startswith("Llama-3.1-8B: training on 16 x H100-SXM (DGX-H100), sequences of 4,096 tokens, global "
+                          "batch 1,024 sequences (4.19 M tokens a step); defaults taken: --system DGX-H100, "
+                          "--seq-len 4096, --global-batch 1024")
+    assert "columns: tp tensor-parallel ranks" in out and "$ at $2.50 per accelerator-hour" in out
+    lines = out.splitlines()
+
+    def cell(name):  # the first layout's cell under a column (the table is aligned to its header)
+        start = lines[1].index(name)
+        return lines[3][start:].split("  ")[0].strip()
+    tokens_per_s = float(cell("tokens/s"))
+    # 16 accelerators x $2.50 = $40.00 an hour; a billion tokens take 1e9 / tokens_per_s seconds.
+    assert cell("$/h") == "$40.00"
+    per_billion = float(cell("$/1B tokens").strip("$").replace(",", ""))
+    assert per_billion == pytest.approx(40 * 1e9 / (tokens_per_s * 3600), rel=2e-3)  # tokens/s printed rounded
+    # Llama-3.1-405B's training states alone (16 B per parameter: 6.5 TB) need more than 8 x 80 GB.
+    code, out, err = run_cli("size", "training", "--model", "Llama-3.1-405B", "--count", "8", "--seq-len", "2048",
+                             "--global-batch", "256")
+    assert code == 0, err
+    assert "no layout fits memory" in out and "defaults taken: --system DGX-H100\n" in out
+    fits_from = int(out.split("a layout fits from ")[1].split(" x ")[0])
+    assert fits_from >= 6.5e12 / 85.02e9  # at least the devices the states need, driver-visible memory
+    code, out, err = run_cli("size", "training", "--model", "Llama-3.1-405B", "--count", str(fits_from), "--seq-len",
+                             "2048", "--global-batch", "256", "--top", "1")
+    assert code == 0 and "fit memory" in out and " 0 fit memory" not in out, err

@@ -89,7 +89,8 @@ def test_cli_size_training(run_cli):
     code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "16",
                              "--seq-len", "4096", "--global-batch", "128", "--top", "3")
     assert code == 0, err
-    assert out.splitlines()[0].split()[:3] == ["tp", "pp", "dp"] and "fit memory" in out
+    assert out.splitlines()[0].startswith("Llama-3.1-8B: training on 16 x H100-SXM (DGX-H100)")  # what was sized
+    assert out.splitlines()[1].split()[:3] == ["tp", "pp", "dp"] and "fit memory" in out
 
 
 def test_checkpoint_and_goodput_in_the_result():

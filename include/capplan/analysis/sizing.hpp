@@ -46,6 +46,10 @@ struct sizing_request {
     // than its best aggregated layout is added beside it), and, given prices, prefill on one accelerator
     // and decode on another (added when cheaper than both accelerators' own options).
     bool disaggregated = false;
+    // The engine's step token budget and sequence limit, the same on every candidate (0: the profile's, when all
+    // candidates share it, else the profile's for the largest GPUs): engines' defaults differ by GPU, and a
+    // comparison of hardware should not be one of defaults.
+    std::int64_t prefill_chunk_tokens = 0, max_num_seqs = 0;
 };
 
 struct sizing_option {
@@ -64,11 +68,15 @@ struct sizing_option {
     int prefill_replicas = 0, decode_replicas = 0;
     std::string prefill_accelerator;
     int prefill_tp = 0;
+    // Why fewer devices of this accelerator would not do: the closest miss (which p99 over its target, by how much)
+    // at the next smaller count tried, or that fewer do not hold the weights and caches. Empty: none fewer tried.
+    std::string why_not_fewer;
 };
 
 struct sizing_result {
     std::vector<sizing_option> options;                          // the best per accelerator, ranked
     std::vector<std::pair<std::string, std::string>> rejected;   // (accelerator, why)
+    std::string engine_config;  // the engine configuration every candidate ran with, in words
 };
 
 sizing_result size_inference(const sizing_request& request, const catalog& cat);
