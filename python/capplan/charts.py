@@ -7,6 +7,36 @@ from typing import List, Optional, Sequence, Tuple
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"]
 
 
+def text_width(text: str, size: float = 11) -> float:
+    """A text's width in pixels, estimated (0.6 em a character: a sans-serif's average with digits and capitals),
+    to lay labels out without overlap."""
+    return 0.6 * size * len(text)
+
+
+def si_tick(v: float) -> str:
+    """A log axis's decade as a person reads it: 1, 10, 100, 1k ... 1P, 0.1, 0.01."""
+    import math
+    e = round(math.log10(v))
+    if e >= 3:
+        prefix = "kMGTPE"[min(e // 3, 6) - 1]
+        return f"{10 ** (e - 3 * (e // 3)):g}{prefix}"
+    return f"{10.0 ** e:g}"
+
+
+def _flow_legend(items: Sequence[Tuple[str, str]], top: float, width: int) -> Tuple[List[str], float]:
+    """(colour, text) legend entries flowed left to right, wrapping before one would cross the right edge; the SVG
+    parts and the y below the last line."""
+    out, x, y = [], 10.0, top
+    for color, text in items:
+        w = 14 + text_width(text) + 16
+        if x > 10 and x + w > width - 10:
+            x, y = 10.0, y + 16
+        out.append(f'<rect x="{x:.0f}" y="{y:.0f}" width="10" height="10" fill="{color}"/>'
+                   f'<text x="{x + 14:.0f}" y="{y + 9:.0f}" font-size="11">{html.escape(text)}</text>')
+        x += w
+    return out, y + 16
+
+
 def stacked_bar(title: str, parts: Sequence[Tuple[str, float, str]], limit: Optional[Tuple[str, float]] = None,
                 highlight: Optional[str] = None, width: int = 560) -> str:
     """One horizontal stacked bar. ``parts`` are (label, value, value text); ``limit`` draws a marker
@@ -16,23 +46,24 @@ def stacked_bar(title: str, parts: Sequence[Tuple[str, float, str]], limit: Opti
     bar_w = width - 20
     x = 10.0
     rects: List[str] = []
-    legend: List[str] = []
+    legend: List[Tuple[str, str]] = []
     for i, (label, value, text) in enumerate(parts):
         w = bar_w * max(0.0, value) / scale_max
         color = PALETTE[i % len(PALETTE)]
         stroke = ' stroke="#000" stroke-width="3"' if label == highlight else ""
         rects.append(f'<rect x="{x:.1f}" y="28" width="{w:.1f}" height="22" fill="{color}"{stroke}>'
                      f'<title>{html.escape(label)}: {html.escape(text)}</title></rect>')
-        legend.append(f'<rect x="{10 + (i % 3) * 180}" y="{62 + (i // 3) * 16}" width="10" height="10" fill="{color}"/>'
-                      f'<text x="{24 + (i % 3) * 180}" y="{71 + (i // 3) * 16}" font-size="11">'
-                      f'{html.escape(label)}: {html.escape(text)}{" ◀ bottleneck" if label == highlight else ""}</text>')
+        legend.append((color, f'{label}: {text}{" ◀ bottleneck" if label == highlight else ""}'))
         x += w
     marker = ""
     if limit:
         lx = 10 + bar_w * limit[1] / scale_max
+        name = limit[0]  # right-aligned at the marker when it would cross the right edge
+        tx = min(lx, width - 10 - text_width(name))
         marker = (f'<line x1="{lx:.1f}" y1="22" x2="{lx:.1f}" y2="56" stroke="#d62728" stroke-width="2"/>'
-                  f'<text x="{min(lx, width - 120):.1f}" y="18" font-size="11" fill="#d62728">{html.escape(limit[0])}</text>')
-    height = 70 + 16 * ((len(parts) + 2) // 3)
+                  f'<text x="{max(10.0, tx):.1f}" y="18" font-size="11" fill="#d62728">{html.escape(name)}</text>')
+    legend, bottom = _flow_legend(legend, 62, width)
+    height = int(bottom) + 4
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
             f'aria-label="{html.escape(title)}"><text x="10" y="14" font-size="12" font-weight="bold">'
             f'{html.escape(title)}</text>{"".join(rects)}{marker}{"".join(legend)}</svg>')
@@ -101,20 +132,39 @@ def roofline_chart(title: str, peak: float, bandwidth: float, points: Sequence[T
     if attainable:
         parts.append(roof(attainable[0], attainable[1], ' stroke-dasharray="5,4"'))
     groups = list(dict.fromkeys(p[0] for p in pts))
+    placed: List[Tuple[float, float, float]] = []  # (x, y, width) of the point names drawn
     for group, label, x, y in pts:
         color = PALETTE[groups.index(group) % len(PALETTE)]
-        parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="4" fill="{color}">'
+        cx, cy = px(x), py(y)
+        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="{color}">'
                      f'<title>{html.escape(group)} {html.escape(label)}: {x:.3g} FLOP/B, {y:.3g} FLOP/s</title></circle>')
+        # Each point named by its operator, beside it, unless the name would cover one already written or leave
+        # the plot (its tooltip still names it).
+        w = text_width(label, 9)
+        tx = cx + 6 if cx + 6 + w <= width - right else cx - 6 - w
+        if tx >= left and not any(abs(cy - py_) < 10 and tx < px_ + pw and px_ < tx + w for px_, py_, pw in placed):
+            placed.append((tx, cy, w))
+            parts.append(f'<text x="{tx:.1f}" y="{cy + 3:.1f}" font-size="9" fill="{color}">{html.escape(label)}</text>')
     legend = "".join(f'<text x="{left + 10 + i * 120}" y="{top + 12}" font-size="11" '
                      f'fill="{PALETTE[i % len(PALETTE)]}">● {html.escape(g)}</text>' for i, g in enumerate(groups))
-    axes = (f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#333"/>'
+    # Ticks at every power of ten on both log axes, with light grid lines.
+    ticks = []
+    for e in range(math.ceil(x0), math.floor(x1) + 1):
+        v = px(10.0 ** e)
+        ticks.append(f'<line x1="{v:.1f}" y1="{top}" x2="{v:.1f}" y2="{height - bottom}" stroke="#ddd"/>'
+                     f'<text x="{v:.1f}" y="{height - bottom + 13}" font-size="10" text-anchor="middle">'
+                     f'{si_tick(10.0 ** e)}</text>')
+    for e in range(math.ceil(y0), math.floor(y1) + 1):
+        v = py(10.0 ** e)
+        ticks.append(f'<line x1="{left}" y1="{v:.1f}" x2="{width - right}" y2="{v:.1f}" stroke="#ddd"/>'
+                     f'<text x="{left - 4}" y="{v + 3:.1f}" font-size="10" text-anchor="end">{si_tick(10.0 ** e)}</text>')
+    axes = ("".join(ticks) +
+            f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#333"/>'
             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="#333"/>'
-            f'<text x="{left}" y="{height - bottom + 14}" font-size="10">{10 ** x0:.2g}</text>'
-            f'<text x="{width - right - 40}" y="{height - bottom + 14}" font-size="10">{10 ** x1:.2g}</text>'
-            f'<text x="4" y="{top + 4}" font-size="10">{10 ** y1:.2g}</text>'
-            f'<text x="4" y="{height - bottom}" font-size="10">{10 ** y0:.2g}</text>'
-            f'<text x="{width / 2 - 40:.0f}" y="{height - 6}" font-size="11">{html.escape(labels[0])} (log)</text>'
-            f'<text x="4" y="{height / 2:.0f}" font-size="11">{html.escape(labels[1])}</text>')
+            f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" font-size="11" text-anchor="middle">'
+            f'{html.escape(labels[0])} (log)</text>'
+            f'<text x="12" y="{(top + height - bottom) / 2:.0f}" font-size="11" text-anchor="middle" '
+            f'transform="rotate(-90 12 {(top + height - bottom) / 2:.0f})">{html.escape(labels[1])} (log)</text>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
             f'aria-label="{html.escape(title)}"><text x="{left}" y="16" font-size="12" font-weight="bold">'
             f'{html.escape(title)}</text>{axes}{"".join(parts)}{legend}</svg>')
@@ -124,14 +174,17 @@ def bar_chart(title: str, items: Sequence[Tuple[str, float, str]], highlight: Op
               width: int = 560) -> str:
     """One horizontal bar per (label, value, value text), on a common scale; ``highlight`` outlines one."""
     top = max((v for _, v, _ in items), default=0.0) or 1.0
+    # The label column as wide as its longest label; the chart as wide as the longest bar with its value.
+    bars_x = 20 + max((text_width(label) for label, _, _ in items), default=150.0)
+    width = max(width, int(bars_x + 300 + 12 + max((text_width(t + " ◀") for _, _, t in items), default=0.0)))
     rows = []
     for i, (label, value, text) in enumerate(items):
         y = 26 + 24 * i
         w = 300 * max(0.0, value) / top
         stroke = ' stroke="#000" stroke-width="3"' if label == highlight else ""
         rows.append(f'<text x="10" y="{y + 13}" font-size="11">{html.escape(label)}</text>'
-                    f'<rect x="170" y="{y}" width="{w:.1f}" height="18" fill="{PALETTE[i % len(PALETTE)]}"{stroke}/>'
-                    f'<text x="{176 + w:.1f}" y="{y + 13}" font-size="11">{html.escape(text)}'
+                    f'<rect x="{bars_x:.0f}" y="{y}" width="{w:.1f}" height="18" fill="{PALETTE[i % len(PALETTE)]}"{stroke}/>'
+                    f'<text x="{bars_x + 6 + w:.1f}" y="{y + 13}" font-size="11">{html.escape(text)}'
                     f'{" ◀" if label == highlight else ""}</text>')
     height = 36 + 24 * len(items)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '

@@ -179,12 +179,33 @@ def _cmd_show(args) -> str:
         derived = model(args.name).to_dict()
     elif kind == "system":
         derived = system(args.name).to_dict()
-    lines = [f"{kind} {data['name']}"] + [f"  {k}: {json.dumps(v) if isinstance(v, (dict, list)) else v}"
-                                          for k, v in data.items() if k != "$schema"]
+    lines = [f"{kind} {data['name']}"] + [_show_line(k, v) for k, v in data.items() if k != "$schema"]
     if derived:
         lines.append("derived by capplan:")
-        lines += [f"  {k}: {json.dumps(v) if isinstance(v, (dict, list)) else v}" for k, v in derived.items()]
+        lines += [_show_line(k, v) for k, v in derived.items()]
     return "\n".join(lines)
+
+
+def _show_line(key: str, value: Any) -> str:
+    """One field of `capplan show`, wrapped at 100 columns: quantities auto-scaled ("56000 MB/s" reads 56 GB/s),
+    objects as JSON, a missing figure as "not given"."""
+    import textwrap
+    if value is None:
+        text = "not given"
+    elif isinstance(value, (dict, list)):
+        text = json.dumps(value, ensure_ascii=False)
+    elif isinstance(value, str):
+        text = value
+        try:
+            q = Quantity(value)
+            if any(q.dims):  # a quantity with a unit, not a bare number or a date
+                text = str(q)
+        except Error:
+            pass
+    else:
+        text = str(value)
+    return textwrap.fill(text, width=100, initial_indent=f"  {key}: ", subsequent_indent="      ",
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def _cmd_estimate(args) -> str:
@@ -274,7 +295,7 @@ def _cmd_collective(args) -> str:
         writer.writerow(flat.keys())
         writer.writerow(flat.values())
         return buf.getvalue().rstrip("\n")
-    return repr(r)
+    return r.table()
 
 
 def _cmd_calibrate_collectives(args) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _args, _core
 from .catalog import _Record
@@ -64,16 +64,28 @@ class CollectiveResult(_Record):
         bars = [(label, t, str(Quantity.from_si(t, TIME))) for label, t in items]
         return [bar_chart(("各层传输时间（最慢者加框）" if zh else "time per tier (the slowest outlined)"), bars, slowest)]
 
-    def _repr_html_(self, lang: str = "en") -> str:
+    def rows(self, lang: str = "en") -> List[Tuple[str, str]]:
+        """(label, value) lines: the operation, size, GPUs, time, algbw, busbw, algorithm, then each tier's link,
+        bus bandwidth and transfer time."""
         zh = lang == "zh"
         d = self._data
-        rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
-                       for k, v in (
-            ("操作" if zh else "operation", d["op"]), ("大小" if zh else "size", self.size),
-            ("GPU 数" if zh else "GPUs", f"{d['gpus']} ({d['nodes']} node(s) of {d['per_node']})"),
-            ("时间" if zh else "time", self.time), ("algbw", self.algbw), ("busbw", self.busbw),
-            ("算法" if zh else "algorithm", f"{d['algorithm']} / {d['protocol']}"
-             + (" (calibrated)" if d["calibrated"] else ""))))
+        out = [("操作" if zh else "operation", d["op"]), ("大小" if zh else "size", str(self.size)),
+               ("GPU 数" if zh else "GPUs", f"{d['gpus']} ({d['nodes']} node(s) of {d['per_node']})"),
+               ("时间" if zh else "time", str(self.time)), ("algbw", str(self.algbw)), ("busbw", str(self.busbw)),
+               ("算法" if zh else "algorithm", f"{d['algorithm']} / {d['protocol']}"
+                + (" (calibrated)" if d["calibrated"] else ""))]
+        out += [(t["tier"], f"{t['link']}: {Quantity.from_si(t['bus_bandwidth_bytes_per_s'], BYTE_RATE)} bus bandwidth, "
+                 f"{Quantity.from_si(t['time_s'], TIME)}") for t in d["tiers"]]
+        return out
+
+    def table(self, lang: str = "en") -> str:
+        """The rows as aligned text (what `capplan collective` prints)."""
+        width = max(len(k) for k, _ in self.rows(lang))
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in self.rows(lang))
+
+    def _repr_html_(self, lang: str = "en") -> str:
+        rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+                       for k, v in self.rows(lang))
         charts = "".join(f"<div>{svg}</div>" for svg in self.charts_svg(lang))
         return f"<div class='capplan-collective'><table>{rows}</table>{charts}</div>"
 

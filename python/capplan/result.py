@@ -288,7 +288,7 @@ class Result(Section):
         if d.get("roofline"):
             panels.append("roofline")
         fig, axes = plt.subplots(len(panels) or 1, 1, figsize=(7, 2.6 * max(1, len(panels))), squeeze=False)
-        gib = Quantity.from_si(1.0, SIZE).in_("GiB")  # GiB per byte
+        gb = Quantity.from_si(1.0, SIZE).in_("GB")  # GB per byte: the unit the tables and the HTML view show
 
         def stacked(ax, title, items, unit, highlight=None, limit=None):
             left = 0.0
@@ -307,7 +307,7 @@ class Result(Section):
             if panel == "memory":
                 limit = mem.get("usable_bytes", mem.get("capacity_bytes"))
                 stacked(ax, "每卡显存" if zh else "memory per device",
-                        [(label, mem[k] * gib) for k, label in keys], "GiB", limit=(limit or 0) * gib)
+                        [(label, mem[k] * gb) for k, label in keys], "GB", limit=(limit or 0) * gb)
             elif panel == "chain":
                 stacked(ax, "一步的链路" if zh else "one decode or training step through the chain",
                         [(c["stage"], c["time_s"] * 1e3) for c in d["chain"]], "ms", highlight=d.get("bottleneck"))
@@ -326,6 +326,9 @@ class Result(Section):
                     sel = [o for o in ops if o["phase"] == phase]
                     ax.scatter([o["flops"] / o["bytes"] for o in sel], [o["flops"] / o["time_s"] for o in sel],
                                label=phase)
+                    for o in sel:  # each point named by its operator, as in the HTML view
+                        ax.annotate(o["op"], (o["flops"] / o["bytes"], o["flops"] / o["time_s"]), fontsize=6,
+                                    xytext=(4, 2), textcoords="offset points")
                 ax.set_xlabel("FLOP/字节" if zh else "FLOP per byte")
                 ax.set_ylabel("FLOP/s")
                 ax.set_title("屋顶线" if zh else "roofline of the main operators")

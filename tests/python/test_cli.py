@@ -45,6 +45,11 @@ def test_show(run_cli):
     assert code == 0 and "H100-SXM" in out and "source" in out
     code, out, _ = run_cli("show", "Mixtral-8x7B", "--format", "json")
     assert json.loads(out)["config"]["num_local_experts"] == 8
+    # Readable: quantities auto-scaled (the entry writes "56000 MB/s"), missing figures said, lines wrapped at 100
+    # columns (a word longer than that, such as a URL, stays whole).
+    code, out, _ = run_cli("show", "NVMe-Gen4-8x")
+    assert code == 0 and "  read_bandwidth: 56 GB/s\n" in out and "  latency: not given\n" in out
+    assert all(len(line) <= 100 or " " not in line.strip() for line in out.splitlines())
 
 
 @pytest.mark.parametrize("args,stdin,needle", [

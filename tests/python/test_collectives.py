@@ -198,6 +198,11 @@ def test_bad_input(kwargs, field):
 def test_cli_collective_and_sweep(run_cli):
     code, out, err = run_cli("collective", "all_reduce", "--system", "DGX-H100", "--gpus", "8", "--size", "1GiB")
     assert code == 0 and "nvls" in out, err
+    # A table a person reads, not a Python repr: one labelled line per figure, each tier with its rate and time.
+    lines = dict(line.split(None, 1) for line in out.splitlines())
+    assert not out.startswith("CollectiveResult") and lines["operation"] == "all_reduce"
+    assert lines["size"] == "1.074 GB" and lines["GPUs"] == "8 (1 node(s) of 8)" and lines["busbw"].endswith("GB/s")
+    assert lines["scale-up"].startswith("NVLink-4: ") and "bus bandwidth" in lines["scale-up"]
     code, out, _ = run_cli("collective", "all_reduce", "--system", "DGX-H100", "--size", "1GiB", "--format", "json")
     d = json.loads(out)
     assert {"time_s", "algbw_bytes_per_s", "busbw_bytes_per_s", "algorithm"} <= set(d)

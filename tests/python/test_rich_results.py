@@ -133,3 +133,50 @@ def test_catalog_records_show_a_table_with_their_source():
     dgx = capplan.system("DGX-H100")._repr_html_()
     _check(dgx)
     assert "NVLink-4 (nvswitch, domain 8)" in dgx
+
+
+def _texts(svg):
+    """(x, y, font size, anchor, text) of every <text> in an SVG."""
+    import re
+    out = []
+    for attrs, text in re.findall(r"<text ([^>]*)>([^<]*)</text>", svg):
+        a = dict(re.findall(r'([\w-]+)="([^"]*)"', attrs))
+        out.append((float(a["x"]), float(a["y"]), float(a.get("font-size", 11)), a.get("text-anchor", "start"), text))
+    return out
+
+
+def test_charts_name_the_roofline_points_tick_every_decade_and_keep_labels_apart_and_inside():
+    import html as html_module
+    from capplan.charts import bar_chart, stacked_bar, text_width
+    r = capplan.estimate(capplan.default_scenario())
+    roof = next(svg for svg in r.charts_svg() if "roofline" in svg)
+    texts = [html_module.unescape(t[4]) for t in _texts(roof)]
+    ops = {o["op"] for o in r.to_dict()["roofline"]["ops"]}
+    assert len(ops & set(texts)) >= 2  # points named by their operator
+    # Decade ticks read as numbers with SI prefixes: an H100's 989.5 TFLOP/s roof lies between 100T and 1P.
+    assert "100T" in texts and "1P" in texts and "10" in texts
+    # Labels at one height do not overlap, and every left-anchored label ends inside the chart.
+    width = 560
+    for svg in [roof, *r.charts_svg()]:
+        spans = sorted((x, x + text_width(t, size), y) for x, y, size, anchor, t in _texts(svg) if anchor == "start")
+        assert all(end <= width + 1 for _, end, _ in spans), svg[:80]
+    legend = stacked_bar("memory", [(f"part number {i} with a long name", 1.0, "12.34 GB") for i in range(7)],
+                         ("usable 76.5 GB", 7.5))
+    spans = sorted((y, x, x + text_width(t, size)) for x, y, size, anchor, t in _texts(legend) if y > 60)
+    for (y1, a1, b1), (y2, a2, b2) in zip(spans, spans[1:]):
+        assert y1 != y2 or b1 <= a2, (spans,)
+    assert all(b <= width - 10 for _, _, b in spans)
+    # A bar chart's labels end before its bars start, however long.
+    bars = bar_chart("options", [("8x H100-SXM tp=2 with a long explanation", 3.0, "$3/h"), ("1x B200", 1.0, "$1/h")])
+    starts = [float(x) for x in __import__("re").findall(r'<rect x="([\d.]+)"', bars)]
+    assert min(starts) >= 10 + text_width("8x H100-SXM tp=2 with a long explanation")
+
+
+def test_plot_shows_memory_in_the_unit_of_the_tables():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = capplan.estimate(capplan.default_scenario()).plot()
+    assert fig.axes[0].get_xlabel() == "GB"  # the tables and the HTML view print GB (10^9 B), not GiB
+    names = {t.get_text() for t in fig.axes[-1].texts}
+    assert {o["op"] for o in capplan.estimate(capplan.default_scenario()).to_dict()["roofline"]["ops"]} & names
