@@ -43,4 +43,25 @@ static void scenario_to_estimate_static_batch(benchmark::State& state) {
 }
 BENCHMARK(scenario_to_estimate_static_batch)->Unit(benchmark::kMicrosecond);
 
+// Its parts: reading the scenario (JSON text to the typed scenario), the estimate alone, and the result's JSON.
+static const char* static_batch_text = R"({"model": "Llama-3.1-70B", "system": {"preset": "HGX-H200", "count": 8},
+    "parallelism": {"tp": 8}, "inference": {"input_tokens": 2000, "output_tokens": 500, "batch": 50}})";
+static void read_scenario_static_batch(benchmark::State& state) {
+    const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
+    for (auto _ : state) benchmark::DoNotOptimize(read_scenario(static_batch_text, c));
+}
+BENCHMARK(read_scenario_static_batch)->Unit(benchmark::kMicrosecond);
+static void estimate_only_static_batch(benchmark::State& state) {
+    const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
+    const scenario sc = read_scenario(static_batch_text, c);
+    for (auto _ : state) benchmark::DoNotOptimize(estimate(sc, c));
+}
+BENCHMARK(estimate_only_static_batch)->Unit(benchmark::kMicrosecond);
+static void result_json_static_batch(benchmark::State& state) {
+    const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
+    const estimate_result r = estimate(read_scenario(static_batch_text, c), c);
+    for (auto _ : state) benchmark::DoNotOptimize(to_json(r, -1));
+}
+BENCHMARK(result_json_static_batch)->Unit(benchmark::kMicrosecond);
+
 BENCHMARK_MAIN();

@@ -114,3 +114,57 @@ TEST_CASE("an engine on a smaller GPU profiles smaller steps (vLLM defaults)") {
     CHECK(s.step_tokens == 2048);
     CHECK(s.max_num_seqs == 256);
 }
+
+namespace {
+// The plain bisection the guided search replaced (doubling from 1, then halving): the oracle the solvers must equal.
+template <class Fits>
+std::int64_t bisection(Fits fits) {
+    if (!fits(1)) return 0;
+    std::int64_t lo = 1, hi = 2;
+    while (fits(hi)) {
+        lo = hi;
+        if (hi > (std::int64_t{1} << 40)) return hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        (fits(mid) ? lo : hi) = mid;
+    }
+    return lo;
+}
+}  // namespace
+
+TEST_CASE("the guided solvers equal a plain bisection on every kind of model and layout") {
+    // Dense GQA, sliding windows, MLA, MoE with attention data parallelism, pipeline stages, fp8 caches, an offload
+    // tier and a shared prefix: each bends the memory line somewhere (blocks, windows, the sampler's rows).
+    const char* scenarios[] = {
+        llama8b_h100,
+        R"({"model": "Llama-3.1-70B", "system": {"preset": "HGX-H200"}, "parallelism": {"tp": 4, "pp": 2},
+            "inference": {"input_tokens": 100, "output_tokens": 1, "batch": 1}})",
+        R"({"model": "Mistral-7B", "system": {"accelerator": "L40S"},
+            "inference": {"input_tokens": 100, "output_tokens": 1, "batch": 1}})",
+        R"({"model": "Gemma-3-27B", "system": {"preset": "HGX-H200"}, "parallelism": {"tp": 2},
+            "precision": {"kv_cache": "fp8"}, "inference": {"input_tokens": 100, "output_tokens": 1, "batch": 1}})",
+        R"({"model": "DeepSeek-V3", "system": {"preset": "HGX-H200"}, "parallelism": {"tp": 8, "ep": 8, "attention_dp": true},
+            "precision": {"weights": "fp8"}, "inference": {"input_tokens": 100, "output_tokens": 1, "batch": 1}})",
+        R"({"model": "Qwen3-30B-A3B", "system": {"accelerator": "H100-SXM"},
+            "inference": {"input_tokens": 4000, "output_tokens": 1, "batch": 1, "max_num_seqs": 8,
+                          "prefix_cache": {"hit_rate": 0.5, "shared_prefix_tokens": 2000},
+                          "kv_offload": {"tier": "host", "capacity": "200 GB"}}})",
+    };
+    int compared = 0;
+    for (const char* text : scenarios) {
+        const auto s = setup(text);
+        for (std::int64_t context : {1, 17, 1000, 8192, 100'000}) {
+            const std::int64_t n = max_concurrency(s, context);
+            CHECK(n == bisection([&](std::int64_t b) { return inference_budget(s, b, context).fits; }));
+            ++compared;
+        }
+        for (std::int64_t batch : {1, 3, 64, 1000}) {
+            const std::int64_t c = max_context(s, batch);
+            CHECK(c == bisection([&](std::int64_t t) { return inference_budget(s, batch, t).fits; }));
+            ++compared;
+        }
+    }
+    CHECK(compared == 54);
+}

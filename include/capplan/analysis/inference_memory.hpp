@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -166,36 +167,84 @@ inline inference_memory inference_budget(const inference_setup& s, std::int64_t 
     return out;
 }
 
-// The most requests of `context` tokens that fit at once (0 if not even one).
-inline std::int64_t max_concurrency(const inference_setup& s, std::int64_t context) {
-    if (!inference_budget(s, 1, context).fits) return 0;
-    std::int64_t lo = 1, hi = 2;
-    while (inference_budget(s, hi, context).fits) {
-        lo = hi;
-        if (hi > (std::int64_t{1} << 40)) return hi;  // the cache is not what limits (e.g. no KV at all)
-        hi *= 2;
+namespace detail {
+
+// The largest n in [1, cap] with fits(n), for fits monotone (true up to the answer, false beyond) and fits(1) true,
+// or cap when fits(cap). The search starts at `guess` (a linear estimate, usually the answer or next to it) and
+// gallops away from it (steps 1, 2, 4, ...) until it brackets the answer, then bisects: two or three probes where a
+// bisection from 1 takes some forty (the memory model is costly enough for that to be most of an estimate).
+template <class Fits>
+std::int64_t largest_fitting(std::int64_t guess, std::int64_t cap, Fits fits) {
+    guess = std::clamp<std::int64_t>(guess, 1, cap);
+    std::int64_t lo = 1, hi = cap + 1;  // fits(lo); hi: the smallest known not to fit (cap + 1: none known)
+    if (fits(guess)) {
+        lo = guess;
+        for (std::int64_t step = 1; lo < cap; step *= 2) {
+            const std::int64_t next = std::min(cap, lo + step);
+            if (!fits(next)) {
+                hi = next;
+                break;
+            }
+            lo = next;
+        }
+        if (lo == cap) return cap;
+    } else {
+        hi = guess;
+        for (std::int64_t step = 1; hi > 1; step *= 2) {
+            const std::int64_t next = std::max<std::int64_t>(1, hi - step);
+            if (next == 1 || fits(next)) {
+                lo = next;
+                break;
+            }
+            hi = next;
+        }
     }
     while (hi - lo > 1) {
         const std::int64_t mid = lo + (hi - lo) / 2;
-        (inference_budget(s, mid, context).fits ? lo : hi) = mid;
+        (fits(mid) ? lo : hi) = mid;
     }
     return lo;
 }
 
-// The longest context (tokens per request) at which `batch` requests fit (0 if none).
+// Where a straight line through (x1, y1) and (x2, y2) reaches `limit` (x2 > x1), rounded down; `cap` when it does
+// not rise.
+inline std::int64_t linear_reach(double x1, double y1, double x2, double y2, double limit, std::int64_t cap) {
+    const double slope = (y2 - y1) / (x2 - x1);
+    if (!(slope > 0)) return cap;
+    const double x = x1 + (limit - y1) / slope;
+    return x >= static_cast<double>(cap) ? cap : static_cast<std::int64_t>(std::max(1.0, std::floor(x)));
+}
+
+// Beyond this many requests or tokens the cache is not what limits (no KV at all, or sliding windows everywhere).
+inline constexpr std::int64_t unlimited = std::int64_t{1} << 41;
+
+}  // namespace detail
+
+// The most requests of `context` tokens that fit at once (0 if not even one; detail::unlimited when the cache does
+// not limit them).
+inline std::int64_t max_concurrency(const inference_setup& s, std::int64_t context) {
+    const inference_memory one = inference_budget(s, 1, context);
+    if (!one.fits) return 0;
+    // Requests are spread over the attention ranks: the memory grows by one request per rank at a time.
+    const std::int64_t ranks = s.parallelism.attention_ranks();
+    const inference_memory two = inference_budget(s, 2 * ranks, context);
+    const std::int64_t guess = detail::linear_reach(1.0, one.per_device.si(), 2.0, two.per_device.si(), one.usable.si(),
+                                                    detail::unlimited / ranks) * ranks;
+    return detail::largest_fitting(guess, detail::unlimited,
+                                   [&](std::int64_t n) { return inference_budget(s, n, context).fits; });
+}
+
+// The longest context (tokens per request) at which `batch` requests fit (0 if none; detail::unlimited when the
+// cache stops growing before memory runs out).
 inline std::int64_t max_context(const inference_setup& s, std::int64_t batch) {
-    if (!inference_budget(s, batch, 1).fits) return 0;
-    std::int64_t lo = 1, hi = 2;
-    while (inference_budget(s, batch, hi).fits) {
-        lo = hi;
-        if (hi > (std::int64_t{1} << 40)) return hi;  // sliding windows everywhere: the cache stops growing
-        hi *= 2;
-    }
-    while (hi - lo > 1) {
-        const std::int64_t mid = lo + (hi - lo) / 2;
-        (inference_budget(s, batch, mid).fits ? lo : hi) = mid;
-    }
-    return lo;
+    const inference_memory one = inference_budget(s, batch, 1);
+    if (!one.fits) return 0;
+    constexpr double probe = 65536.0;  // a context long enough for the line to hold (blocks, windows below it)
+    const inference_memory far = inference_budget(s, batch, static_cast<std::int64_t>(probe));
+    const std::int64_t guess =
+        detail::linear_reach(1.0, one.per_device.si(), probe, far.per_device.si(), one.usable.si(), detail::unlimited);
+    return detail::largest_fitting(guess, detail::unlimited,
+                                   [&](std::int64_t n) { return inference_budget(s, batch, n).fits; });
 }
 
 // The smallest tensor-parallel degree in `candidates` (ascending) whose layout splits the model and
