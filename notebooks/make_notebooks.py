@@ -314,6 +314,46 @@ NOTEBOOKS = {
                           "run for the idle hours too. Override any figure (`system_price`, `price_per_device_hour`, "
                           "`usd_per_kwh`, `pue`, `depreciation_years`, `cost_of_capital`) with your own quotes."),
     ],
+    "sweep_on_dask": [
+        new_markdown_cell("# Which GPU for which traffic? A simulation sweep on a Dask cluster\n\n"
+                          "Every point below runs capplan's serving simulation (a closed loop of users on a continuously "
+                          "batching engine), for 4 models x 4 GPUs x 40 loads x 4 prompt lengths x 4 answer lengths: "
+                          "10,240 points. `capplan.sweep(..., client=client)` cuts the grid into partitions and runs them "
+                          "on the cluster's workers; the DataFrame is the one a local run returns, in the same order, and "
+                          "a worker lost mid-sweep costs only its partitions.\n\n"
+                          "Here the cluster is a `LocalCluster` of two processes. On an existing cluster, connect to its "
+                          "scheduler instead (`Client('tcp://scheduler:8786')`) with capplan installed on every worker "
+                          "(`pip install \"capplan[dask]\"`, the same version as here, or the scheduler's `PipInstall` "
+                          "worker plugin)."),
+        new_code_cell("import capplan\nfrom dask.distributed import Client, LocalCluster\n"
+                      "cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, silence_logs=40)\n"
+                      "client = Client(cluster)\nprint(client)"),
+        new_code_cell("scenario = {'model': 'Llama-3.1-8B', 'system': {'accelerator': 'H100-SXM', 'count': 1},\n"
+                      "            'inference': {'input_tokens': 1024, 'output_tokens': 64, 'concurrency': 8,\n"
+                      "                          'workload': {'requests': 40}}}  # 40 measured requests a point\n"
+                      "grid = {'model': ['Llama-3.2-3B', 'Qwen3-4B', 'Qwen3-8B', 'Llama-3.1-8B'],\n"
+                      "        'system.accelerator': ['L40S', 'A100-80GB-SXM', 'H100-SXM', 'H200'],\n"
+                      "        'inference.concurrency': list(range(1, 41)),\n"
+                      "        'inference.input_tokens': [256, 1024, 2048, 4096],\n"
+                      "        'inference.output_tokens': [8, 16, 32, 64]}\n"
+                      "df = capplan.sweep(scenario, grid, client=client, progress=True)  # a bar on a terminal or in Jupyter\n"
+                      "print(len(df), 'points,', int(df['feasible'].sum()), 'fit memory')"),
+        new_markdown_cell("The most users each GPU serves with 1,024-token prompts and 64-token answers while the p99 time to "
+                          "first token stays under 500 ms and the p99 time per output token under 20 ms:"),
+        new_code_cell("ok = df[(df['inference.input_tokens'] == 1024) & (df['inference.output_tokens'] == 64) & df['feasible']\n"
+                      "       & (df['inference.ttft_p99_s'] <= 0.5) & (df['inference.tpot_p99_s'] <= 0.020)]\n"
+                      "print(ok.pivot_table(index='model', columns='system.accelerator', values='inference.concurrency',\n"
+                      "                     aggfunc='max').fillna(0).astype(int))"),
+        new_markdown_cell("How the p99 time per output token of Llama-3.1-8B grows with the users on each GPU "
+                          "(1,024-token prompts, 64-token answers):"),
+        new_code_cell("from IPython.display import SVG, display\nfrom capplan.charts import line_chart\n"
+                      "one = df[(df['model'] == 'Llama-3.1-8B') & (df['inference.input_tokens'] == 1024)\n"
+                      "         & (df['inference.output_tokens'] == 64) & df['feasible']]\n"
+                      "series = [(gpu, [(u, t * 1e3) for u, t in zip(g['inference.concurrency'], g['inference.tpot_p99_s'])])\n"
+                      "          for gpu, g in one.groupby('system.accelerator')]\n"
+                      "display(SVG(line_chart('Llama-3.1-8B: p99 TPOT by users', 'users', 'p99 TPOT (ms)', series)))"),
+        new_code_cell("client.close()\ncluster.close()"),
+    ],
 }
 
 

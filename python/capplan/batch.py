@@ -98,10 +98,10 @@ def _versions() -> Dict[str, str]:
 
 def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]] = None,
              base_dir: Union[str, Path, None] = None, progress: bool = False,
-             infeasible_speed: bool = False) -> List[Row]:
+             infeasible_speed: bool = False, threads: int = 0) -> List[Row]:
     """Each input row (dotted keys) echoed with the flattened result (``feasible`` and ``reasons``
     first; an infeasible plan's latency and throughput only with ``infeasible_speed``), or with an
-    ``error`` column."""
+    ``error`` column. ``threads``: the core's threads (0: one per core)."""
     scenarios = [scenario_from_row(r, base) for r in rows]
     texts = [json.dumps(_jsonable(s)) for s in scenarios]
     chunk = 256 if progress else max(1, len(texts))
@@ -115,7 +115,7 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
             bar = None
     try:
         for start in range(0, len(texts), chunk):
-            results.extend(_core.estimate_many_json(texts[start:start + chunk], str(base_dir or Path.cwd())))
+            results.extend(_core.estimate_many_json(texts[start:start + chunk], str(base_dir or Path.cwd()), threads))
             if bar is not None:
                 bar.update(min(chunk, len(texts) - start))
     except KeyboardInterrupt:  # interruptible: keep what was computed
@@ -140,23 +140,43 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
 
 
 def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progress: bool = True,
-          infeasible_speed: bool = False):
+          infeasible_speed: bool = False, workers: Optional[int] = None, client: Any = None,
+          partitions: Optional[int] = None):
     """Every combination of ``grid`` (dotted keys -> values) applied to ``scenario``, evaluated inside
     the core: a pandas DataFrame (one row per point, inputs then results; units in the column names)
     when pandas is installed, else a list of dicts. A point with bad input gets an ``error`` column; a
     point that does not fit has ``feasible`` False and no latency or throughput unless
-    ``infeasible_speed``."""
+    ``infeasible_speed``.
+
+    ``workers``: the local cores to use (default: all). ``client``: a ``dask.distributed.Client``: the grid is cut
+    into ``partitions`` (default: four per worker thread) evaluated on the cluster's workers (capplan installed on
+    each, ``pip install "capplan[dask]"``), the same rows in the same order as a local run; a partition lost with a
+    worker is computed again. ``progress`` shows a bar (tqdm) on a terminal; Ctrl-C stops the sweep and returns
+    the points already done, with a warning."""
     values = _grid(grid)
     keys = list(values)
     points = [dict(zip(keys, combo)) for combo in itertools.product(*values.values())]
-    rows = run_rows(points, base=_jsonable(dict(_args.mapping(scenario, "/", "a scenario dict"))),
-                    progress=_args.boolean(progress, "/progress") and len(points) > 1000,
-                    infeasible_speed=_args.boolean(infeasible_speed, "/infeasible_speed"))
+    base = _jsonable(dict(_args.mapping(scenario, "/", "a scenario dict")))
+    show = _args.boolean(progress, "/progress")
+    late = _args.boolean(infeasible_speed, "/infeasible_speed")
+    threads = 0 if workers is None else _args.integer(workers, "/workers", 1, 1024)
+    if client is None:
+        if partitions is not None:
+            raise _error("/partitions: cuts a sweep for a Dask cluster; give client= too")
+        rows = run_rows(points, base=base, progress=show and len(points) > 1000, infeasible_speed=late, threads=threads)
+    else:
+        from ._dask import sweep_on_cluster
+        rows = sweep_on_cluster(client, base, points, show, late, partitions)
     try:
         import pandas
     except ImportError:
         return rows
     return pandas.DataFrame(rows)
+
+
+def sweep_partition(base: Mapping[str, Any], points: Sequence[Mapping[str, Any]], infeasible_speed: bool) -> List[Row]:
+    """One partition of a sweep, as a Dask worker runs it: its points' rows, on one of the worker's threads."""
+    return run_rows(points, base=base, infeasible_speed=infeasible_speed, threads=1)
 
 
 def _grid(grid) -> Dict[str, List[Any]]:

@@ -69,9 +69,23 @@ def stacked_bar(title: str, parts: Sequence[Tuple[str, float, str]], limit: Opti
             f'{html.escape(title)}</text>{"".join(rects)}{marker}{"".join(legend)}</svg>')
 
 
+def nice_ticks(low: float, high: float, count: int = 5) -> List[float]:
+    """About `count` round values (steps of 1, 2 or 5 times a power of ten) from `low` to `high`."""
+    import math
+    span = high - low
+    if not span > 0:
+        return [low]
+    raw = span / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(k * power for k in (1, 2, 5, 10) if k * power >= raw)
+    first = math.ceil(low / step) * step
+    return [first + i * step for i in range(int((high - first) / step + 1e-9) + 1)]
+
+
 def line_chart(title: str, x_label: str, y_label: str, series: Sequence[Tuple[str, Sequence[Tuple[float, float]]]],
                width: int = 560, height: int = 300, log_x: bool = False) -> str:
-    """A line chart of one or more series of (x, y) points, axes labelled, min/max ticks."""
+    """A line chart of one or more series of (x, y) points: a legend flowed above the plot, round ticks with grid
+    lines on both axes (decades on a log x axis), the axes named."""
     import math
     pts = [p for _, s in series for p in s]
     if not pts:
@@ -80,27 +94,37 @@ def line_chart(title: str, x_label: str, y_label: str, series: Sequence[Tuple[st
     xs, ys = [fx(p[0]) for p in pts], [p[1] for p in pts]
     x0, x1 = min(xs), max(xs)
     y0, y1 = 0.0, max(ys) * 1.05 or 1.0
-    left, right, top, bottom = 60, 20, 30, 40
+    legend, legend_bottom = _flow_legend([(PALETTE[i % len(PALETTE)], name) for i, (name, _) in enumerate(series)],
+                                         24, width)
+    left, right, top, bottom = 60, 20, int(legend_bottom) + 6, 40
+    height = max(height, top + 160)
     def px(v):
         return left + (fx(v) - x0) / ((x1 - x0) or 1.0) * (width - left - right)
     def py(v):
         return height - bottom - (v - y0) / ((y1 - y0) or 1.0) * (height - top - bottom)
-    lines, legend = [], []
+    lines = []
     for i, (name, s) in enumerate(series):
         color = PALETTE[i % len(PALETTE)]
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in s)
         lines.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
-        legend.append(f'<text x="{left + 10 + i * 160}" y="{top + 12}" font-size="11" fill="{color}">'
-                      f'{html.escape(name)}</text>')
-    axes = (f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#333"/>'
+    x_ticks = ([10.0 ** e for e in range(math.ceil(x0), math.floor(x1) + 1)] if log_x
+               else nice_ticks(x0, x1))
+    ticks = [f'<line x1="{px(v):.1f}" y1="{top}" x2="{px(v):.1f}" y2="{height - bottom}" stroke="#ddd"/>'
+             f'<text x="{px(v):.1f}" y="{height - bottom + 13}" font-size="10" text-anchor="middle">'
+             f'{si_tick(v) if log_x else f"{v:g}"}</text>' for v in x_ticks]
+    ticks += [f'<line x1="{left}" y1="{py(v):.1f}" x2="{width - right}" y2="{py(v):.1f}" stroke="#ddd"/>'
+              f'<text x="{left - 4}" y="{py(v) + 3:.1f}" font-size="10" text-anchor="end">{v:g}</text>'
+              for v in nice_ticks(y0, y1)]
+    middle = (top + height - bottom) / 2
+    axes = ("".join(ticks) +
+            f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#333"/>'
             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="#333"/>'
-            f'<text x="{left}" y="{height - bottom + 14}" font-size="10">{min(p[0] for p in pts):g}</text>'
-            f'<text x="{width - right - 40}" y="{height - bottom + 14}" font-size="10">{max(p[0] for p in pts):g}</text>'
-            f'<text x="4" y="{top + 4}" font-size="10">{y1:.3g}</text>'
-            f'<text x="{width / 2 - 40:.0f}" y="{height - 6}" font-size="11">{html.escape(x_label)}</text>'
-            f'<text x="4" y="{height / 2:.0f}" font-size="11">{html.escape(y_label)}</text>')
+            f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" font-size="11" text-anchor="middle">'
+            f'{html.escape(x_label)}</text>'
+            f'<text x="12" y="{middle:.0f}" font-size="11" text-anchor="middle" transform="rotate(-90 12 {middle:.0f})">'
+            f'{html.escape(y_label)}</text>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-            f'aria-label="{html.escape(title)}"><text x="{left}" y="16" font-size="12" font-weight="bold">'
+            f'aria-label="{html.escape(title)}"><text x="10" y="16" font-size="12" font-weight="bold">'
             f'{html.escape(title)}</text>{axes}{"".join(lines)}{"".join(legend)}</svg>')
 
 

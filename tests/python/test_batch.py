@@ -96,11 +96,11 @@ def test_interrupted_long_sweep_keeps_the_points_already_computed(monkeypatch):
     import capplan.batch as batch
     real, calls = batch._core.estimate_many_json, []
 
-    def interrupt_on_second_chunk(texts, base_dir):
+    def interrupt_on_second_chunk(texts, base_dir, threads=0):
         calls.append(len(texts))
         if len(calls) == 2:
             raise KeyboardInterrupt  # Ctrl-C while the core computes the second chunk
-        return real(texts, base_dir)
+        return real(texts, base_dir, threads)
 
     monkeypatch.setattr(batch._core, "estimate_many_json", interrupt_on_second_chunk)
     base = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},

@@ -166,6 +166,17 @@ def test_charts_name_the_roofline_points_tick_every_decade_and_keep_labels_apart
     for (y1, a1, b1), (y2, a2, b2) in zip(spans, spans[1:]):
         assert y1 != y2 or b1 <= a2, (spans,)
     assert all(b <= width - 10 for _, _, b in spans)
+    # A line chart's legend flows above its plot, and its axes tick at round values (here 0, 20, 40, 60 ms).
+    from capplan.charts import line_chart, nice_ticks
+    assert nice_ticks(0, 69.6) == [0, 20, 40, 60] and nice_ticks(1, 40) == [10, 20, 30, 40]
+    names = ["A100-80GB-SXM with a long name", "H100-SXM with a long name", "H200 with a long name", "L40S, last"]
+    lines = line_chart("p99 TPOT by users", "users", "p99 TPOT (ms)",
+                       [(n, [(u, 10 + k * u) for u in range(1, 41)]) for k, n in enumerate(names)])
+    entries = sorted((y, x, x + text_width(t, size)) for x, y, size, anchor, t in _texts(lines) if t in names)
+    assert len(entries) == 4 and all(b <= width - 10 for _, _, b in entries)
+    for (y1, a1, b1), (y2, a2, b2) in zip(entries, entries[1:]):
+        assert y1 != y2 or b1 <= a2
+    assert {"0", "20", "40"} <= {t for *_, t in _texts(lines)}
     # A bar chart's labels end before its bars start, however long.
     bars = bar_chart("options", [("8x H100-SXM tp=2 with a long explanation", 3.0, "$3/h"), ("1x B200", 1.0, "$1/h")])
     starts = [float(x) for x in __import__("re").findall(r'<rect x="([\d.]+)"', bars)]
