@@ -2,6 +2,7 @@
 
 #include "capplan/analysis/bom.hpp"
 #include "capplan/report/result.hpp"
+#include "capplan/report/result_object.hpp"
 
 namespace capplan {
 
@@ -218,7 +219,7 @@ std::string to_json(const bom_result& b, int indent) {
     return j.dump(indent);
 }
 
-std::string to_json(const estimate_result& r, int indent) {
+nlohmann::ordered_json result_object(const estimate_result& r) {
     json j;
     j["model"] = {{"name", r.model.name},
                   {"model_type", r.model.model_type},
@@ -380,7 +381,9 @@ std::string to_json(const estimate_result& r, int indent) {
     j["notes"] = r.notes;
     if (!r.efficiency_table.empty()) j["efficiency_table"] = r.efficiency_table;
     j["catalog_version"] = r.catalog_version;
-    return j.dump(indent);
+    return j;
 }
+
+std::string to_json(const estimate_result& r, int indent) { return result_object(r).dump(indent); }
 
 }  // namespace capplan

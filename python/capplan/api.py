@@ -77,7 +77,7 @@ def estimate(scenario: Scenario, calibration: Union[str, Path, Dict[str, Any], N
         data = json.loads(text)
         data["calibration"] = calibration if isinstance(calibration, dict) else str(Path(calibration).resolve())
         text = json.dumps(data)
-    return Result(json.loads(_core.estimate_json(text, str(base))))
+    return Result(_core.estimate_object(text, str(base)))  # the result's dict, without a JSON text round trip
 
 
 def default_scenario() -> Dict[str, Any]:

@@ -16,7 +16,6 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from . import _args, _core
 from .api import _jsonable
-from .result import flatten
 
 Row = Dict[str, Any]
 
@@ -81,10 +80,10 @@ _SPEED_PREFIXES = ("inference.ttft", "inference.tpot", "inference.itl", "inferen
                    "training.cost")
 
 
-def _result_columns(result: Dict[str, Any], infeasible_speed: bool) -> Row:
-    """A result flattened for a table: ``feasible`` (True unless the core found a reason it is not)
-    and ``reasons`` first, then the rest."""
-    flat = flatten(result, skip=_NOT_TABULATED)
+def _result_columns(flat: Row, infeasible_speed: bool) -> Row:
+    """A result flattened by the core for a table (capplan.result.flatten's keys; lists written as JSON text here):
+    ``feasible`` (True unless the core found a reason it is not) and ``reasons`` first, then the rest."""
+    flat = {k: json.dumps(v) if isinstance(v, list) else v for k, v in flat.items()}
     ordered: Row = {"feasible": flat.pop("feasible", True), "reasons": flat.pop("reasons", "")}
     if ordered.get("feasible") is False and not infeasible_speed:
         flat = {k: v for k, v in flat.items() if not k.startswith(_SPEED_PREFIXES)}
@@ -115,7 +114,8 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
             bar = None
     try:
         for start in range(0, len(texts), chunk):
-            results.extend(_core.estimate_many_json(texts[start:start + chunk], str(base_dir or Path.cwd()), threads))
+            results.extend(_core.estimate_many_flat(texts[start:start + chunk], str(base_dir or Path.cwd()), threads,
+                                                    sorted(_NOT_TABULATED)))
             if bar is not None:
                 bar.update(min(chunk, len(texts) - start))
     except KeyboardInterrupt:  # interruptible: keep what was computed
@@ -126,14 +126,14 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
     out: List[Row] = []
     versions = _versions()
     for row, result in zip(rows, results):
-        ok, text = result
+        ok, value = result
         line: Row = {k: v for k, v in row.items() if k}
         if ok:
             # Inputs are echoed as given; a result key that repeats an input name goes under "result.".
-            for key, value in _result_columns(json.loads(text), infeasible_speed).items():
-                line["result." + key if key in line else key] = value
+            for key, column in _result_columns(value, infeasible_speed).items():
+                line["result." + key if key in line else key] = column
         else:
-            line["error"] = text
+            line["error"] = value
         line.update(versions)
         out.append(line)
     return out

@@ -97,7 +97,7 @@ def cost(scenario: Scenario, **overrides: Any) -> CostResult:
         raise _args.config_error("/", data, "not a scenario object", "a scenario dict, JSON object or file")
     given = data.get("cost", {})
     data["cost"] = {**_args.mapping(given, "/cost", "the cost object of docs/scenario.md"), **overrides}
-    result = json.loads(_core.estimate_json(json.dumps(_jsonable(data)), str(base)))  # paths relative to the file
+    result = _core.estimate_object(json.dumps(_jsonable(data)), str(base))  # paths relative to the file
     return CostResult(result["cost"])
 
 

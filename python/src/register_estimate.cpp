@@ -1,5 +1,6 @@
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <pybind11/stl/filesystem.h>
 
@@ -7,12 +8,56 @@
 #include "capplan/spec/scenario_io.hpp"
 #include "capplan/analysis/bom.hpp"
 #include "capplan/analysis/cost.hpp"
+#include "capplan/report/result_object.hpp"
 #include "capplan/error.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
 
 namespace capplan::python {
+
+namespace {
+
+// A JSON value as the Python object json.loads would give (dicts keep their order).
+py::object to_python(const nlohmann::ordered_json& v) {
+    switch (v.type()) {
+        case nlohmann::ordered_json::value_t::object: {
+            py::dict d;
+            for (const auto& [k, x] : v.items()) d[py::str(k)] = to_python(x);
+            return d;
+        }
+        case nlohmann::ordered_json::value_t::array: {
+            py::list l;
+            for (const auto& x : v) l.append(to_python(x));
+            return l;
+        }
+        case nlohmann::ordered_json::value_t::string: return py::str(v.get_ref<const std::string&>());
+        case nlohmann::ordered_json::value_t::boolean: return py::bool_(v.get<bool>());
+        case nlohmann::ordered_json::value_t::number_integer: return py::int_(v.get<std::int64_t>());
+        case nlohmann::ordered_json::value_t::number_unsigned: return py::int_(v.get<std::uint64_t>());
+        case nlohmann::ordered_json::value_t::number_float: {  // NaN and infinity as the JSON text writes them: null
+            const double x = v.get<double>();
+            return std::isfinite(x) ? py::object(py::float_(x)) : py::object(py::none());
+        }
+        default: return py::none();
+    }
+}
+
+// {"memory": {"fits": true}} -> {"memory.fits": True}, as capplan.result.flatten does (lists stay Python lists here;
+// the caller writes them as JSON text).
+void flatten_into(py::dict& out, const nlohmann::ordered_json& v, const std::string& prefix,
+                  const std::vector<std::string>& skip) {
+    for (const auto& [k, x] : v.items()) {
+        const std::string key = prefix + k;
+        if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
+        if (x.is_object())
+            flatten_into(out, x, key + ".", skip);
+        else
+            out[py::str(key)] = to_python(x);
+    }
+}
+
+}  // namespace
 
 void register_estimate(py::module_& m) {
     m.def("estimate_json", [](const std::string& scenario_text, const std::filesystem::path& base_dir) {
@@ -25,6 +70,17 @@ void register_estimate(py::module_& m) {
             return out;
         }, py::arg("scenario"), py::arg("base_dir") = std::filesystem::path{},
         "Estimate a scenario given as JSON text; returns the result as JSON text.");
+    m.def("estimate_object", [](const std::string& scenario_text, const std::filesystem::path& base_dir) {
+            nlohmann::ordered_json out;
+            {
+                py::gil_scoped_release release;
+                const catalog& cat = default_catalog();
+                out = result_object(estimate(read_scenario(scenario_text, cat, base_dir), cat));
+            }
+            return to_python(out);
+        }, py::arg("scenario"), py::arg("base_dir") = std::filesystem::path{},
+        "Estimate a scenario given as JSON text; returns the result as the dict json.loads would give for "
+        "estimate_json's text, without writing or reading that text.");
     m.def("default_scenario_json", &default_scenario_json);
     m.def("hourly_cost_json", [](const std::string& system_text, int devices, const std::string& cost_text,
                                  std::optional<double> work_s) {
@@ -59,10 +115,13 @@ void register_estimate(py::module_& m) {
 
 namespace capplan::python {
 
+
 // Many scenarios at once, on several threads, inside the core: (ok, result JSON or error text) each.
 void register_estimate_many(py::module_& m) {
-    m.def("estimate_many_json", [](const std::vector<std::string>& scenarios, const std::filesystem::path& base_dir, int threads) {
-            std::vector<std::pair<bool, std::string>> out(scenarios.size());
+    m.def("estimate_many_flat", [](const std::vector<std::string>& scenarios, const std::filesystem::path& base_dir,
+                                   int threads, const std::vector<std::string>& skip) {
+            std::vector<nlohmann::ordered_json> results(scenarios.size());
+            std::vector<std::string> errors(scenarios.size());
             {
                 py::gil_scoped_release release;
                 const catalog& cat = default_catalog();
@@ -70,17 +129,31 @@ void register_estimate_many(py::module_& m) {
                 auto work = [&] {
                     for (std::size_t i = next++; i < scenarios.size(); i = next++) {
                         try {
-                            out[i] = {true, to_json(estimate(read_scenario(scenarios[i], cat, base_dir), cat), -1)};
+                            results[i] = result_object(estimate(read_scenario(scenarios[i], cat, base_dir), cat));
                         } catch (const std::exception& e) {
-                            out[i] = {false, e.what()};
+                            errors[i] = e.what();
+                            if (errors[i].empty()) errors[i] = "error";
                         }
                     }
                 };
                 detail::run_threads(threads, [&](int, int) { work(); });
             }
+            py::list out;
+            for (std::size_t i = 0; i < scenarios.size(); ++i) {
+                if (!errors[i].empty()) {
+                    out.append(py::make_tuple(false, errors[i]));
+                    continue;
+                }
+                py::dict flat;
+                flatten_into(flat, results[i], "", skip);
+                out.append(py::make_tuple(true, flat));
+            }
             return out;
         }, py::arg("scenarios"), py::arg("base_dir") = std::filesystem::path{}, py::arg("threads") = 0,
-        "Estimate many scenarios (JSON texts) in the core; returns (ok, result JSON or error message) per scenario.");
+        py::arg("skip") = std::vector<std::string>{},
+        "Estimate many scenarios (JSON texts) in the core; returns (ok, the result flattened to dotted keys, or an "
+        "error message) per scenario, without writing or reading JSON text: lists stay lists, keys in `skip` are left "
+        "out.");
 }
 
 }  // namespace capplan::python

@@ -352,3 +352,22 @@ def test_numpy_scalars_are_the_numbers_and_text_they_hold_in_arguments():
                            imbalance=np.float64(1.0))
     assert r.to_dict()["gpus"] == 8
     assert capplan.model(np.str_("Llama-3.1-8B")).name == "Llama-3.1-8B"
+
+
+def test_the_result_dict_read_from_the_core_is_the_json_text_parsed():
+    # capplan.estimate reads the result as an object from the core (no JSON text written and parsed again): it must be
+    # the dict json.loads gives for the text, with the same key order, for every kind of result.
+    import json as json_module
+    from capplan import _core
+    scenarios = [capplan.default_scenario(),
+                 {"model": "Llama-3.1-70B", "system": {"preset": "HGX-H200", "count": 8}, "parallelism": {"tp": 8},
+                  "inference": {"input_tokens": 2000, "output_tokens": 500, "batch": 50}, "cost": {}},
+                 {"model": "Llama-3.1-405B", "system": {"accelerator": "L4"},
+                  "inference": {"input_tokens": 1000, "output_tokens": 100, "batch": 1}},
+                 {"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16},
+                  "training": {"seq_len": 4096, "global_batch": 256, "zero": 1, "tokens": 1e11}, "cost": {}}]
+    for sc in scenarios:
+        text = json_module.dumps(sc)
+        parsed = json_module.loads(_core.estimate_json(text, "."))
+        read = _core.estimate_object(text, ".")
+        assert read == parsed and json_module.dumps(read) == json_module.dumps(parsed)

@@ -94,15 +94,15 @@ def test_long_sweep_shows_a_tqdm_progress_bar_and_keeps_every_point(capsys):
 
 def test_interrupted_long_sweep_keeps_the_points_already_computed(monkeypatch):
     import capplan.batch as batch
-    real, calls = batch._core.estimate_many_json, []
+    real, calls = batch._core.estimate_many_flat, []
 
-    def interrupt_on_second_chunk(texts, base_dir, threads=0):
+    def interrupt_on_second_chunk(texts, base_dir, threads=0, skip=()):
         calls.append(len(texts))
         if len(calls) == 2:
             raise KeyboardInterrupt  # Ctrl-C while the core computes the second chunk
-        return real(texts, base_dir, threads)
+        return real(texts, base_dir, threads, list(skip))
 
-    monkeypatch.setattr(batch._core, "estimate_many_json", interrupt_on_second_chunk)
+    monkeypatch.setattr(batch._core, "estimate_many_flat", interrupt_on_second_chunk)
     base = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
             "inference": {"input_tokens": 1000, "output_tokens": 200}}
     rows = capplan.sweep(base, {"inference.batch": list(range(1, 1101))})
@@ -238,3 +238,36 @@ def test_an_infeasible_estimate_table_leads_with_its_verdict():
     ok = capplan.estimate({"model": "Llama-3.1-8B", "system": {"accelerator": "H100", "count": 1},
                            "inference": {"input_tokens": 1000, "output_tokens": 100, "batch": 1}})
     assert repr(ok).splitlines()[1].startswith("model")
+
+
+def test_rows_read_from_the_core_without_json_text_equal_the_json_results_flattened():
+    # The sweep's rows come from the core as flattened objects (no JSON text written or read per point); they must be
+    # what the JSON result gives, flattened, key for key and in order, for every kind of result.
+    import json as json_module
+    import capplan.batch as batch
+    from capplan import _core
+    from capplan.result import flatten
+    rows = [
+        {"model": "Llama-3.1-70B", "system.preset": "HGX-H200", "parallelism.tp": 8, "inference.input_tokens": 2000,
+         "inference.output_tokens": 500, "inference.batch": 50, "cost.site": "US-colocation"},
+        {"model": "Llama-3.1-8B", "system.accelerator": "H100", "inference.input_tokens": 1000,
+         "inference.output_tokens": 100, "inference.concurrency": 8},
+        {"model": "Llama-3.1-405B", "system.accelerator": "L4", "inference.input_tokens": 1000,
+         "inference.output_tokens": 100, "inference.batch": 1},  # does not fit: reasons, no speed
+        {"model": "Llama-3.1-8B", "system.preset": "DGX-H100", "system.count": 16, "training.seq_len": 4096,
+         "training.global_batch": 256, "training.zero": 1, "training.tokens": 1e11},
+        {"model": "Llama-3.1-8B", "system.accelerator": "H100", "inference.input_tokens": 0},  # an error
+    ]
+    got = batch.run_rows(rows)
+    for row, line in zip(rows, got):
+        text = json_module.dumps(batch.scenario_from_row(row))
+        try:
+            result = json_module.loads(_core.estimate_json(text, "."))
+        except capplan.Error as e:
+            assert line["error"] == str(e)
+            continue
+        want = {k: v for k, v in row.items()}
+        for key, value in batch._result_columns(flatten(result, skip=batch._NOT_TABULATED), False).items():
+            want["result." + key if key in want else key] = value
+        want.update(batch._versions())
+        assert list(line) == list(want) and line == want
