@@ -321,12 +321,15 @@ NOTEBOOKS = {
                           "10,240 points. `capplan.sweep(..., client=client)` cuts the grid into partitions and runs them "
                           "on the cluster's workers; the DataFrame is the one a local run returns, in the same order, and "
                           "a worker lost mid-sweep costs only its partitions.\n\n"
-                          "Here the cluster is a `LocalCluster` of two processes. On an existing cluster, connect to its "
+                          "Here the cluster is a `LocalCluster` of two worker threads in this kernel (the core releases "
+                          "the GIL, so they run in parallel; `tests/python/test_sweep_dask.py` runs one of two worker "
+                          "processes and kills one mid-sweep). On an existing cluster, connect to its "
                           "scheduler instead (`Client('tcp://scheduler:8786')`) with capplan installed on every worker "
                           "(`pip install \"capplan[dask]\"`, the same version as here, or the scheduler's `PipInstall` "
                           "worker plugin)."),
         new_code_cell("import capplan\nfrom dask.distributed import Client, LocalCluster\n"
-                      "cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, silence_logs=40)\n"
+                      "cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,\n"
+                      "                       silence_logs=40)\n"
                       "client = Client(cluster)\nprint(client)"),
         new_code_cell("scenario = {'model': 'Llama-3.1-8B', 'system': {'accelerator': 'H100-SXM', 'count': 1},\n"
                       "            'inference': {'input_tokens': 1024, 'output_tokens': 64, 'concurrency': 8,\n"
