@@ -350,7 +350,7 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     roof.memory_efficiency = setup.efficiency.memory;
     for (const auto* phase : {&e.prefill, &e.decode})
         for (const auto& op : phase->ops)
-            roof.ops.push_back({phase == &e.prefill ? "prefill" : "decode", op.op, op.flops.si(), op.bytes.si(),
+            roof.ops.push_back({phase == &e.prefill ? "prefill" : "decode", std::string(op.op), op.flops.si(), op.bytes.si(),
                                 op.time.si(), op.compute_bound});
     duration memory, compute;
     for (const auto& op : e.decode.ops) (op.compute_bound ? compute : memory) += op.time;

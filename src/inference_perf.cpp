@@ -432,6 +432,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                             (su.pipeline_send_latency + (tokens * h * ba * B) / su.pipeline_send_bandwidth);
     out.communication = out.tp_allreduce + out.ep_alltoall + out.pipeline_send;
 
+    out.ops.reserve(std::size(sums) + 1);  // one allocation a step: the five sums and a drafter
     for (const auto& o : sums) {
         out.ops.push_back({o.name, o.flops, o.bytes, o.time, o.compute_part > o.memory_part});
         out.compute += o.time;

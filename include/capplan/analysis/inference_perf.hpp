@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capplan/analysis/collectives.hpp"
@@ -84,7 +85,7 @@ perf_efficiency calibrated_perf_efficiency(const efficiency_table& t, const acce
                                            const number_format& compute);
 
 struct op_time {
-    std::string op;
+    std::string_view op;  // a string literal: a step is costed thousands of times a simulation, without allocating
     flop_count flops;
     data_size bytes;
     duration time;

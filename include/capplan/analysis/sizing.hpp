@@ -66,11 +66,11 @@ struct sizing_option {
     // Disaggregated: the prefill pool's replicas and the decode pool's (tp each); 0: aggregated. With
     // pools of two accelerators, the prefill pool's accelerator and tp (`accelerator` and `tp`: the decode pool's).
     int prefill_replicas = 0, decode_replicas = 0;
-    std::string prefill_accelerator;
+    std::string prefill_accelerator = {};
     int prefill_tp = 0;
     // Why fewer devices of this accelerator would not do: the closest miss (which p99 over its target, by how much)
     // at the next smaller count tried, or that fewer do not hold the weights and caches. Empty: none fewer tried.
-    std::string why_not_fewer;
+    std::string why_not_fewer = {};
 };
 
 struct sizing_result {

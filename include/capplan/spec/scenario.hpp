@@ -26,7 +26,7 @@ struct precision_spec {
     number_format kv_cache = find_format("bf16");
     number_format compute = find_format("bf16");
     // The routed experts' own format when it differs (gpt-oss ships them in MXFP4, the rest in bf16).
-    std::optional<number_format> expert_weights;
+    std::optional<number_format> expert_weights = {};
 
     const number_format& experts() const { return expert_weights ? *expert_weights : weights; }
 };
@@ -200,7 +200,7 @@ struct serving_pool {
     int tp = 1;
     int ep = 1;      // MoE: routed experts over ep ranks of each replica
     std::optional<accelerator_spec> accelerator;  // another accelerator than the system's
-    std::optional<system_spec> node;              // then its own node (links, size): catalog::accelerator_node
+    std::optional<system_spec> node = {};            // then its own node (links, size): catalog::accelerator_node
     int replicas() const { return count / tp; }
 };
 struct disaggregation_spec {
