@@ -28,7 +28,8 @@ def test_there_are_notebooks():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path, kernel):
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, kernel_name=kernel, timeout=300, resources={"metadata": {"path": str(path.parent)}}).execute()
+    # 120 s a cell: the slowest takes about 10 s here; a hung kernel fails the run in two minutes, not five.
+    NotebookClient(nb, kernel_name=kernel, timeout=120, resources={"metadata": {"path": str(path.parent)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
