@@ -71,8 +71,9 @@ std::optional<ownership_cost> ownership(const cost_spec& c, int devices, int uni
 
     const sourced_power* draw = billed_draw(e, c.power_basis);
     const bool measured = e.measured_power && draw == &*e.measured_power;
-    o.provisioned_power = o.units * (e.max_power ? *e.max_power : *e.measured_power).value;
-    o.it_power = o.units * draw->value;
+    // The other equipment (the network) draws what it is rated at: no measured share of it is known.
+    o.provisioned_power = o.units * (e.max_power ? *e.max_power : *e.measured_power).value + c.other_power;
+    o.it_power = o.units * draw->value + c.other_power;
 
     const site_spec& s = c.site;
     const double year_h = julian_year.in(hour);
@@ -97,7 +98,8 @@ std::optional<ownership_cost> ownership(const cost_spec& c, int devices, int uni
                     "; energy at " + (measured ? "the measured draw " : "the maximum power ") +
                     format(o.it_power) + " x PUE " + format_number(s.pue.value) + " x " + usd(s.usd_per_kwh.value) +
                     "/kWh; hosting on " + format(o.provisioned_power) + " x " + usd(s.hosting_usd_per_kw_month.value) +
-                    "/kW-month" + (c.other_capex_usd > 0 ? "; other capex " + usd(c.other_capex_usd) : std::string()));
+                    "/kW-month" + (c.other_capex_usd > 0 ? "; other capex " + usd(c.other_capex_usd) : std::string()) +
+                    (c.other_power.si() > 0 ? "; other equipment's power " + format(c.other_power) : std::string()));
     return o;
 }
 
@@ -143,6 +145,7 @@ cost_inputs resolved_inputs(const cost_spec& c) {
         in.unit_provisioned = (e.max_power ? *e.max_power : *e.measured_power).value;
     }
     in.other_capex_usd = c.other_capex_usd;
+    in.other_power = c.other_power;
     in.utilization = c.utilization;
     in.commitment = c.commitment;
     return in;
@@ -164,7 +167,7 @@ cost_result hourly_cost(const cost_spec& c, int devices) {
     r.own = ownership(c, devices, units, r.used_share, r.notes);
     r.rent = rental(c, devices, r.notes);
     if (const sourced_power* draw = billed_draw(c.economics, c.power_basis))
-        r.facility_power = static_cast<double>(units) * c.site.pue.value * draw->value;
+        r.facility_power = c.site.pue.value * (static_cast<double>(units) * draw->value + c.other_power);
     else
         r.notes.push_back("energy: no power figure for this system; give cost.system_power");
     return r;

@@ -50,6 +50,7 @@ std::string source_of(const sourced_number& n) {
 json cost_inputs_json(const cost_inputs& in) {
     const site_spec& s = in.site;
     json j = {{"unit_devices", in.unit_devices}, {"other_capex_usd", in.other_capex_usd},
+              {"other_power_w", in.other_power.si()},
               {"utilization", in.utilization}, {"commitment", in.commitment}};
     if (in.unit_price) j["unit_price_usd_range"] = json::array({in.unit_price->low, in.unit_price->high});
     if (in.unit_power) {

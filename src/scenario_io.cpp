@@ -572,6 +572,12 @@ cost_spec read_cost(object_reader& r, const catalog& cat, const system_spec& sys
         c.utilization = *u;
     }
     c.other_capex_usd = detail::read_usd(r, "other_capex").value_or(0.0);
+    if (const auto p = r.quantity<power>("other_power")) {
+        if (!(p->si() >= 0) || *p > max_unit_power)
+            throw config_error(r.path("other_power"), format(*p), "out of range",
+                               "a power from 0 to " + format(max_unit_power) + ", such as \"7.7 kW\"");
+        c.other_power = *p;
+    }
     return c;
 }
 

@@ -152,5 +152,9 @@ def bom(system: str, count: int, rack_power: Any = None, site: Any = None) -> Bo
     network = result.get("known_usd", 0.0) - (systems["usd"] or 0.0) * systems["count"]
     if network > 0:
         terms["other_capex"] = network
+    # The other lines' known power (optics, switches where the catalog has them; the NICs are in the systems').
+    other_w = result["known_power_w"] - (systems["power_w"] or 0.0) * systems["count"]
+    if other_w > 0:
+        terms["other_power"] = f"{other_w!r} W"
     result["cost"] = json.loads(_core.hourly_cost_json(json.dumps(name), n, json.dumps(terms)))
     return result

@@ -32,7 +32,8 @@ UNIT_TERMS = (
     ("commitment", "cloud commitment", ""),
     ("usd_per_device_hour", "rent per accelerator-hour", "USD"),
 )
-ROW_TERMS = (("devices", "accelerators", ""), ("other_capex_usd", "other capex", "USD"))
+ROW_TERMS = (("devices", "accelerators", ""), ("other_capex_usd", "other capex", "USD"),
+             ("other_power_w", "other equipment's power", "W"))
 
 
 def _capital_recovery(rate: str, years: str) -> str:
@@ -49,12 +50,13 @@ HOURLY = (
     ("capital_usd_per_hour", "{capex_usd}*" + _capital_recovery("{cost_of_capital}", "{depreciation_years}")
      + f"/{HOURS_A_YEAR}"),
     ("support_usd_per_hour", f"{{capex_usd}}*{{support_per_year}}/{HOURS_A_YEAR}"),
-    ("energy_usd_per_hour", "{units}*{unit_power_w}/1000*{pue}*{usd_per_kwh}"),
-    ("hosting_usd_per_hour", f"{{units}}*{{unit_provisioned_power_w}}/1000*{{hosting_usd_per_kw_month}}*12/{HOURS_A_YEAR}"),
+    ("energy_usd_per_hour", "({units}*{unit_power_w}+{other_power_w})/1000*{pue}*{usd_per_kwh}"),
+    ("hosting_usd_per_hour",
+     f"({{units}}*{{unit_provisioned_power_w}}+{{other_power_w}})/1000*{{hosting_usd_per_kw_month}}*12/{HOURS_A_YEAR}"),
     ("own_usd_per_hour", "{capital_usd_per_hour}+{support_usd_per_hour}+{energy_usd_per_hour}+{hosting_usd_per_hour}"),
-    ("it_power_w", "{units}*{unit_power_w}"),
-    ("provisioned_power_w", "{units}*{unit_provisioned_power_w}"),
-    ("facility_power_w", "{units}*{unit_power_w}*{pue}"),
+    ("it_power_w", "{units}*{unit_power_w}+{other_power_w}"),
+    ("provisioned_power_w", "{units}*{unit_provisioned_power_w}+{other_power_w}"),
+    ("facility_power_w", "({units}*{unit_power_w}+{other_power_w})*{pue}"),
     ("rent_usd_per_hour", "{devices}*{usd_per_device_hour}"),
 )
 # A unit of work of H hours of the whole system (docs/formulas.md §19): owned and committed hardware is paid every
@@ -110,7 +112,7 @@ def _inputs_of(row: Row) -> Optional[Dict[str, Any]]:
         return None
     values: Dict[str, Any] = {k: get("cost.inputs." + k) for k, _, _ in SHARED_TERMS}
     values.update({k: get("cost.inputs." + k) for k in ("unit_devices", "unit_power_w", "unit_provisioned_power_w",
-                                                        "commitment", "other_capex_usd")})
+                                                        "commitment", "other_capex_usd", "other_power_w")})
     price = get("cost.inputs.unit_price_usd_range")
     if isinstance(price, str):
         price = json.loads(price)
@@ -295,7 +297,8 @@ def bom_workbook(bom: Mapping[str, Any]):
     systems = parts[0]  # the systems line comes first
     cells = dict(shared, units=f"C{first}", devices=str(bom["devices"]), unit_devices=str(terms["unit_devices"]),
                  unit_price_low=_absolute("inputs", 4, systems), unit_price_high=_absolute("inputs", 5, systems),
-                 other_capex_usd=f"(G{totals}-G{first})", unit_power_w=_absolute("inputs", 2, draw),
+                 other_capex_usd=f"(G{totals}-G{first})", other_power_w=f"(E{totals}-E{first})",
+                 unit_power_w=_absolute("inputs", 2, draw),
                  unit_provisioned_power_w=_absolute("inputs", 3, systems))
     labels = {"capex_usd": ("capex", "USD"),
               "capital_usd_per_hour": ("capital", "USD/h"), "support_usd_per_hour": ("support", "USD/h"),
@@ -315,6 +318,6 @@ def bom_workbook(bom: Mapping[str, Any]):
     energy = out.line("energy at the facility, a year", f"={cells['facility_power_w']}/1000*{HOURS_A_YEAR}", "kWh/year")
     if "carbon_kg_per_kwh" in cells:
         out.line("emissions, a year", f"=B{energy}*{cells['carbon_kg_per_kwh']}", "kg CO2e/year")
-    out.line("energy and hosting are the systems' (docs/formulas.md §19); the network's known power is in the totals "
-             "above and not billed here")
+    out.line("energy and hosting: the systems' billed draw and the other lines' known power, at their rating "
+             "(docs/formulas.md §19)")
     return wb

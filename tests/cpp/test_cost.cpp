@@ -48,6 +48,25 @@ TEST_CASE("owning: the purchase over its life, energy at the PUE, hosting per pr
     CHECK(r.cost->facility_power.in(kW) == doctest::Approx(12.5));
 }
 
+TEST_CASE("other equipment's power is drawn and provisioned with the systems") {
+    // The same node and 2 kW of network gear: energy (10 + 2) kW x 1.25 x $0.10 = $1.50 an hour; hosting on
+    // 12 kW x $150 x 12 / 8,766 h = $2.4641; the facility draws 12 kW x 1.25 = 15 kW.
+    std::string with_network = given;
+    with_network.insert(with_network.size() - 1, R"(, "other_power": "2 kW")");
+    const auto r = run(serving(with_network));
+    REQUIRE(r.cost->own.has_value());
+    CHECK(r.cost->own->it_power.in(kW) == doctest::Approx(12.0));
+    CHECK(r.cost->own->provisioned_power.in(kW) == doctest::Approx(12.0));
+    CHECK(r.cost->own->energy_per_hour == doctest::Approx(1.5));
+    CHECK(r.cost->own->hosting_per_hour == doctest::Approx(12.0 * 150 * 12 / 8766));
+    CHECK(r.cost->facility_power.in(kW) == doctest::Approx(15.0));
+    for (const char* bad : {R"("-1 kW")", R"("200 MW")", R"("5 GB")"}) {
+        std::string text = given;
+        text.insert(text.size() - 1, std::string(R"(, "other_power": )") + bad);
+        CHECK_THROWS_WITH_AS(run(serving(text)), doctest::Contains("/cost/other_power"), config_error);
+    }
+}
+
 TEST_CASE("a cost of capital charges the annuity that repays the purchase with interest") {
     const auto r = run(serving(R"({"system_price": 300000, "system_power": "10 kW", "cost_of_capital": 0.08,
                                    "depreciation_years": 5})"));

@@ -53,6 +53,7 @@ struct cost_inputs {
     bool unit_power_measured = false;       // measured under an AI load (else the maximum)
     std::optional<power> unit_provisioned;  // the maximum, per unit: what hosting is charged on
     double other_capex_usd = 0.0;
+    power other_power;                      // bought with the systems (the network): drawn and provisioned as it is
     double utilization = 1.0;
     std::string commitment;
 };

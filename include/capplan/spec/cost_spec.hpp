@@ -99,6 +99,7 @@ struct cost_spec {
     std::string power_basis;                    // "measured" or "max": which draw the energy bill uses
     double utilization = 1.0;                   // share of the hours the hardware does this work
     double other_capex_usd = 0.0;               // network, storage, installation: given by the user
+    power other_power;                          // their power (the network's switches and optics): billed with the systems
 };
 
 }  // namespace capplan
