@@ -80,6 +80,9 @@ using frequency = quantity<0, 0, -1, 0>;  // per second: clock rates
 using intensity = quantity<-1, 1, 0, 0>;  // FLOP per byte (arithmetic intensity)
 
 namespace units {
+// SI prefixes as plain factors, for counts that are not physical quantities (tokens, US dollars).
+inline constexpr double kilo = 1e3, mega = 1e6, giga = 1e9, tera = 1e12, peta = 1e15;
+
 // Bytes: decimal (SI) and binary (IEC) prefixes are different units.
 inline constexpr data_size B = data_size::from_si(1.0);
 inline constexpr data_size kB = 1e3 * B;

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from . import _core
+from . import _args, _core
 from .api import default_scenario, estimate
 from .catalog import Model, accelerator, entry, model, system
 from .errors import Error
 from .result import flatten
-from .units import Quantity, format_count
+from .units import GIGA, SECONDS_AN_HOUR, Quantity, format_count
 
 KINDS = {"models": "models", "accelerators": "accelerators", "systems": "systems", "storage": "storage",
          "links": "links", "sites": "sites"}
@@ -427,17 +427,15 @@ def _training_price(text: Optional[str], accelerator: str) -> Optional[float]:
         price = float(value)
     except ValueError:
         raise _UsageError(f"--price: expects USD per accelerator-hour, e.g. 2.5, got '{text}'") from None
-    if not (0 <= price < 1e6):
-        raise _UsageError(f"--price: {price:g} is out of range; allowed: 0 to 1,000,000 USD per accelerator-hour")
-    return price
+    return _args.number(price, "--price", 0.0)  # as size inference's prices: not negative, finite
 
 
-def _training_preamble(args, scenario, preset) -> str:
+def _training_preamble(args, scenario, preset, system_given: bool) -> str:
     """What was sized, with the defaults it took: model, system and count, sequence, global batch."""
     t = scenario["training"]
     count = args.count or preset["count"]
     defaulted = [f"{flag} {value}" for flag, value, given in (
-        ("--system", _TRAINING_DEFAULTS["--system"], args.system_given), ("--seq-len", t["seq_len"], args.seq_len),
+        ("--system", _TRAINING_DEFAULTS["--system"], system_given), ("--seq-len", t["seq_len"], args.seq_len),
         ("--global-batch", t["global_batch"], args.global_batch)) if not given]
     tokens = t["seq_len"] * t["global_batch"]
     return (f"{args.model}: training on {count} x {preset['accelerator']['name']} ({preset['preset']}), sequences of "
@@ -465,7 +463,7 @@ def _fits_from(args, scenario, preset) -> str:
 def _cmd_size_training(args) -> str:
     from .costing import usd
     from .sizing import search_training, training_limits
-    args.system_given = args.system is not None
+    system_given = args.system is not None
     args.system = args.system or _TRAINING_DEFAULTS["--system"]
     scenario = _training_scenario(args)
     preset = system(args.system)._data
@@ -484,9 +482,9 @@ def _cmd_size_training(args) -> str:
                      "yes" if b["sequence_parallel"] else "no", b["micro_batch"], b["recompute"], r.zero_label(b),
                      str(Quantity.from_si(b["step_time_s"], (0, 0, 1, 0))), f"{b['tokens_per_s']:.0f}",
                      f"{100 * b['mfu']:.1f}%", str(Quantity.from_si(b["memory_per_device_bytes"], (1, 0, 0, 0)))]
-                    + ([usd(price * devices), usd(price * devices * 1e9 / (b["tokens_per_s"] * 3600))]
+                    + ([usd(price * devices), usd(price * devices * GIGA / (b["tokens_per_s"] * SECONDS_AN_HOUR))]
                        if price is not None else []))
-    text = _training_preamble(args, scenario, preset)
+    text = _training_preamble(args, scenario, preset, system_given)
     summary = f"{r['enumerated']} layouts, {r['fit']} fit memory"
     if lim["layout"] is None:
         return text + "no layout fits memory\n" + summary + "\n" + lim["reason"] + "\n" + _fits_from(args, scenario, preset)

@@ -10,8 +10,7 @@ from . import _args, _core
 from .api import Scenario, _jsonable, scenario_text
 from .result import aligned
 from .sizing import _text_table
-from .units import POWER, Quantity
-from .workbook import HOURS_A_YEAR
+from .units import HOURS_A_YEAR, POWER, Quantity
 
 Row = Tuple[str, str, str]
 

@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 
 from . import _args, _core
 from .catalog import Model
-from .units import SIZE, TIME, Quantity, quantity
+from .units import MEGA, SIZE, TIME, Quantity, quantity
 
 
 def _table_html(headers, rows) -> str:
@@ -277,7 +277,7 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     return result
 
 
-_MILLION_TOKENS = 1e6  # the unit of work sizing quotes a cost per (a count of tokens)
+_MILLION_TOKENS = MEGA  # the unit of work sizing quotes a cost per (a count of tokens)
 
 # What each ranking sorts by, and how the result states it.
 _RANK_KEYS = {"tco": ("own_usd_per_hour", "ranked by the cost of owning per hour (the share of the units bought it uses)"),

@@ -209,3 +209,13 @@ def format_count(n: float) -> str:
         if abs(n) >= step:
             return f"{n / step:.4g} {word}"
     return f"{n:,.0f}"
+
+
+# SI prefixes as plain factors, for counts that are not physical quantities (tokens, US dollars), as the core's
+# units::mega and units::giga.
+MEGA, GIGA = 1e6, 1e9
+# Conversions the cost tables and spreadsheet formulas spell out, from the units themselves: a Julian year of hours
+# (365.25 days, as the core's cost model), an hour of seconds, a kW of watts.
+HOURS_A_YEAR = Quantity(365.25, "d").in_("h")
+SECONDS_AN_HOUR = Quantity(1, "h").in_("s")
+WATTS_A_KW = Quantity(1, "kW").in_("W")

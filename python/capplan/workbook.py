@@ -8,7 +8,12 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 Row = Dict[str, Any]
 
-HOURS_A_YEAR = 8766  # a Julian year of hours, as capplan's cost model (analysis/cost.hpp julian_year)
+from .units import GIGA, HOURS_A_YEAR, MEGA, SECONDS_AN_HOUR, WATTS_A_KW
+
+# The conversions the formulas spell out, as text: every template may name them.
+CONVERSIONS = {"hours_a_year": f"{HOURS_A_YEAR:g}", "watts_a_kw": f"{WATTS_A_KW:g}",
+               "seconds_an_hour": f"{SECONDS_AN_HOUR:g}", "million": f"{MEGA:.0f}", "billion": f"{GIGA:.0f}"}
+MONTHS_A_YEAR = 12  # hosting is priced per kW-month
 
 # The cost terms of a site and of the work, as a scenario's cost object and a result's cost.inputs name them:
 # (key, label, unit). Kept on the inputs sheet once when every row shares the value.
@@ -48,11 +53,11 @@ HOURLY = (
     ("own_used_share", "{used_share}"),
     ("capex_usd", "{units}*({unit_price_low}+{unit_price_high})/2+{other_capex_usd}"),
     ("capital_usd_per_hour", "{capex_usd}*" + _capital_recovery("{cost_of_capital}", "{depreciation_years}")
-     + f"/{HOURS_A_YEAR}"),
-    ("support_usd_per_hour", f"{{capex_usd}}*{{support_per_year}}/{HOURS_A_YEAR}"),
-    ("energy_usd_per_hour", "({units}*{unit_power_w}+{other_power_w})/1000*{pue}*{usd_per_kwh}"),
-    ("hosting_usd_per_hour",
-     f"({{units}}*{{unit_provisioned_power_w}}+{{other_power_w}})/1000*{{hosting_usd_per_kw_month}}*12/{HOURS_A_YEAR}"),
+     + "/{hours_a_year}"),
+    ("support_usd_per_hour", "{capex_usd}*{support_per_year}/{hours_a_year}"),
+    ("energy_usd_per_hour", "({units}*{unit_power_w}+{other_power_w})/{watts_a_kw}*{pue}*{usd_per_kwh}"),
+    ("hosting_usd_per_hour", "({units}*{unit_provisioned_power_w}+{other_power_w})/{watts_a_kw}"
+     f"*{{hosting_usd_per_kw_month}}*{MONTHS_A_YEAR}/{{hours_a_year}}"),
     ("own_usd_per_hour", "{capital_usd_per_hour}+{support_usd_per_hour}+{energy_usd_per_hour}+{hosting_usd_per_hour}"),
     ("it_power_w", "{units}*{unit_power_w}+{other_power_w}"),
     ("provisioned_power_w", "{units}*{unit_provisioned_power_w}+{other_power_w}"),
@@ -64,14 +69,14 @@ HOURLY = (
 WORK = (
     ("own_usd", "{own_usd_per_hour}*({H})/{utilization}*{used_share}"),
     ("rent_usd", '{rent_usd_per_hour}*IF({commitment}="on_demand",({H}),({H})/{utilization})'),
-    ("energy_kwh", "{used_share}*{facility_power_w}/1000*({H})"),
+    ("energy_kwh", "{used_share}*{facility_power_w}/{watts_a_kw}*({H})"),
     ("emissions_kg_co2e", "{energy_kwh}*{carbon_kg_per_kwh}"),
 )
 # Which unit of work, and the hours it takes from a result's column ({speed}).
 WORKS = (
-    ("per_million_output_tokens", "1000000/({speed}*3600)", "inference.throughput_tokens_per_s"),
-    ("per_billion_tokens", "1000000000/({speed}*3600)", "training.tokens_per_s"),
-    ("per_run", "{speed}/3600", "training.time_to_train_s"),
+    ("per_million_output_tokens", "{million}/({speed}*{seconds_an_hour})", "inference.throughput_tokens_per_s"),
+    ("per_billion_tokens", "{billion}/({speed}*{seconds_an_hour})", "training.tokens_per_s"),
+    ("per_run", "{speed}/{seconds_an_hour}", "training.time_to_train_s"),
 )
 # Where each hourly output sits in a flattened result.
 RESULT_COLUMN = {
@@ -99,7 +104,7 @@ def _local(column: int, row: int) -> str:
 def _formula(template: str, cells: Mapping[str, str]) -> Optional[str]:
     """``template`` with each {name} replaced by its cell; None when a name has no cell (the figure is unknown)."""
     try:
-        return "=" + template.format_map(cells)
+        return "=" + template.format_map({**CONVERSIONS, **cells})
     except KeyError:
         return None
 
@@ -219,7 +224,7 @@ def _fill_result_row(ws, at: int, row: Row, position: Mapping[str, int], cells: 
     for work, hours, speed in WORKS:
         if column_of(speed) is None:
             continue
-        work_cells = dict(cells, H=hours.format(speed=_local(column_of(speed), at)))
+        work_cells = dict(cells, H=hours.format_map(dict(CONVERSIONS, speed=_local(column_of(speed), at))))
         for name, template in WORK:
             formula = _formula(template, work_cells)
             column = column_of(f"cost.{work}.{name}")
@@ -314,8 +319,9 @@ def bom_workbook(bom: Mapping[str, Any]):
             cells[name] = f"B{at}"
         else:
             cells[name] = f"({formula[1:]})"
-    out.line("owning, a year", f"={cells['own_usd_per_hour']}*{HOURS_A_YEAR}", "USD/year")
-    energy = out.line("energy at the facility, a year", f"={cells['facility_power_w']}/1000*{HOURS_A_YEAR}", "kWh/year")
+    out.line("owning, a year", f"={cells['own_usd_per_hour']}*{CONVERSIONS['hours_a_year']}", "USD/year")
+    energy = out.line("energy at the facility, a year",
+                      f"={cells['facility_power_w']}/{CONVERSIONS['watts_a_kw']}*{CONVERSIONS['hours_a_year']}", "kWh/year")
     if "carbon_kg_per_kwh" in cells:
         out.line("emissions, a year", f"=B{energy}*{cells['carbon_kg_per_kwh']}", "kg CO2e/year")
     out.line("energy and hosting: the systems' billed draw and the other lines' known power, at their rating "

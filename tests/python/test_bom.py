@@ -49,3 +49,11 @@ def test_bom_arguments_are_checked():
         capplan.bom("DGX-H100", 8, rack_power="-40 kW")
     with pytest.raises(capplan.ConfigError, match="/rack_power"):
         capplan.bom("DGX-H100", 8, rack_power="1e300 kW")
+
+
+def test_bom_site_is_checked(run_cli):
+    # The owning cost's site names a catalog entry; a wrong one is one line naming it, exit 2.
+    code, out, err = run_cli("bom", "--system", "DGX-H100", "--count", "8", "--site", "Nowhere")
+    assert code == 2 and "Nowhere" in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(capplan.ConfigError, match="/site"):
+        capplan.bom("DGX-H100", 8, site=5)

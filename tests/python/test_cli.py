@@ -203,3 +203,9 @@ def test_simulation_times_beyond_their_bounds_end_in_one_line_and_exit_2(run_cli
     f.write_text(json.dumps(scenario))
     code, out, err = run_cli("estimate", str(f))
     assert code == 2 and field in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_size_training_price_out_of_range_is_one_line(run_cli):
+    for price in ("-1", "nan", "inf"):
+        code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--count", "8", "--price", price)
+        assert code == 2 and out == "" and "--price" in err and len(err.strip().splitlines()) == 1, (price, err)

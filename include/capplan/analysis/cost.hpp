@@ -13,7 +13,7 @@ namespace capplan {
 
 inline constexpr duration julian_year = 365.25 * units::day;  // 8,766 h, leap days included: what a year of hours costs
 // The units of work a cost is quoted per (token counts, not physical units).
-inline constexpr double million_tokens = 1e6, billion_tokens = 1e9;
+inline constexpr double million_tokens = units::mega, billion_tokens = units::giga;
 
 // A money figure and the range its inputs span (purchase prices, the cloud's offers).
 struct usd_estimate {
