@@ -2,23 +2,27 @@
 # The libFuzzer harnesses of fuzz/ (issue #21 item 3), each under ASan + UBSan for SECONDS (default 60), from a seed
 # corpus of the repository's own inputs: scenarios (examples/scenarios), Hugging Face configs (tests/data/hf_configs),
 # catalog entries (models/), nccl-tests outputs (tests/data/nccl-tests), unit strings and a calibration file
-# (fuzz/seeds). Needs clang and its sanitizer runtimes (Debian 12: apt-get install clang libclang-rt-14-dev; the
-# runtimes are only recommended by clang, so --no-install-recommends leaves them out). The corpora grow in build/fuzz/corpus; a finding leaves a
-# crash-* / leak-* / timeout-* file in build/fuzz/findings and stops with its harness's name. docs/reliability.md
-# records the runs (executions and findings).
+# (fuzz/seeds). PRESET (default fuzz) is the build they come from: `fuzz` (-O2, the faster runs for a long session)
+# or `asan` (-O0, the one scripts/sanitize.sh asan built for the tests; CI's smoke runs `fuzz.sh 10 asan`). Needs
+# clang with its sanitizer runtimes, installed from Debian when missing (scripts/toolchain.sh). The corpora grow in
+# build/fuzz/corpus; a finding leaves a crash-* / leak-* / timeout-* file in build/fuzz/findings and stops with its
+# harness's name. docs/reliability.md records the runs (executions and findings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 SECONDS_EACH="${1:-60}"
-CXX_CLANG="$(command -v clang++ || command -v clang++-14 || true)"
-[ -n "$CXX_CLANG" ] || { echo "fuzz.sh: needs clang++ (Debian: apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
-[ -f "$("$CXX_CLANG" -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] ||
-    { echo "fuzz.sh: $CXX_CLANG has no libFuzzer runtime (Debian: apt-get install libclang-rt-14-dev)" >&2; exit 2; }
+PRESET="${2:-fuzz}"
+# An input's time limit: 20 s in the -O2 build (the simulation's work budget is about 10 s there); the -O0 build with
+# its sanitizers runs the same input 10-15 times slower, so a slow input there is not a finding.
+case "$PRESET" in fuzz) TIMEOUT=20 ;; asan) TIMEOUT=300 ;; *) echo "fuzz.sh: unknown preset '$PRESET' (fuzz, asan)" >&2; exit 2 ;; esac
+source scripts/toolchain.sh
+find_clang fuzz.sh
 export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$ROOT"
 mkdir -p build
-cmake --preset fuzz -DCMAKE_CXX_COMPILER="$CXX_CLANG" -DCAPPLAN_FETCH_DEPENDENCIES=ON >build/fuzz-configure.log 2>&1 ||
-    { cat build/fuzz-configure.log; exit 1; }
-cmake --build --preset fuzz
+forget_other_compiler "build/$PRESET" "$CXX_CLANG"
+cmake --preset "$PRESET" -DCMAKE_CXX_COMPILER="$CXX_CLANG" -DCAPPLAN_FETCH_DEPENDENCIES=ON >"build/$PRESET-configure.log" 2>&1 ||
+    { cat "build/$PRESET-configure.log"; exit 1; }
+cmake --build --preset "$PRESET"
 
 corpus=build/fuzz/corpus findings=build/fuzz/findings
 mkdir -p "$findings"
@@ -45,7 +49,7 @@ seed calibration "" fuzz/seeds/calibration/* models/calibration/*.json
 for target in scenario hf_config catalog_entry nccl_tests units calibration; do
     echo "fuzz.sh: $target for $SECONDS_EACH s"
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        "build/fuzz/capplan_fuzz_$target" "$corpus/$target" -max_total_time="$SECONDS_EACH" -timeout=20 \
+        "build/$PRESET/capplan_fuzz_$target" "$corpus/$target" -max_total_time="$SECONDS_EACH" -timeout="$TIMEOUT" \
         -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 -artifact_prefix="$findings/$target-" \
         >"build/fuzz/$target.log" 2>&1 || { tail -40 "build/fuzz/$target.log"; echo "fuzz.sh: $target found something"; exit 1; }
     grep -E "^stat::number_of_executed_units|^Done" "build/fuzz/$target.log" | tail -2

@@ -24,17 +24,8 @@ py_path="$(command -v "$PYTHON" || true)"
 if [ -z "$py_path" ] || [[ "$(readlink -f "$py_path")" == /usr/bin/python3* ]]; then
   APT_PKGS+=(python3 python3-venv python3-dev)
 fi
-missing=()
-for p in "${APT_PKGS[@]}"; do
-  dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  echo "setup: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null ||
-    { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
-fi
+source scripts/toolchain.sh
+install_missing_packages setup "${APT_PKGS[@]}"
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 # A venv made by an earlier version of this script saw Debian's site-packages: start it afresh.
