@@ -276,7 +276,7 @@ NOTEBOOKS = {
                           "of 2 s and a p99 TPOT of 50 ms: the cheapest layout per accelerator, priced to own and to rent."),
         new_code_cell("import capplan\nfrom IPython.display import SVG, display\nfrom capplan.charts import bar_chart\n"
                       "plan = capplan.size_inference('Llama-3.1-70B', 50, 2000, 500, ttft_p99='2 s', tpot_p99='50 ms',\n"
-                      "                              accelerators=['H100-SXM', 'H200', 'B200', 'MI300X'], rank_by='tco')\n"
+                      "                              accelerators=['H100-SXM', 'H200', 'B200', 'MI300X', 'MI355X'], rank_by='tco')\n"
                       "print(plan)  # every option by the ranking rule, then the recommendation and the targets applied\n"
                       "best = plan['options'][0]"),
         new_code_cell("bars = []\n"
@@ -287,8 +287,17 @@ NOTEBOOKS = {
                       "            bars.append((f\"{o['count']}x {o['accelerator']} {how}\", o[key], f\"${o[key]:.2f}\"))\n"
                       "display(SVG(bar_chart('USD per million output tokens at the targets', bars, min(bars, key=lambda b: b[1])[0])))"),
         new_markdown_cell("The owned figures charge the share of the whole nodes bought that the layout uses (the rest "
-                          "serve other work); MI300X has cloud offers but no sourced purchase price, so it is rented only. "
-                          "The hourly cost of owning the recommended hardware, part by part, with its range:"),
+                          "serve other work). MI355X has an estimated price in the catalog (`capplan show MI355X-Platform`) "
+                          "but no published server power and no cloud offer, so it is neither owned nor rented above. "
+                          "Given a power, it is: here its eight boards' own 1.4 kW each (AMD), a lower bound on the "
+                          "server's draw, so its cost is a lower bound too. Use your vendor's figure instead:"),
+        new_code_cell("mi = next(o for o in plan['options'] if o['accelerator'] == 'MI355X')\n"
+                      "print(capplan.cost({'model': 'Llama-3.1-70B', 'system': {'preset': mi['system'], 'count': mi['count']},\n"
+                      "                    'precision': {'weights': mi['weights'], 'kv_cache': mi['kv_cache']},\n"
+                      "                    'parallelism': {'tp': mi['tp']},\n"
+                      "                    'inference': {'input_tokens': 2000, 'output_tokens': 500, 'concurrency': 50}},\n"
+                      "                   system_power='11.2 kW'))"),
+        new_markdown_cell("The hourly cost of owning the recommended hardware, part by part, with its range:"),
         new_code_cell("c = capplan.cost({'model': 'Llama-3.1-70B', 'system': {'preset': best['system'], 'count': best['count']},\n"
                       "                  'precision': {'weights': best['weights'], 'kv_cache': best['kv_cache']},\n"
                       "                  'parallelism': {'tp': best['tp']},\n"

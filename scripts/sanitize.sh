@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The C++ tests under sanitizers (issue #21 item 4; docs/reliability.md records the runs). Arguments: the presets to
-# run (default: asan tsan-threads, what CI runs); any finding stops the run (no recovery). clang builds them all
+# run (default: asan tsan-threads, what CI runs), after --build (build only) or --run (run what was built) if given;
+# any finding stops the run (no recovery). clang builds them all
 # (installed from Debian when missing: scripts/toolchain.sh):
 #   - asan: every doctest case under AddressSanitizer + UndefinedBehaviorSanitizer, built at -O0 with the libFuzzer
 #     harnesses of fuzz/ beside them (one build for both; CI then runs `scripts/fuzz.sh 10 asan` on it): about
@@ -15,6 +16,8 @@ source scripts/toolchain.sh
 find_clang sanitize.sh
 export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$PWD"
 mkdir -p build
+steps=build,run
+case "${1:-}" in --build) steps=build; shift ;; --run) steps=run; shift ;; esac
 presets=("$@")
 [ ${#presets[@]} -eq 0 ] && presets=(asan tsan-threads)
 for preset in "${presets[@]}"; do
@@ -23,10 +26,13 @@ for preset in "${presets[@]}"; do
         tsan|tsan-threads) export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ;;
         *) echo "sanitize.sh: unknown preset '$preset' (asan, tsan-threads, tsan)" >&2; exit 2 ;;
     esac
-    forget_other_compiler "build/$preset" "$CXX_CLANG"
-    cmake --preset "$preset" -DCMAKE_CXX_COMPILER="$CXX_CLANG" -DCAPPLAN_FETCH_DEPENDENCIES=ON \
-        >"build/$preset-configure.log" 2>&1 || { cat "build/$preset-configure.log"; exit 1; }
-    cmake --build --preset "$preset"
+    if [[ "$steps" == *build* ]]; then
+        forget_other_compiler "build/$preset" "$CXX_CLANG"
+        cmake --preset "$preset" -DCMAKE_CXX_COMPILER="$CXX_CLANG" -DCAPPLAN_FETCH_DEPENDENCIES=ON \
+            >"build/$preset-configure.log" 2>&1 || { cat "build/$preset-configure.log"; exit 1; }
+        cmake --build --preset "$preset"
+    fi
+    [[ "$steps" == *run* ]] || continue
     "build/$preset/capplan_tests"
     echo "sanitize.sh: $preset found nothing in the C++ tests"
 done

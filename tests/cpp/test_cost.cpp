@@ -158,12 +158,19 @@ TEST_CASE("the catalog's figures price a preset, and a system without them says 
     CHECK(r.cost->own->provisioned_power.si() == e.max_power->value.si());
     const auto at_max = run(serving(R"({"power": "max"})"));
     CHECK(at_max.cost->own->it_power.si() == e.max_power->value.si());
-    // The MI300X platform has cloud offers but no purchase price or power in the catalog.
-    const auto mi = run(R"({"model": "Llama-3.1-8B", "system": {"preset": "MI300X-platform", "count": 8},
+    // The MI355X platform has an estimated price but neither a published power nor a cloud offer in the catalog.
+    const auto mi = run(R"({"model": "Llama-3.1-8B", "system": {"preset": "MI355X-platform", "count": 8},
         "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 8}, "cost": {}})");
     CHECK_FALSE(mi.cost->own.has_value());
-    CHECK(mi.cost->rent.has_value());
-    CHECK(mi.cost->notes[0].find("give cost.system_price") != std::string::npos);
+    CHECK_FALSE(mi.cost->rent.has_value());
+    CHECK(mi.cost->notes[0].find("give cost.system_power") != std::string::npos);
+    CHECK(mi.cost->notes[1].find("give cost.price_per_device_hour") != std::string::npos);
+    // Given a power, it is owned: 8 boards at 1.4 kW (AMD's TBP), energy at that rating.
+    const auto given = run(R"({"model": "Llama-3.1-8B", "system": {"preset": "MI355X-platform", "count": 8},
+        "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 8}, "cost": {"system_power": "11.2 kW"}})");
+    REQUIRE(given.cost->own.has_value());
+    CHECK(given.cost->own->it_power.si() == doctest::Approx(11200.0));
+    CHECK(given.cost->own->capex.usd == doctest::Approx(0.5 * (253920.0 + 276000.0)));  // 8 x $23-25k x 1.38
 }
 
 TEST_CASE("a plan that cannot run has an hourly cost but none per token") {

@@ -121,13 +121,14 @@ def test_the_schemas_refuse_a_price_without_a_date_and_a_site_without_a_pue():
 
 
 def test_sizing_ranks_by_the_cost_of_owning_and_prices_a_million_tokens_at_the_targets():
-    r = capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["H100-SXM", "B200", "MI300X"],
+    r = capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["H100-SXM", "B200", "MI300X", "MI355X"],
                                rank_by="tco")
     options = r["options"]
     assert r["ranked_by"].startswith("ranked by the cost of owning per hour")
     owned = [o for o in options if "own_usd_per_hour" in o]
     assert [o["own_usd_per_hour"] for o in owned] == sorted(o["own_usd_per_hour"] for o in owned)
-    assert options.index(owned[-1]) < len(owned)  # the unpriced (no MI300X purchase price) come after
+    assert options.index(owned[-1]) < len(owned)  # the unpriced (no MI355X server power) come after
+    assert {o["accelerator"] for o in options[len(owned):]} == {"MI355X"}
     for o in owned:  # by hand from the catalog: the option's share of the whole nodes bought
         entry = capplan.entry(o["system"])
         per_unit = entry["per_node"] * entry.get("nodes", 1)
@@ -139,7 +140,8 @@ def test_sizing_ranks_by_the_cost_of_owning_and_prices_a_million_tokens_at_the_t
         assert o["own_usd_per_hour"] == pytest.approx(hourly["own"]["usd_per_hour"] * o["count"] / (units * per_unit))
         assert o["own_usd_per_million_output_tokens"] == pytest.approx(
             o["own_usd_per_hour"] * 1e6 / (o["output_tokens_per_s"] * 3600))
-    assert all("rent_usd_per_hour" in o for o in options)  # every one has cloud offers
+    # Every one but MI355X has cloud offers in the catalog.
+    assert [o["accelerator"] for o in options if "rent_usd_per_hour" not in o] == ["MI355X"] * (len(options) - len(owned))
     with pytest.raises(capplan.ConfigError, match="/rank_by"):
         capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["B200"], rank_by="cheapest")
     with pytest.raises(capplan.ConfigError, match="/rank_by"):
