@@ -83,17 +83,17 @@ TEST_CASE("renting: the user's price, or the middle of the catalog's offers per 
     std::vector<double> per_device;
     for (const cloud_offer& o : e.cloud)
         if (o.commitment == "on_demand") per_device.push_back(o.usd_per_hour / o.devices);
-    // Lambda's 8-GPU instance ($2.99), RunPod's single GPU ($2.69), CoreWeave's ($6.155) and Oracle's ($10.00)
-    // 8-GPU instances: an even count, so the middle is the mean of the middle two, ($2.99 + $6.155) / 2 = $4.5725.
-    REQUIRE(per_device.size() == 4);
+    // Lambda's 8-GPU instance ($2.99), RunPod's single GPU ($2.69), CoreWeave's ($6.155), AWS's ($55.04 / 8 = $6.88)
+    // and Oracle's ($10.00) 8-GPU instances: the middle of five is CoreWeave's $6.155.
+    REQUIRE(per_device.size() == 5);
     std::sort(per_device.begin(), per_device.end());
-    CHECK(0.5 * (per_device[1] + per_device[2]) == doctest::Approx(4.5725));
+    CHECK(per_device[2] == doctest::Approx(6.155));
     const auto r = run(serving("{}", R"({"accelerator": "H100-SXM", "count": 12, "per_node": 4})"));
     REQUIRE(r.cost->rent.has_value());
-    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(12 * 4.5725));
+    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(12 * 6.155));
     CHECK(r.cost->rent->per_hour.low == doctest::Approx(12 * 2.69));
     CHECK(r.cost->rent->per_hour.high == doctest::Approx(12 * 10.0));
-    CHECK(r.cost->rent->offers.size() == 4);
+    CHECK(r.cost->rent->offers.size() == 5);
     CHECK(r.cost->preset == "DGX-H100");  // a system given by accelerator is priced as its preset
     // 12 GPUs: two whole 8-GPU nodes bought, 12 of their 16 GPUs used; a token pays that share of the hour.
     CHECK(r.cost->own->units == 2);
@@ -106,12 +106,12 @@ TEST_CASE("renting: the user's price, or the middle of the catalog's offers per 
 
 TEST_CASE("renting takes the middle offer per accelerator-hour, not the mean") {
     // HGX-B200's on-demand offers (catalog, 2025-26): Lambda $39.92 / 8 = $4.99, RunPod $5.98, Spheron $6.03,
-    // CoreWeave $68.80 / 8 = $8.60, Oracle $128 / 8 = $16.00 per B200-hour: median $6.03 (the mean would be $8.32);
-    // 8 B200s: $48.24 an hour, $39.92-128.
+    // CoreWeave $68.80 / 8 = $8.60, AWS $113.9328 / 8 = $14.2416, Oracle $128 / 8 = $16.00 per B200-hour: six, so
+    // the median is ($6.03 + $8.60) / 2 = $7.315 (the mean would be $9.31); 8 B200s: $58.52 an hour, $39.92-128.
     const auto r = run(serving("{}", R"({"preset": "HGX-B200", "count": 8})"));
     REQUIRE(r.cost->rent.has_value());
-    CHECK(r.cost->rent->usd_per_device_hour == doctest::Approx(6.03));
-    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(48.24));
+    CHECK(r.cost->rent->usd_per_device_hour == doctest::Approx(7.315));
+    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(58.52));
     CHECK(r.cost->rent->per_hour.low == doctest::Approx(39.92));
     CHECK(r.cost->rent->per_hour.high == doctest::Approx(128.0));
 }
