@@ -143,19 +143,29 @@ calibration_run calibrate_cpu(const model_spec& m, const cpu_calibration_options
     const auto shapes = layer_gemm_shapes(m, gemm_tokens);
 
     std::vector<std::vector<measurement>> probe_rounds, layer_rounds;
+    progress* watch = o.probe.watch;
     for (int r = 0; r < o.rounds; ++r) {
-        std::vector<measurement> ms;
-        for (const auto& f : o.formats)
-            for (const auto& s : shapes) ms.push_back(cpu_gemm(s[0], s[1], s[2], f, o.probe));
-        for (auto t : gemm_tokens) {
-            if (t >= 16) ms.push_back(cpu_attention(m, t, o.probe));
-            ms.push_back(cpu_norm(t, m.hidden, o.probe));
+        std::vector<measurement> ms, layer;
+        try {
+            for (const auto& f : o.formats)
+                for (const auto& s : shapes) ms.push_back(cpu_gemm(s[0], s[1], s[2], f, o.probe));
+            for (auto t : gemm_tokens) {
+                if (t >= 16) ms.push_back(cpu_attention(m, t, o.probe));
+                ms.push_back(cpu_norm(t, m.hidden, o.probe));
+            }
+            for (const auto& a : arrays) ms.push_back(cpu_memory("triad", a, o.probe));
+            layer = cpu_layer_ops(m, o.layer_tokens, o.probe);
+        } catch (const stopped_early&) {
+            if (r == 0) throw stopped_early("calibration stopped before its first round finished: nothing to fit");
+            break;  // the rounds finished are fitted; this one is dropped
         }
-        for (const auto& a : arrays) ms.push_back(cpu_memory("triad", a, o.probe));
+        // The first round tells how many probes a round runs.
+        if (r == 0 && watch) watch->add_total(static_cast<std::int64_t>(ms.size() + layer.size()) * o.rounds);
         probe_rounds.push_back(std::move(ms));
-        layer_rounds.push_back(cpu_layer_ops(m, o.layer_tokens, o.probe));
+        layer_rounds.push_back(std::move(layer));
     }
     calibration_run run;
+    run.rounds = static_cast<int>(probe_rounds.size());
     run.model = m.name;
     run.layer_tokens = o.layer_tokens;
     run.where = cpu_provenance(threads);
@@ -194,8 +204,11 @@ calibration_run calibrate_cpu(const model_spec& m, const cpu_calibration_options
     for (const auto& [f, rate] : peaks.flops) a.peak_dense_flops[f] = {peak_rate::state::known, rate};
     a.kernel_launch = duration{};  // a CPU "kernel" is a function call
 
+    const std::string stopped = run.rounds < o.rounds ? "; stopped after " + std::to_string(run.rounds) + " of " +
+                                                            std::to_string(o.rounds) + " rounds"
+                                                      : std::string();
     run.table = fit_efficiency_table(run.measurements, peaks, "cpu " + run.where.device + " " + run.where.date, a.name,
-                                     "capplan calibrate --backend cpu, layer shapes of " + m.name);
+                                     "capplan calibrate --backend cpu, layer shapes of " + m.name + stopped);
     if (std::find(o.formats.begin(), o.formats.end(), "fp32") != o.formats.end())
         run.report = check_layer_ops(m, o.layer_tokens, "fp32", a, run.table, layer);
     for (auto& ms : layer) run.measurements.push_back(std::move(ms));

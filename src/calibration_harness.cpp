@@ -29,6 +29,7 @@ measurement measure(std::string probe, std::string kind, probe_work work, const 
         throw config_error("/max_runs", std::to_string(o.max_runs), "below min_runs", "an integer >= min_runs");
     if (!(o.target_spread > 0))
         throw config_error("/target_spread", std::to_string(o.target_spread), "not positive", "a number > 0");
+    if (stop_requested(o.watch)) throw stopped_early("calibration stopped before probe '" + probe + "'");
     for (int i = 0; i < o.warmup; ++i) run_once();
     measurement m;
     m.probe = std::move(probe);
@@ -51,6 +52,7 @@ measurement measure(std::string probe, std::string kind, probe_work work, const 
     m.time = duration::from_si(percentile(times, 50.0));
     m.spread = relative_iqr(times);
     m.runs = static_cast<int>(times.size());
+    if (o.watch) o.watch->advance();
     return m;
 }
 

@@ -1,6 +1,7 @@
 #include "capplan/search/layout_search.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -34,7 +35,7 @@ struct shape {  // a layout without its per-candidate knobs
 
 }  // namespace
 
-layout_search_result search_training_layouts(const scenario& base, int top_k, int threads) {
+layout_search_result search_training_layouts(const scenario& base, int top_k, int threads, progress* watch) {
     if (!base.training) throw config_error("/training", "", "a layout search needs a training workload", "a training object");
     const model_spec& m = base.model;
     const training_spec& t0 = *base.training;
@@ -75,11 +76,14 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
     training_memory_options quiet = memory_options_for(t0);
     quiet.explain = false;
 
+    // Progress by shape (each a few to thousands of candidates); asked to stop, each thread ends before its next one.
+    if (watch) watch->add_total(static_cast<std::int64_t>(shapes.size()));
+    std::atomic<std::size_t> shapes_done{0};
     auto work = [&](std::size_t first, std::size_t step) {
         std::vector<ranked> local;  // a max-heap of the k fastest
         std::int64_t ev = 0, en = 0, ft = 0;
-        for (std::size_t i = first; i < shapes.size(); i += step) {
-            const shape& sh = shapes[i];
+        // One shape's candidates into `local`; a shape that cannot run returns early.
+        auto search_shape = [&](const shape& sh) {
             scenario sc = base;
             parallelism_spec& p = sc.parallelism;
             p = parallelism_spec{};
@@ -90,15 +94,15 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
             p.etp = sh.ep > 1 ? 1 : sh.tp;
             p.dp = n / (sh.tp * sh.pp * sh.cp);
             // Ulysses re-splits the heads over the context-parallel ranks: they must divide them.
-            if (sh.cp > 1 && p.cp_algorithm == "all_to_all" && (m.heads / sh.tp) % sh.cp != 0) continue;
+            if (sh.cp > 1 && p.cp_algorithm == "all_to_all" && (m.heads / sh.tp) % sh.cp != 0) return;
             const perf_setup perf = training_perf_setup(sc);
             const weight_sharding w = shard_weights(m, p);
-            if (!w.problems.empty()) continue;
+            if (!w.problems.empty()) return;
             // The runtime's own reservation counts against the memory, as in an estimate's "fits".
             const data_size reserve = default_runtime_reserve(p.tp * p.pp * p.dp).total();
             const std::int64_t stage_layers = m.layers / sh.pp;
             const std::int64_t per_replica = t0.global_batch / p.dp;
-            if (t0.global_batch % p.dp != 0) continue;
+            if (t0.global_batch % p.dp != 0) return;
             for (std::int64_t mbs = 1; mbs <= std::min<std::int64_t>(per_replica, 64); ++mbs) {  // every divisor
                 if (per_replica % mbs != 0) continue;
                 const std::int64_t mb = per_replica / mbs;
@@ -160,6 +164,11 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
                     }
                 }
             }
+        };
+        for (std::size_t i = first; i < shapes.size() && !stop_requested(watch); i += step) {
+            search_shape(shapes[i]);
+            ++shapes_done;
+            if (watch) watch->advance();
         }
         std::lock_guard g(lock);
         found.insert(found.end(), local.begin(), local.end());
@@ -185,6 +194,9 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
     out.evaluated = evaluated;
     out.enumerated = enumerated;
     out.fit = fit;
+    out.shapes = static_cast<std::int64_t>(shapes.size());
+    out.shapes_searched = static_cast<std::int64_t>(shapes_done.load());
+    out.stopped = out.shapes_searched < out.shapes;
     return out;
 }
 

@@ -235,7 +235,7 @@ std::string misses(const sim_result& sim, const sizing_request& q) {
 
 }  // namespace
 
-sizing_result size_inference(const sizing_request& request, const catalog& cat) {
+sizing_result size_inference(const sizing_request& request, const catalog& cat, progress* watch) {
     sizing_request q = request;  // with one engine configuration once the candidates are known
     if (q.concurrency < 1) throw config_error("/concurrency", std::to_string(q.concurrency), "must be at least 1", "an integer >= 1");
     if (q.input_tokens < 1 || q.output_tokens < 1)
@@ -279,7 +279,11 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat) 
                            "an integer >= 1 (or leave it out: the engine profile's)");
     sizing_result out;
     q = with_one_engine_config(q, cat, accels, out.engine_config);
+    // Progress by accelerator; asked to stop, the accelerator being searched is dropped (its best may not be found
+    // yet) and the ones searched are ranked.
+    if (watch) watch->add_total(static_cast<std::int64_t>(accels.size()));
     for (const auto& name : accels) {
+        if (stop_requested(watch)) break;
         const accelerator_spec& acc = cat.accelerator(name, "/accelerators");
         const efficiency_table* calibration = nullptr;
         for (const auto& t : q.calibrations)
@@ -327,7 +331,7 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat) 
         for (const auto& [tp, pp, ep, attention_dp] : shapes) {
             for (const auto& [w, kv] : formats) {
               for (const bool speculate : speculation) {
-                for (int r = 1; r <= q.max_replicas; r = r < 4 ? r + 1 : r * 2) {
+                for (int r = 1; r <= q.max_replicas && !stop_requested(watch); r = r < 4 ? r + 1 : r * 2) {
                     // Cannot beat what we have (speculation may still win at the same count, on TPOT).
                     if (best && (tp * pp * r > best->count || (tp * pp * r == best->count && !speculate))) break;
                     scenario sc = sizing_scenario(q, base, w, kv);
@@ -388,6 +392,7 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat) 
         }
         // Disaggregated pools on this accelerator with fewer devices than the best aggregated layout (or up
         // to max_replicas replicas in all): the first (fewest devices) that meets the targets, beside it.
+        if (stop_requested(watch)) break;
         std::optional<sizing_option> split;
         if (q.disaggregated) split = size_disaggregated(q, cat, base, preset, acc, formats, best);
         if (split) out.options.push_back(*split);
@@ -402,12 +407,17 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat) 
             out.options.push_back(*best);
         }
         if (!best && !split) out.rejected.emplace_back(acc.name, why);
+        if (watch) watch->advance();
+        ++out.accelerators_searched;
     }
+    out.accelerators = static_cast<int>(accels.size());
+    out.stopped = stop_requested(watch);
     // Pools of two accelerators: compute-rich prefill, memory-rich decode. Ranked by cost, so both need prices;
     // listed unless one of the two accelerators alone is as cheap.
     if (q.disaggregated && accels.size() >= 2)
         for (const auto& a : accels)
             for (const auto& b : accels) {
+                if (stop_requested(watch)) break;
                 const accelerator_spec& pre = cat.accelerator(a, "/accelerators");
                 const accelerator_spec& dec = cat.accelerator(b, "/accelerators");
                 const auto pa = q.price_per_hour.find(pre.name), pb = q.price_per_hour.find(dec.name);

@@ -91,6 +91,13 @@ public:
     explicit device_error(const std::string& message) : error(message) {}
 };
 
+// An operation asked to stop (progress::request_stop, Ctrl-C) before it had anything to return; Python sees a
+// KeyboardInterrupt.
+class stopped_early : public error {
+public:
+    explicit stopped_early(const std::string& message) : error(message) {}
+};
+
 // Internal invariant broken: a bug in capplan, never the user's fault.
 class internal_error : public error {
 public:

@@ -15,6 +15,7 @@ from .sizing import search_training, size_inference, training_limits
 from .catalog import (Accelerator, Model, System, accelerator, catalog_version, entry, list_accelerators,
                       list_links, list_models, list_storage, list_systems, model, system)
 from .explorer import explorer
+from ._progress import StoppedWarning
 from .errors import ConfigError, DeviceError, Error, JsonError, UnitError, UnknownNameError
 from .result import Result
 from .units import Quantity, quantity
@@ -33,5 +34,5 @@ __all__ = [
     "collective", "collective_sweep", "CollectiveResult", "size_inference", "search_training", "training_limits", "sweep", "sweep_inference", "cost", "CostResult", "bom", "BomResult",
     "model", "accelerator", "system", "entry", "Model", "Accelerator", "System",
     "list_models", "list_accelerators", "list_systems", "list_storage", "list_links", "catalog_version",
-    "explorer", "Error", "ConfigError", "UnitError", "JsonError", "UnknownNameError", "DeviceError", "devices", "CATALOG_DIR",
+    "explorer", "Error", "ConfigError", "UnitError", "JsonError", "UnknownNameError", "DeviceError", "StoppedWarning", "devices", "CATALOG_DIR",
 ]

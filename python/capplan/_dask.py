@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from . import _args
+from ._progress import bar as progress_bar, warn_stopped
 
 Row = Dict[str, Any]
 
@@ -41,7 +41,7 @@ def sweep_on_cluster(client: Any, base: Mapping[str, Any], points: Sequence[Mapp
                          pure=False, retries=3)
     done: Dict[int, List[Row]] = {}
     index = {f.key: i for i, f in enumerate(futures)}
-    bar = _bar(len(points)) if progress else None
+    bar = progress_bar(len(points), "point") if progress else None
     try:
         from distributed import as_completed
         for future in as_completed(futures):
@@ -52,18 +52,8 @@ def sweep_on_cluster(client: Any, base: Mapping[str, Any], points: Sequence[Mapp
     except KeyboardInterrupt:
         client.cancel(futures)
         kept = sum(len(done[i]) for i in done)
-        warnings.warn(f"capplan.sweep interrupted: {kept} of {len(points)} points done; the rows returned are those",
-                      stacklevel=3)
+        warn_stopped("capplan.sweep", f"{kept} of {len(points)} points done; the rows returned are those")
     finally:
         if bar is not None:
             bar.close()
     return [row for i in sorted(done) for row in done[i]]
-
-
-def _bar(total: int):
-    """A tqdm bar that stays quiet when output is not a terminal; none without tqdm."""
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit="point", disable=None)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _args, _core
+from ._progress import bar as progress_bar, warn_stopped
 from .api import _jsonable
 
 Row = Dict[str, Any]
@@ -105,13 +106,7 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
     texts = [json.dumps(_jsonable(s)) for s in scenarios]
     chunk = 256 if progress else max(1, len(texts))
     results: List[Any] = []
-    bar = None
-    if progress:
-        try:
-            from tqdm import tqdm
-            bar = tqdm(total=len(texts), unit="scenario")
-        except ImportError:
-            bar = None
+    bar = progress_bar(len(texts), "scenario") if progress else None
     try:
         for start in range(0, len(texts), chunk):
             results.extend(_core.estimate_many_flat(texts[start:start + chunk], str(base_dir or Path.cwd()), threads,
@@ -119,7 +114,7 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
             if bar is not None:
                 bar.update(min(chunk, len(texts) - start))
     except KeyboardInterrupt:  # interruptible: keep what was computed
-        pass
+        warn_stopped("capplan", f"{len(results)} of {len(texts)} scenarios computed; the rows returned are those")
     finally:
         if bar is not None:
             bar.close()

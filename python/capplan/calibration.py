@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _args, _core
+from ._progress import run_watched, warn_stopped
 
 _TOKENS = 1 << 24  # probe sizes: the scenario reader's token limit
 
@@ -45,19 +46,27 @@ def model_gemm_shapes(model, tokens=(1, 16, 128), tp: int = 1) -> List[Tuple[int
 
 
 def measure_cpu(model=None, shapes: Optional[Sequence[Tuple[int, int, int]]] = None, formats=("fp32",),
-                array="256 MiB", max_time="2 s", tokens=(1, 16, 128), threads: Optional[int] = None) -> Dict[str, Any]:
+                array="256 MiB", max_time="2 s", tokens=(1, 16, 128), threads: Optional[int] = None,
+                progress: bool = True) -> Dict[str, Any]:
     """Measure this CPU (issue 8.2): GEMMs through Eigen for ``shapes`` (or those of ``model``'s
     layer at ``tokens``; default a 256..2048 square sweep) in each format, and STREAM copy/triad on
     arrays of ``array`` each (0 to skip), each probe on ``threads`` threads (1..1024; default or 0: every
     hardware thread). Returns {"provenance", "measurements"} with SI numbers; the provenance names
-    the instruction set the probes ran (``isa``) and the CPU's peak for it (``cpu_peak``)."""
+    the instruction set the probes ran (``isa``) and the CPU's peak for it (``cpu_peak``). ``progress`` shows a bar by
+    probe (tqdm) on a terminal; Ctrl-C stops and returns the probes measured so far, ``stopped`` True, with a warning."""
     from .units import SIZE, TIME, quantity
     if shapes is None:
         shapes = model_gemm_shapes(model, tokens) if model is not None else [(n, n, n) for n in (256, 512, 1024, 2048)]
     array_bytes = quantity(array, SIZE, "/array").si if array else 0.0
     budget = quantity(max_time, TIME, "/max_time").si
-    return json.loads(_core.measure_cpu_json(_shapes(shapes), _formats(formats), array_bytes, budget,
-                                             _threads(threads)))
+    probes = (_shapes(shapes), _formats(formats), array_bytes, budget, _threads(threads))
+    text, stopped = run_watched(lambda watch: _core.measure_cpu_json(*probes, watch=watch), "probe", "measuring",
+                                _args.boolean(progress, "/progress"))
+    result = json.loads(text)
+    result["stopped"] = stopped
+    if stopped:
+        warn_stopped("capplan.calibration.measure_cpu", f"{len(result['measurements'])} probes measured; they are returned")
+    return result
 
 
 def _token_list(values, field: str) -> List[int]:
@@ -164,7 +173,8 @@ class CalibrationResult(dict):
 
 def calibrate_cpu(model, layer_tokens: int = 128, gemm_tokens=(1, 16, 128), formats=("fp32",), rounds: int = 3,
                   max_time="0.5 s", triad_arrays: Optional[Sequence[str]] = None, command: str = "",
-                  output: Optional[Union[str, Path]] = None, threads: Optional[int] = None) -> CalibrationResult:
+                  output: Optional[Union[str, Path]] = None, threads: Optional[int] = None,
+                  progress: bool = True) -> CalibrationResult:
     """Calibrate this CPU for ``model`` (issue 8.4/8.5): measure the GEMMs of its layer at
     ``gemm_tokens`` (and ``layer_tokens``), its attention core and STREAM triad over array sizes, in
     ``rounds`` interleaved passes; fit efficiency-by-size curves; run one layer for real at a prompt
@@ -173,17 +183,25 @@ def calibrate_cpu(model, layer_tokens: int = 128, gemm_tokens=(1, 16, 128), form
 
     Returns the calibration file as a dict (``curves``, ``peaks``, ``host_accelerator``, ``report``,
     ``provenance``, raw ``measurements``); written to ``output`` when given. Use it with
-    ``capplan.estimate(scenario, calibration=...)`` on ``host_accelerator``."""
+    ``capplan.estimate(scenario, calibration=...)`` on ``host_accelerator``.
+
+    ``progress`` shows a bar by probe (tqdm) on a terminal. Ctrl-C stops the calibration: the rounds finished are
+    fitted (its ``source`` says "stopped after N of M rounds", with a warning), or, before the first round finished,
+    KeyboardInterrupt."""
     from .units import SIZE, TIME, quantity
     ref, is_config = _model_ref(model)
     arrays = [quantity(a, SIZE, f"/triad_arrays/{i}").si
               for i, a in enumerate(_args.items(triad_arrays or [], "/triad_arrays", "a list of sizes, e.g. ['64 MiB']"))]
-    text = _core.calibrate_cpu_json(ref, is_config, _name(model), _args.integer(layer_tokens, "/layer_tokens", 1, _TOKENS),
-                                    _token_list(gemm_tokens, "/gemm_tokens"), _formats(formats),
-                                    arrays, _args.integer(rounds, "/rounds", 1, 100), quantity(max_time, TIME, "/max_time").si,
-                                    _args.optional_text(command, "/command") or
-                                    f"capplan.calibration.calibrate_cpu({ref if not is_config else 'config'!r})",
-                                    _threads(threads))
+    arguments = (ref, is_config, _name(model), _args.integer(layer_tokens, "/layer_tokens", 1, _TOKENS),
+                 _token_list(gemm_tokens, "/gemm_tokens"), _formats(formats),
+                 arrays, _args.integer(rounds, "/rounds", 1, 100), quantity(max_time, TIME, "/max_time").si,
+                 _args.optional_text(command, "/command") or
+                 f"capplan.calibration.calibrate_cpu({ref if not is_config else 'config'!r})",
+                 _threads(threads))
+    text, stopped = run_watched(lambda watch: _core.calibrate_cpu_json(*arguments, watch=watch), "probe", "calibration",
+                                _args.boolean(progress, "/progress"))
+    if stopped:
+        warn_stopped("capplan.calibration.calibrate_cpu", json.loads(text)["source"].rpartition("; ")[2])
     if output is not None:
         Path(output).write_text(text + "\n")
     return CalibrationResult(json.loads(text))

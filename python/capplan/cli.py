@@ -7,10 +7,12 @@ import io
 import json
 import shlex
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import _args, _core
+from ._progress import StoppedWarning, stop_if_stopped
 from .api import default_scenario, estimate
 from .catalog import Model, accelerator, entry, model, system
 from .errors import Error
@@ -453,7 +455,9 @@ def _fits_from(args, scenario, preset) -> str:
         count -= count % per_node
         trial = dict(scenario, system={"preset": args.system, "count": count})
         try:
-            if search_training(trial, top_k=1)["fit"] > 0:
+            found = search_training(trial, top_k=1)
+            stop_if_stopped(found)
+            if found["fit"] > 0:
                 return f"a layout fits from {count} x {preset['accelerator']['name']} ({count // per_node} nodes; counts doubled)"
         except Error as e:
             return f"no larger count tried fits either: {str(e).splitlines()[0]}"
@@ -469,7 +473,8 @@ def _cmd_size_training(args) -> str:
     preset = system(args.system)._data
     price = _training_price(args.price, preset["accelerator"]["name"])
     r = search_training(scenario, top_k=args.top)
-    lim = training_limits(scenario, search=r)
+    # Stopped (Ctrl-C): the best of the shapes searched, without the further searches of the limits.
+    lim = None if r["stopped"] else training_limits(scenario, search=r)
     if args.format == "json":
         return json.dumps({**r, "limits": lim}, indent=2)
     header = ["tp", "pp", "dp", "cp", "ep", "vpp", "sp", "mb", "recompute", "zero", "step", "tokens/s", "MFU", "memory"]
@@ -486,6 +491,10 @@ def _cmd_size_training(args) -> str:
                        if price is not None else []))
     text = _training_preamble(args, scenario, preset, system_given)
     summary = f"{r['enumerated']} layouts, {r['fit']} fit memory"
+    if lim is None:
+        return (text + (_table(header, rows) if rows else "no layout fits memory in the shapes searched") + "\n"
+                + _TRAINING_COLUMNS + "\n" + summary
+                + f"; stopped after {r['shapes_searched']} of {r['shapes']} layout shapes (tp x pp x cp x ep)")
     if lim["layout"] is None:
         return text + "no layout fits memory\n" + summary + "\n" + lim["reason"] + "\n" + _fits_from(args, scenario, preset)
     return (text + (_table(header, rows) if rows else "no layout fits memory") + "\n" + _TRAINING_COLUMNS
@@ -777,8 +786,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        print(args.run(args))
-        return 0
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", StoppedWarning)
+            out = args.run(args)
+        print(out)
+        stopped = [w for w in said if issubclass(w.category, StoppedWarning)]
+        for w in said:  # Ctrl-C's: the answer above is partial, and how much of it there is
+            print(f"capplan: {'' if w in stopped else 'warning: '}{w.message}", file=sys.stderr)
+        return 130 if stopped else 0
+    except KeyboardInterrupt:
+        print("capplan: stopped (Ctrl-C)", file=sys.stderr)
+        return 130
     except (Error, _UsageError) as exc:
         print(f"capplan: error: {exc}", file=sys.stderr)
         return 2

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from . import _args, _core
+from ._progress import run_watched, stop_if_stopped, warn_stopped
 from .catalog import Model
 from .units import MEGA, SIZE, TIME, Quantity, quantity
 
@@ -54,6 +55,9 @@ class SizingResult(dict):
         from .costing import usd
         best = self["options"][0] if self["options"] and self._costed() else None
         lines = []
+        if self.get("stopped"):
+            lines.append(f"stopped (Ctrl-C) after {self['accelerators_searched']} of {self['accelerators']} accelerators: "
+                         "the options are theirs")
         if best is not None and "own_usd_per_million_output_tokens" in best:
             lines.append(f"recommendation: buy {best['own_units']} x {best['system'] or best['accelerator']} "
                          f"({usd(best['capex_usd'])}) and run {best['count']} x {best['accelerator']} ({best['weights']} "
@@ -127,8 +131,8 @@ class SizingResult(dict):
 
 
 class TrainingSearchResult(dict):
-    """``search_training``'s answer: a dict {"best", "enumerated", "fit", "evaluated"} that shows the
-    fastest layouts as a table and, in Jupyter, the best layout's step time by term."""
+    """``search_training``'s answer: a dict {"best", "enumerated", "fit", "evaluated", "shapes", "shapes_searched",
+    "stopped"} that shows the fastest layouts as a table and, in Jupyter, the best layout's step time by term."""
 
     _HEAD = ("tp", "pp", "dp", "cp", "ep", "vpp", "sp", "micro-batch", "recompute", "zero", "step", "tokens/s", "MFU",
              "memory/device")
@@ -153,9 +157,13 @@ class TrainingSearchResult(dict):
                  str(Quantity.from_si(b["step_time_s"], TIME)), f"{b['tokens_per_s']:.0f}", f"{100 * b['mfu']:.1f}%",
                  str(Quantity.from_si(b["memory_per_device_bytes"], SIZE))) for b in self["best"]]
 
+    def _stopped_note(self) -> str:
+        return (f"; stopped (Ctrl-C) after {self['shapes_searched']} of {self['shapes']} layout shapes"
+                if self.get("stopped") else "")
+
     def __repr__(self) -> str:
-        return (f"capplan training layouts: {self['enumerated']} enumerated, {self['fit']} fit memory; fastest first\n"
-                + _text_table(self._HEAD, self._rows()))
+        return (f"capplan training layouts: {self['enumerated']} enumerated, {self['fit']} fit memory; fastest first"
+                f"{self._stopped_note()}\n" + _text_table(self._HEAD, self._rows()))
 
     def charts_svg(self, lang: str = "en"):
         from .charts import stacked_bar
@@ -170,7 +178,7 @@ class TrainingSearchResult(dict):
     def _repr_html_(self, lang: str = "en") -> str:
         charts = "".join(f"<div>{svg}</div>" for svg in self.charts_svg(lang))
         return (f"<div class='capplan-layouts'><p>{self['enumerated']} layouts enumerated, {self['fit']} fit memory"
-                f"</p>{_table_html(self._HEAD, self._rows())}{charts}</div>")
+                f"{html.escape(self._stopped_note())}</p>{_table_html(self._HEAD, self._rows())}{charts}</div>")
 
     def html(self, lang: str = "en") -> str:
         return self._repr_html_(lang)
@@ -192,7 +200,8 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
                    prefix_cache: Optional[Dict[str, Any]] = None, disaggregated: bool = False,
                    engine: str = "vllm-v1", rank_by: Optional[str] = None,
                    cost: Optional[Mapping[str, Any]] = None, confidence: str = "typical",
-                   prefill_chunk_tokens: Optional[int] = None, max_num_seqs: Optional[int] = None) -> Dict[str, Any]:
+                   prefill_chunk_tokens: Optional[int] = None, max_num_seqs: Optional[int] = None,
+                   progress: bool = True) -> Dict[str, Any]:
     """For each accelerator (default: every one with a system preset), the smallest count and layout
     (tp, replicas, weight and KV formats) whose simulated p99 TTFT and TPOT meet the targets for
     ``concurrency`` users sending ``input_tokens``-token prompts for ``output_tokens``-token answers.
@@ -230,7 +239,10 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     ``confidence="high"`` asks for plans that meet the targets at the pessimistic end of capplan's validated error
     (docs/validation.md, models/uncertainty.json): the targets are tightened by the 10th-percentile error of the
     held-out TTFT and TPOT rows, ``target x min(1, 1 + p10)`` (never loosened), so that the measured latency
-    ``v / (1 + p10)`` still meets them; the result's ``targets`` says which were applied."""
+    ``v / (1 + p10)`` still meets them; the result's ``targets`` says which were applied.
+
+    ``progress`` shows a bar by accelerator (tqdm) on a terminal. Ctrl-C stops the search: the accelerators searched
+    to the end are ranked as usual, the result's ``stopped`` is True and a warning says how many were searched."""
     from pathlib import Path
     calibrations = [_args.path_or_dict(c, f"/calibrations/{i}", "a file from capplan calibrate, or its dict")
                     for i, c in enumerate(_args.items(calibrations or [], "/calibrations", "a list of calibration files"))]
@@ -262,7 +274,7 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     if rank_by is not None and (not isinstance(rank_by, str) or rank_by not in _RANK_KEYS):
         raise _args.config_error("/rank_by", rank_by, "not a ranking", ", ".join(_RANK_KEYS))
     costs = None if cost is None and rank_by is None else _args.mapping(cost or {}, "/cost", "a scenario's cost object")
-    result = SizingResult(json.loads(_core.size_inference_json(
+    arguments = (
         ref, is_config, _args.integer(concurrency, "/concurrency", 1, tokens),
         _args.integer(input_tokens, "/input_tokens", 1, tokens), _args.integer(output_tokens, "/output_tokens", 1, tokens),
         ttft, tpot, names, price, formats, texts, _args.optional_text(prefill_dispatch, "/prefill_dispatch", "graph or eager"),
@@ -270,7 +282,13 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
         _json_object(prefix_cache, "/prefix_cache"), _args.boolean(disaggregated, "/disaggregated"),
         _args.text(engine, "/engine", "an engine profile's name"),
         0 if prefill_chunk_tokens is None else _args.integer(prefill_chunk_tokens, "/prefill_chunk_tokens", 1, tokens),
-        0 if max_num_seqs is None else _args.integer(max_num_seqs, "/max_num_seqs", 1, tokens))))
+        0 if max_num_seqs is None else _args.integer(max_num_seqs, "/max_num_seqs", 1, tokens))
+    text, _ = run_watched(lambda watch: _core.size_inference_json(*arguments, watch=watch), "accelerator",
+                          "sizing", _args.boolean(progress, "/progress"))
+    result = SizingResult(json.loads(text))
+    if result["stopped"]:
+        warn_stopped("capplan.size_inference", f"{result['accelerators_searched']} of {result['accelerators']} "
+                                                "accelerators searched; the options are theirs")
     result["targets"] = applied
     if costs is not None:
         _price_options(result, rank_by, costs)
@@ -326,15 +344,23 @@ def _json_object(value, field):
     return json.dumps(dict(value))
 
 
-def search_training(scenario, top_k: int = 10, threads: int = 0) -> Dict[str, Any]:
+def search_training(scenario, top_k: int = 10, threads: int = 0, progress: bool = True) -> Dict[str, Any]:
     """The fastest training layouts (tp, pp, dp, cp, ep, vpp, micro-batch, recompute, ZeRO stage) that
     fit memory for the scenario's model, system and training workload, with their step-time
-    breakdowns: {"best": [...], "enumerated", "fit", "evaluated"}. The scenario's own parallelism is
-    ignored; its training.seq_len and global_batch are kept."""
+    breakdowns: {"best": [...], "enumerated", "fit", "evaluated", "shapes", "shapes_searched", "stopped"}. The
+    scenario's own parallelism is ignored; its training.seq_len and global_batch are kept. ``progress`` shows a bar
+    by layout shape (tp x pp x cp x ep; tqdm) on a terminal; Ctrl-C stops the search and returns the best of the
+    shapes searched, ``stopped`` True, with a warning."""
     from .api import scenario_text
     text, base = scenario_text(scenario)
-    return TrainingSearchResult(json.loads(_core.search_training_json(
-        text, str(base), _args.integer(top_k, "/top_k", 1, 10_000), _args.integer(threads, "/threads", 0, 1024))))
+    k, n = _args.integer(top_k, "/top_k", 1, 10_000), _args.integer(threads, "/threads", 0, 1024)
+    found, _ = run_watched(lambda watch: _core.search_training_json(text, str(base), k, n, watch=watch), "shape",
+                           "layout search", _args.boolean(progress, "/progress"))
+    result = TrainingSearchResult(json.loads(found))
+    if result["stopped"]:
+        warn_stopped("capplan.search_training", f"{result['shapes_searched']} of {result['shapes']} layout shapes "
+                                                 "searched; the best are theirs")
+    return result
 
 
 def _layout_scenario(base: Dict[str, Any], best: Dict[str, Any], seq_len: int, micro_batch: int) -> Dict[str, Any]:
@@ -413,6 +439,7 @@ def training_limits(scenario, threads: int = 0, search: Optional[Dict[str, Any]]
     while True:
         r = search if search is not None and tried == seq else \
             search_training({**base, "training": {**base["training"], "seq_len": tried}}, top_k=1, threads=threads)
+        stop_if_stopped(r)
         if r["best"]:
             found = r["best"][0]
             break

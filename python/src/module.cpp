@@ -12,6 +12,7 @@ PYBIND11_MODULE(_core, m) {
     m.attr("__version__") = CAPPLAN_VERSION;
     m.attr("build_dependencies") = CAPPLAN_BUILD_DEPENDENCIES;
     capplan::python::register_errors(m);
+    capplan::python::register_progress(m);
     capplan::python::register_units(m);
     capplan::python::register_catalog(m);
     capplan::python::register_estimate(m);

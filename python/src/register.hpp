@@ -15,6 +15,7 @@ inline model_spec resolve_model(const std::string& model, bool is_config, const 
 }
 
 void register_errors(pybind11::module_& m);
+void register_progress(pybind11::module_& m);
 void register_units(pybind11::module_& m);
 void register_catalog(pybind11::module_& m);
 void register_estimate(pybind11::module_& m);

@@ -6,6 +6,7 @@
 #include "capplan/calibration/cuda_backend.hpp"
 #include "capplan/calibration/efficiency_fit.hpp"
 #include "capplan/catalog.hpp"
+#include "capplan/error.hpp"
 #include "capplan/spec/hf_config.hpp"
 #include "register.hpp"
 
@@ -17,20 +18,27 @@ void register_calibration(py::module_& m) {
     m.def(
         "measure_cpu_json",
         [](const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>& shapes,
-           const std::vector<std::string>& formats, double array_bytes, double max_time_s, int threads) {
+           const std::vector<std::string>& formats, double array_bytes, double max_time_s, int threads,
+           progress* watch) {
             measure_options o;
             o.max_time = duration::from_si(max_time_s);
             o.threads = threads;
+            o.watch = watch;
             std::vector<measurement> out;
             py::gil_scoped_release release;  // long-running: let other Python threads work
-            for (const auto& f : formats)
-                for (const auto& [mm, nn, kk] : shapes) out.push_back(cpu_gemm(mm, nn, kk, f, o));
-            if (array_bytes > 0)
-                for (const char* kind : {"copy", "triad"})
-                    out.push_back(cpu_memory(kind, data_size::from_si(array_bytes), o));
+            if (watch) watch->add_total(static_cast<std::int64_t>(formats.size() * shapes.size()) + (array_bytes > 0 ? 2 : 0));
+            try {  // asked to stop: the probes measured so far
+                for (const auto& f : formats)
+                    for (const auto& [mm, nn, kk] : shapes) out.push_back(cpu_gemm(mm, nn, kk, f, o));
+                if (array_bytes > 0)
+                    for (const char* kind : {"copy", "triad"})
+                        out.push_back(cpu_memory(kind, data_size::from_si(array_bytes), o));
+            } catch (const stopped_early&) {
+            }
             return measurements_json(cpu_provenance(threads), out);
         },
         py::arg("shapes"), py::arg("formats"), py::arg("array_bytes"), py::arg("max_time_s"), py::arg("threads") = 0,
+        py::arg("watch") = nullptr,
         "CPU calibration measurements (GEMM by shape and format through Eigen, STREAM copy/triad) on `threads` "
         "threads (0: every hardware thread) as JSON, with the ISA and the CPU's peak in the provenance.");
     m.def("cpu_gemm_formats", [] { return cpu_gemm_formats(); });
@@ -71,7 +79,7 @@ void register_calibration(py::module_& m) {
         "calibrate_cpu_json",
         [](const std::string& model, bool is_config, const std::string& name, std::int64_t layer_tokens, const std::vector<std::int64_t>& gemm_tokens,
            const std::vector<std::string>& formats, const std::vector<double>& triad_array_bytes, int rounds,
-           double max_time_s, const std::string& command, int threads) {
+           double max_time_s, const std::string& command, int threads, progress* watch) {
             const model_spec spec = resolve_model(model, is_config, name);
             cpu_calibration_options o;
             o.layer_tokens = layer_tokens;
@@ -81,11 +89,13 @@ void register_calibration(py::module_& m) {
             o.rounds = rounds;
             o.probe.max_time = duration::from_si(max_time_s);
             o.probe.threads = threads;
+            o.probe.watch = watch;
             py::gil_scoped_release release;
             return calibration_json(calibrate_cpu(spec, o), command);
         },
         py::arg("model"), py::arg("is_config"), py::arg("name"), py::arg("layer_tokens"), py::arg("gemm_tokens"), py::arg("formats"),
         py::arg("triad_array_bytes"), py::arg("rounds"), py::arg("max_time_s"), py::arg("command"), py::arg("threads") = 0,
+        py::arg("watch") = nullptr,
         "Measure this CPU on a model's layer shapes on `threads` threads (0: every hardware thread), fit the efficiency "
         "table and check the layer; the calibration file as JSON.");
 }

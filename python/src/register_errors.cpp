@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "capplan/error.hpp"
+#include "capplan/progress.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -70,10 +71,23 @@ void register_errors(py::module_& m) {
             raise(config, e);
         } catch (const device_error& e) {
             raise_plain(device, e);
+        } catch (const stopped_early& e) {
+            raise_plain(PyExc_KeyboardInterrupt, e);
         } catch (const error& e) {
             raise_plain(base, e);
         }
     });
+}
+
+// A long call's progress, read by Python's progress bar while the call runs on another thread (GIL released);
+// request_stop() is how Ctrl-C reaches the core.
+void register_progress(py::module_& m) {
+    py::class_<progress>(m, "Progress", "How far a long core call has come; request_stop() ends it early.")
+        .def(py::init<>())
+        .def("done", &progress::done)
+        .def("total", &progress::total)
+        .def("request_stop", &progress::request_stop)
+        .def("stop_requested", &progress::stop_requested);
 }
 
 }  // namespace capplan::python

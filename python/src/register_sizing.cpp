@@ -19,7 +19,7 @@ void register_sizing(py::module_& m) {
              const std::vector<std::string>& calibrations, const std::string& prefill_dispatch,
              const std::string& kv_admission, const std::string& speculative, const std::string& prefix_cache,
              bool disaggregated, const std::string& engine, std::int64_t prefill_chunk_tokens,
-             std::int64_t max_num_seqs) {
+             std::int64_t max_num_seqs, progress* watch) {
               std::string text;
               {
                   py::gil_scoped_release release;
@@ -44,7 +44,7 @@ void register_sizing(py::module_& m) {
                   for (std::size_t i = 0; i < calibrations.size(); ++i)
                       q.calibrations.push_back(read_efficiency_table(calibrations[i], "/calibrations/" + std::to_string(i)));
                   for (const auto& [k, v] : prices) q.price_per_hour[cat.accelerator(k, "/prices").name] = v;
-                  const sizing_result r = size_inference(q, cat);
+                  const sizing_result r = size_inference(q, cat, watch);
                   nlohmann::ordered_json j;
                   j["options"] = nlohmann::ordered_json::array();
                   for (const auto& o : r.options) {
@@ -66,6 +66,9 @@ void register_sizing(py::module_& m) {
                       j["options"].push_back(row);
                   }
                   j["engine_config"] = r.engine_config;
+                  j["accelerators"] = r.accelerators;
+                  j["accelerators_searched"] = r.accelerators_searched;
+                  j["stopped"] = r.stopped;
                   j["rejected"] = nlohmann::ordered_json::array();
                   for (const auto& [a, why] : r.rejected) j["rejected"].push_back({{"accelerator", a}, {"reason", why}});
                   text = j.dump();
@@ -78,7 +81,7 @@ void register_sizing(py::module_& m) {
           py::arg("weights") = std::vector<std::string>{}, py::arg("calibrations") = std::vector<std::string>{},
           py::arg("prefill_dispatch") = std::string(), py::arg("kv_admission") = std::string(),
           py::arg("speculative") = std::string(), py::arg("prefix_cache") = std::string(), py::arg("disaggregated") = false, py::arg("engine") = std::string("vllm-v1"),
-          py::arg("prefill_chunk_tokens") = 0, py::arg("max_num_seqs") = 0);
+          py::arg("prefill_chunk_tokens") = 0, py::arg("max_num_seqs") = 0, py::arg("watch") = nullptr);
 }
 
 }  // namespace capplan::python
@@ -90,17 +93,20 @@ namespace capplan::python {
 
 void register_layout_search(py::module_& m) {
     m.def("search_training_json",
-          [](const std::string& scenario_text, const std::string& base_dir, int top_k, int threads) {
+          [](const std::string& scenario_text, const std::string& base_dir, int top_k, int threads, progress* watch) {
               std::string text;
               {
                   py::gil_scoped_release release;
                   const catalog& cat = default_catalog();
                   const scenario s = read_scenario(scenario_text, cat, base_dir);
-                  const layout_search_result r = search_training_layouts(s, top_k, threads);
+                  const layout_search_result r = search_training_layouts(s, top_k, threads, watch);
                   nlohmann::ordered_json j;
                   j["enumerated"] = r.enumerated;
                   j["fit"] = r.fit;
                   j["evaluated"] = r.evaluated;
+                  j["shapes"] = r.shapes;
+                  j["shapes_searched"] = r.shapes_searched;
+                  j["stopped"] = r.stopped;
                   j["best"] = nlohmann::ordered_json::array();
                   for (const auto& c : r.best) {
                       const auto& p = c.parallelism;
@@ -121,7 +127,8 @@ void register_layout_search(py::module_& m) {
               }
               return text;
           },
-          py::arg("scenario"), py::arg("base_dir") = "", py::arg("top_k") = 10, py::arg("threads") = 0);
+          py::arg("scenario"), py::arg("base_dir") = "", py::arg("top_k") = 10, py::arg("threads") = 0,
+          py::arg("watch") = nullptr);
 }
 
 }  // namespace capplan::python

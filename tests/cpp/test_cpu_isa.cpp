@@ -192,3 +192,20 @@ TEST_CASE("clock, cores and vendor from /proc/cpuinfo and sysfs text") {
     CHECK(count_physical_cores({}, cpuinfo) == 3);
     CHECK(count_physical_cores({}, "") == 0);
 }
+
+TEST_CASE("a calibration asked to stop measures nothing more: before its first round, stopped_early") {
+    progress watch;
+    measure_options o;
+    o.watch = &watch;
+    o.max_time = 0.01 * units::s;
+    const measurement one = cpu_gemm(16, 16, 16, "fp32", o);
+    CHECK(one.runs >= o.min_runs);
+    CHECK(watch.done() == 1);  // each probe measured counts
+    watch.request_stop();
+    CHECK_THROWS_AS(cpu_gemm(16, 16, 16, "fp32", o), stopped_early);  // the next one does not run
+    CHECK(watch.done() == 1);
+    cpu_calibration_options c;
+    c.probe.watch = &watch;
+    CHECK_THROWS_WITH_AS(calibrate_cpu(test::shipped_catalog().model("Llama-3.2-1B"), c),
+                         doctest::Contains("before its first round finished"), stopped_early);
+}

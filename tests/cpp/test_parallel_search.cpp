@@ -60,3 +60,25 @@ TEST_CASE("inference grid: four threads give every point one thread gives, error
     }
     CHECK(one.errors[2 * 9] == "a layout that cannot run");  // layout 2 owns points 18-26
 }
+
+TEST_CASE("layout search: progress counts the shapes on every thread; asked to stop, it returns what it searched") {
+    const scenario s = read_scenario(R"({"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": 64},
+        "training": {"seq_len": 4096, "global_batch": 256}})",
+                                     test::shipped_catalog());
+    progress watch;
+    const layout_search_result all = search_training_layouts(s, 5, 4, &watch);
+    CHECK_FALSE(all.stopped);
+    CHECK(all.shapes > 1);
+    CHECK(all.shapes_searched == all.shapes);
+    CHECK(watch.total() == all.shapes);
+    CHECK(watch.done() == all.shapes);
+    // Asked before it starts: no shape searched, nothing found, and it says so.
+    progress stop;
+    stop.request_stop();
+    const layout_search_result none = search_training_layouts(s, 5, 4, &stop);
+    CHECK(none.stopped);
+    CHECK(none.shapes == all.shapes);
+    CHECK(none.shapes_searched == 0);
+    CHECK(none.evaluated == 0);
+    CHECK(none.best.empty());
+}

@@ -82,14 +82,21 @@ def test_sweep_is_a_dataframe_with_pandas_and_a_list_without(monkeypatch):
     assert isinstance(rows, list) and rows[1]["inference.tpot_s"] == df["inference.tpot_s"][1]
 
 
-def test_long_sweep_shows_a_tqdm_progress_bar_and_keeps_every_point(capsys):
-    pytest.importorskip("tqdm")  # capplan[notebook] and [test]
+def test_long_sweep_shows_a_tqdm_progress_bar_and_keeps_every_point(capsys, monkeypatch):
+    tqdm = pytest.importorskip("tqdm").tqdm  # capplan[notebook] and [test]
+    import io
+    import capplan.batch as batch
     base = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
             "inference": {"input_tokens": 1000, "output_tokens": 200}}
-    rows = capplan.sweep(base, {"inference.batch": list(range(1, 41)), "inference.input_tokens": list(range(100, 3100, 100))})
+    grid = {"inference.batch": list(range(1, 41)), "inference.input_tokens": list(range(100, 3100, 100))}
+    rows = capplan.sweep(base, grid)
     rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
     assert len(rows) == 1200 and not any("error" in r for r in rows)
-    assert "1200/1200" in capsys.readouterr().err  # the bar reached the end
+    assert capsys.readouterr().err == ""  # output is not a terminal: the bar stays quiet
+    drawn = io.StringIO()  # a terminal's view: the same bar, drawn
+    monkeypatch.setattr(batch, "progress_bar", lambda total, unit: tqdm(total=total, unit=unit, file=drawn))
+    capplan.sweep(base, grid)
+    assert "1200/1200" in drawn.getvalue()  # the bar reached the end
 
 
 def test_interrupted_long_sweep_keeps_the_points_already_computed(monkeypatch):
@@ -105,7 +112,9 @@ def test_interrupted_long_sweep_keeps_the_points_already_computed(monkeypatch):
     monkeypatch.setattr(batch._core, "estimate_many_flat", interrupt_on_second_chunk)
     base = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100"},
             "inference": {"input_tokens": 1000, "output_tokens": 200}}
-    rows = capplan.sweep(base, {"inference.batch": list(range(1, 1101))})
+    from capplan._progress import StoppedWarning
+    with pytest.warns(StoppedWarning, match="256 of 1100 scenarios computed"):
+        rows = capplan.sweep(base, {"inference.batch": list(range(1, 1101))})
     rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
     assert calls == [256, 256] and len(rows) == 256 and rows[-1]["inference.batch"] == 256
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "capplan/catalog.hpp"
+#include "capplan/progress.hpp"
 #include "capplan/spec/efficiency_table.hpp"
 #include "capplan/spec/model_spec.hpp"
 #include "capplan/spec/serving_features.hpp"
@@ -77,8 +78,12 @@ struct sizing_result {
     std::vector<sizing_option> options;                          // the best per accelerator, ranked
     std::vector<std::pair<std::string, std::string>> rejected;   // (accelerator, why)
     std::string engine_config;  // the engine configuration every candidate ran with, in words
+    int accelerators = 0;           // to search
+    int accelerators_searched = 0;  // of those, searched to the end (all, unless stopped)
+    bool stopped = false;           // asked to stop (progress::request_stop): the options of those searched
 };
 
-sizing_result size_inference(const sizing_request& request, const catalog& cat);
+// `watch`, when given, counts the accelerators searched and can stop the search early (progress.hpp).
+sizing_result size_inference(const sizing_request& request, const catalog& cat, progress* watch = nullptr);
 
 }  // namespace capplan

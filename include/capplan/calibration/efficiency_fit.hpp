@@ -62,11 +62,13 @@ struct calibration_run {
     provenance where;
     std::vector<measurement> measurements;  // every probe: the fastest round's median
     std::vector<op_check> report;
+    int rounds = 0;  // rounds measured: all asked for, unless stopped (measure_options::watch)
 };
 
 // Measures this CPU on `m`'s layer shapes, fits the table and checks the layer (issue 8.2, 8.4, 8.5).
 // The probes and the layer run in `rounds` interleaved passes so that a machine whose speed drifts
-// drifts for both alike.
+// drifts for both alike. Asked to stop (o.probe.watch), it fits the rounds finished, or throws stopped_early
+// before the first one finished.
 calibration_run calibrate_cpu(const model_spec& m, const cpu_calibration_options& o);
 
 // The calibration file (models/schema/efficiency_calibration.schema.json): the table, provenance,

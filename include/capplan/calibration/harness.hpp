@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "capplan/calibration/cpu_isa.hpp"
+#include "capplan/progress.hpp"
 #include "capplan/units.hpp"
 
 namespace capplan {
@@ -39,6 +40,8 @@ struct measure_options {
     double target_spread = 0.05;  // stop when (p75 - p25) / median falls to this
     duration max_time = duration::from_si(2.0);  // total timed budget per probe
     int threads = 0;  // CPU probes: threads to spread each probe over, 0 = every hardware thread
+    // Counts each probe measured; asked to stop, the next probe throws stopped_early instead of running.
+    progress* watch = nullptr;
 };
 
 struct measurement {

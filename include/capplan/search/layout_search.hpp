@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "capplan/analysis/training_perf.hpp"
+#include "capplan/progress.hpp"
 #include "capplan/spec/scenario.hpp"
 
 namespace capplan {
@@ -31,10 +32,15 @@ struct layout_search_result {
     std::int64_t evaluated = 0;          // candidates whose step time was computed
     std::int64_t enumerated = 0;         // layouts considered (including those that do not fit)
     std::int64_t fit = 0;                // that fit memory
+    std::int64_t shapes = 0;             // tp x pp x cp x ep shapes to search
+    std::int64_t shapes_searched = 0;    // of those, searched (all, unless stopped)
+    bool stopped = false;                // asked to stop (progress::request_stop): the best of the shapes searched
 };
 
 // `base` holds the model, system, precision and training (seq_len, global_batch, optimizer...);
-// its parallelism and micro_batch / recompute / zero are what the search varies.
-layout_search_result search_training_layouts(const scenario& base, int top_k = 10, int threads = 0);
+// its parallelism and micro_batch / recompute / zero are what the search varies. `watch`, when given,
+// counts the shapes searched and can stop the search early (progress.hpp).
+layout_search_result search_training_layouts(const scenario& base, int top_k = 10, int threads = 0,
+                                             progress* watch = nullptr);
 
 }  // namespace capplan
