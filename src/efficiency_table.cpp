@@ -17,7 +17,7 @@ double efficiency_curve::at(double work) const {
     const auto lo = hi - 1;
     double line = lo->value;
     if (hi != points.end()) {
-        const double t = (std::log10(work) - std::log10(lo->work)) / (std::log10(hi->work) - std::log10(lo->work));
+        const double t = std::log10(work / lo->work) / std::log10(hi->work / lo->work);  // two logs, not three
         line = lo->value + t * (hi->value - lo->value);
     }
     // Where the efficiency climbs faster than the work, a kernel's time (work / efficiency) would dip below the

@@ -270,20 +270,25 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
                                 : 2.0 * detail::kv_heads_per_rank(m, p.attention_tp()) * m.head_dim;
     const double o_in = m.mla ? m.heads / tp * static_cast<double>(m.mla_dims.v_head_dim) : q_out;  // output projection input
 
-    // Layers differ only in keeping a sliding window or routing to experts: each kind is costed once
-    // and repeated (a 96-layer model costs at most four layers).
+    // Layers differ only in keeping a sliding window or routing to experts: each kind is costed once, at its first
+    // layer, and counted (a 96-layer model costs at most four layers). Kinds: full, windowed, linear or no mixer;
+    // dense, MoE or no feed-forward (hybrid block stacks).
     struct layer_cost {
         op_sum ops[4] = {};
         duration tp_allreduce, ep_alltoall;
-        bool done = false;
     };
-    // Kinds: full, windowed, linear or no mixer; dense, MoE or no feed-forward (hybrid block stacks).
-    layer_cost kinds[4][3];
+    std::int64_t layers_of_kind[4][3] = {}, first_of_kind[4][3] = {};
     for (std::int64_t i = 0; i < m.layers; ++i) {
+        const int mixer = !m.has_mixer(i) ? 3 : m.is_linear_layer(i) ? 2 : m.is_sliding_layer(i) ? 1 : 0;
+        const int ffn = !m.has_ffn(i) ? 2 : m.is_moe_layer(i) ? 1 : 0;
+        if (layers_of_kind[mixer][ffn]++ == 0) first_of_kind[mixer][ffn] = i;
+    }
+    for (int kind = 0; kind < 12; ++kind) {
+        const std::int64_t count = layers_of_kind[kind / 3][kind % 3], i = first_of_kind[kind / 3][kind % 3];
+        if (count == 0) continue;
         const bool linear = m.is_linear_layer(i);
-        const int mixer = !m.has_mixer(i) ? 3 : linear ? 2 : m.is_sliding_layer(i) ? 1 : 0;
-        layer_cost& lc = kinds[mixer][!m.has_ffn(i) ? 2 : m.is_moe_layer(i) ? 1 : 0];
-        if (!lc.done) {
+        layer_cost lc;
+        {
             if (!m.has_mixer(i)) {
                 // A feed-forward block alone (Nemotron-H's MLP and MoE blocks): no attention work.
             } else if (linear) {
@@ -409,18 +414,18 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
             // One all-reduce after the mixer and one after the feed-forward (a hybrid block has one of them).
             const double reductions = (m.has_mixer(i) ? 1.0 : 0.0) + (m.has_ffn(i) ? 1.0 : 0.0);
             if (tp > 1) lc.tp_allreduce += reductions * su.allreduce(tokens * h * ba * B);
-            lc.done = true;
         }
+        const double n = static_cast<double>(count);
         for (int k = 0; k < 4; ++k) {
-            sums[k].flops += lc.ops[k].flops;
-            sums[k].bytes += lc.ops[k].bytes;
-            sums[k].time += lc.ops[k].time;
-            sums[k].compute_part += lc.ops[k].compute_part;
-            sums[k].memory_part += lc.ops[k].memory_part;
-            sums[k].kernels += lc.ops[k].kernels;
+            sums[k].flops += n * lc.ops[k].flops;
+            sums[k].bytes += n * lc.ops[k].bytes;
+            sums[k].time += n * lc.ops[k].time;
+            sums[k].compute_part += n * lc.ops[k].compute_part;
+            sums[k].memory_part += n * lc.ops[k].memory_part;
+            sums[k].kernels += n * lc.ops[k].kernels;
         }
-        out.tp_allreduce += lc.tp_allreduce;
-        out.ep_alltoall += lc.ep_alltoall;
+        out.tp_allreduce += n * lc.tp_allreduce;
+        out.ep_alltoall += n * lc.ep_alltoall;
     }
     // LM head for the sampled positions (fp32 logits), embedding lookups for every token.
     const double sampled = decode_tokens * decode_share + static_cast<double>(st.prefill_requests) * prefill_share;
