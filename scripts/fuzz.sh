@@ -13,7 +13,7 @@ ROOT="$PWD"
 SECONDS_EACH="${1:-60}"
 PRESET="${2:-fuzz}"
 # An input's time limit: 20 s in the -O2 build (the simulation's work budget is about 10 s there); the -O0 build with
-# its sanitizers runs the same input 10-15 times slower, so a slow input there is not a finding.
+# its sanitizers runs an input many times slower (a whole estimate: 50-200 times), so a slow input there is not a finding.
 case "$PRESET" in fuzz) TIMEOUT=20 ;; asan) TIMEOUT=300 ;; *) echo "fuzz.sh: unknown preset '$PRESET' (fuzz, asan)" >&2; exit 2 ;; esac
 source scripts/toolchain.sh
 find_clang fuzz.sh

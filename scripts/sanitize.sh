@@ -8,7 +8,7 @@
 #     3 minutes from a clean tree on 2 cores, 45 s of tests;
 #   - tsan-threads: the tests of the multithreaded paths (run_threads and worker_pool, the layout search and the
 #     inference grid on four threads, the CPU probes' threads: tests/cpp/test_threads.cpp, test_parallel_search.cpp,
-#     test_cpu_isa.cpp) under ThreadSanitizer: about 2 minutes of build, 1 s of tests;
+#     test_cpu_isa.cpp) under ThreadSanitizer: about 1.5 minutes of build at -O0, 1 s of tests;
 #   - tsan: every doctest case under ThreadSanitizer, at -O1 (about 5 minutes). Run it before changing threaded code.
 set -euo pipefail
 cd "$(dirname "$0")/.."

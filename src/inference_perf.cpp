@@ -283,12 +283,13 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         const int ffn = !m.has_ffn(i) ? 2 : m.is_moe_layer(i) ? 1 : 0;
         if (layers_of_kind[mixer][ffn]++ == 0) first_of_kind[mixer][ffn] = i;
     }
-    for (int kind = 0; kind < 12; ++kind) {
-        const std::int64_t count = layers_of_kind[kind / 3][kind % 3], i = first_of_kind[kind / 3][kind % 3];
+    for (int mixer = 0; mixer < 4; ++mixer)
+      for (int ffn = 0; ffn < 3; ++ffn) {
+        const std::int64_t count = layers_of_kind[mixer][ffn], i = first_of_kind[mixer][ffn];
         if (count == 0) continue;
         const bool linear = m.is_linear_layer(i);
         layer_cost lc;
-        {
+        {  // the kind's operators, at its first layer
             if (!m.has_mixer(i)) {
                 // A feed-forward block alone (Nemotron-H's MLP and MoE blocks): no attention work.
             } else if (linear) {
@@ -426,7 +427,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         }
         out.tp_allreduce += n * lc.tp_allreduce;
         out.ep_alltoall += n * lc.ep_alltoall;
-    }
+      }
     // LM head for the sampled positions (fp32 logits), embedding lookups for every token.
     const double sampled = decode_tokens * decode_share + static_cast<double>(st.prefill_requests) * prefill_share;
     const double vocab_part = static_cast<double>(m.vocab) / tp;

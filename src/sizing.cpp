@@ -281,9 +281,13 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat, 
     q = with_one_engine_config(q, cat, accels, out.engine_config);
     // Progress by accelerator; asked to stop, the accelerator being searched is dropped (its best may not be found
     // yet) and the ones searched are ranked.
-    if (watch) watch->add_total(static_cast<std::int64_t>(accels.size()));
+    const bool pairs = q.disaggregated && accels.size() >= 2;
+    if (watch) watch->add_total(static_cast<std::int64_t>(accels.size() + (pairs ? accels.size() * accels.size() : 0)));
     for (const auto& name : accels) {
-        if (stop_requested(watch)) break;
+        if (stop_requested(watch)) {
+            out.stopped = true;
+            break;
+        }
         const accelerator_spec& acc = cat.accelerator(name, "/accelerators");
         const efficiency_table* calibration = nullptr;
         for (const auto& t : q.calibrations)
@@ -392,7 +396,10 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat, 
         }
         // Disaggregated pools on this accelerator with fewer devices than the best aggregated layout (or up
         // to max_replicas replicas in all): the first (fewest devices) that meets the targets, beside it.
-        if (stop_requested(watch)) break;
+        if (stop_requested(watch)) {
+            out.stopped = true;
+            break;
+        }
         std::optional<sizing_option> split;
         if (q.disaggregated) split = size_disaggregated(q, cat, base, preset, acc, formats, best);
         if (split) out.options.push_back(*split);
@@ -411,13 +418,16 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat, 
         ++out.accelerators_searched;
     }
     out.accelerators = static_cast<int>(accels.size());
-    out.stopped = stop_requested(watch);
     // Pools of two accelerators: compute-rich prefill, memory-rich decode. Ranked by cost, so both need prices;
     // listed unless one of the two accelerators alone is as cheap.
-    if (q.disaggregated && accels.size() >= 2)
+    if (pairs && !out.stopped)
         for (const auto& a : accels)
             for (const auto& b : accels) {
-                if (stop_requested(watch)) break;
+                if (stop_requested(watch)) {
+                    out.stopped = true;
+                    break;
+                }
+                if (watch) watch->advance();
                 const accelerator_spec& pre = cat.accelerator(a, "/accelerators");
                 const accelerator_spec& dec = cat.accelerator(b, "/accelerators");
                 const auto pa = q.price_per_hour.find(pre.name), pb = q.price_per_hour.find(dec.name);

@@ -1,9 +1,10 @@
 """Progress bars and Ctrl-C for long calls (issue #23 item 4): sweeps, layout searches, sizing, calibration.
 
 A bar is tqdm's and stays quiet when output is not a terminal (``disable=None``); without tqdm there is none. A core
-call runs on a worker thread while this thread draws the bar from a ``_core.Progress`` and waits for Ctrl-C: the
-KeyboardInterrupt asks the core to stop, and the call returns what it has so far (a search its best so far, sizing
+call runs on a worker thread while this thread draws the bar from a ``_core.Progress``; Ctrl-C asks the core to stop,
+and the call returns what it has so far (a search its best so far, sizing
 the accelerators searched, a calibration the rounds finished), which the caller marks as stopped."""
+import signal
 import threading
 import warnings
 from typing import Any, Callable, Optional, Tuple
@@ -22,11 +23,13 @@ def bar(total: Optional[int], unit: str, description: str = ""):
 
 def run_watched(call: Callable[[Any], Any], unit: str, description: str, show: bool) -> Tuple[Any, bool]:
     """``call(watch)`` on a worker thread, with a bar of ``watch``'s progress when ``show``: (its result, whether
-    Ctrl-C stopped it). The call's own exception is raised here; a call that had nothing to return when asked to
-    stop raises KeyboardInterrupt."""
+    Ctrl-C asked it to stop). The call's own exception is raised here; a call that had nothing to return when asked
+    to stop raises KeyboardInterrupt. On the main thread, Ctrl-C (SIGINT) only asks the core to stop while the call
+    runs (a second one too): the call always ends before this returns, so no core work is left running behind it."""
     watch = _core.Progress()
     outcome: dict = {}
     finished = threading.Event()
+    asked = []
 
     def target() -> None:
         try:
@@ -36,19 +39,17 @@ def run_watched(call: Callable[[Any], Any], unit: str, description: str, show: b
         finally:
             finished.set()
 
-    worker = threading.Thread(target=target, name="capplan " + description, daemon=True)
-    shown = bar(None, unit, description) if show else None
-    interrupted = False
-    worker.start()
+    def on_ctrl_c(signum, frame) -> None:
+        asked.append(signum)
+        watch.request_stop()
+
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_ctrl_c) if on_main else None
+    shown = None
     try:
-        # Waiting on an Event, not Thread.join: a join that KeyboardInterrupt breaks can leave the thread marked as
-        # ended while it still runs (CPython issue 90882).
-        while not finished.is_set():
-            try:
-                finished.wait(0.1)
-            except KeyboardInterrupt:  # ask the core to stop, then wait for what it has
-                interrupted = True
-                watch.request_stop()
+        shown = bar(None, unit, description) if show else None
+        threading.Thread(target=target, name="capplan " + description, daemon=True).start()
+        while not finished.wait(0.1):
             if shown is not None:
                 total = watch.total()
                 if total and shown.total != total:
@@ -56,12 +57,16 @@ def run_watched(call: Callable[[Any], Any], unit: str, description: str, show: b
                 shown.n = watch.done()
                 shown.refresh()
     finally:
+        if not finished.is_set():  # left early (an error drawing the bar): stop the core's work and wait for it
+            watch.request_stop()
+            finished.wait()
+        if on_main and previous is not None:  # None: a handler set outside Python, which cannot be put back
+            signal.signal(signal.SIGINT, previous)
         if shown is not None:
             shown.close()
-    worker.join()
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["result"], interrupted
+    return outcome["result"], bool(asked)
 
 
 class StoppedWarning(UserWarning):

@@ -104,7 +104,7 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
     ``error`` column. ``threads``: the core's threads (0: one per core)."""
     scenarios = [scenario_from_row(r, base) for r in rows]
     texts = [json.dumps(_jsonable(s)) for s in scenarios]
-    chunk = 256 if progress else max(1, len(texts))
+    chunk = 256  # the core's calls: Ctrl-C lands between them
     results: List[Any] = []
     bar = progress_bar(len(texts), "scenario") if progress else None
     try:
@@ -114,7 +114,8 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
             if bar is not None:
                 bar.update(min(chunk, len(texts) - start))
     except KeyboardInterrupt:  # interruptible: keep what was computed
-        warn_stopped("capplan", f"{len(results)} of {len(texts)} scenarios computed; the rows returned are those")
+        if len(results) < len(texts):
+            warn_stopped("capplan", f"{len(results)} of {len(texts)} scenarios computed; the rows returned are those")
     finally:
         if bar is not None:
             bar.close()

@@ -60,10 +60,11 @@ def measure_cpu(model=None, shapes: Optional[Sequence[Tuple[int, int, int]]] = N
     array_bytes = quantity(array, SIZE, "/array").si if array else 0.0
     budget = quantity(max_time, TIME, "/max_time").si
     probes = (_shapes(shapes), _formats(formats), array_bytes, budget, _threads(threads))
-    text, stopped = run_watched(lambda watch: _core.measure_cpu_json(*probes, watch=watch), "probe", "measuring",
-                                _args.boolean(progress, "/progress"))
+    text, _ = run_watched(lambda watch: _core.measure_cpu_json(*probes, watch=watch), "probe", "measuring",
+                          _args.boolean(progress, "/progress"))
     result = json.loads(text)
-    result["stopped"] = stopped
+    asked = len(probes[0]) * len(probes[1]) + (2 if array_bytes > 0 else 0)
+    result["stopped"] = stopped = len(result["measurements"]) < asked
     if stopped:
         warn_stopped("capplan.calibration.measure_cpu", f"{len(result['measurements'])} probes measured; they are returned")
     return result
@@ -186,7 +187,7 @@ def calibrate_cpu(model, layer_tokens: int = 128, gemm_tokens=(1, 16, 128), form
     ``capplan.estimate(scenario, calibration=...)`` on ``host_accelerator``.
 
     ``progress`` shows a bar by probe (tqdm) on a terminal. Ctrl-C stops the calibration: the rounds finished are
-    fitted (its ``source`` says "stopped after N of M rounds", with a warning), or, before the first round finished,
+    fitted (its ``source`` ends "stopped after N of M rounds", with a warning), or, before the first round finished,
     KeyboardInterrupt."""
     from .units import SIZE, TIME, quantity
     ref, is_config = _model_ref(model)
@@ -198,10 +199,11 @@ def calibrate_cpu(model, layer_tokens: int = 128, gemm_tokens=(1, 16, 128), form
                  _args.optional_text(command, "/command") or
                  f"capplan.calibration.calibrate_cpu({ref if not is_config else 'config'!r})",
                  _threads(threads))
-    text, stopped = run_watched(lambda watch: _core.calibrate_cpu_json(*arguments, watch=watch), "probe", "calibration",
-                                _args.boolean(progress, "/progress"))
+    text, _ = run_watched(lambda watch: _core.calibrate_cpu_json(*arguments, watch=watch), "probe", "calibration",
+                          _args.boolean(progress, "/progress"))
+    stopped = json.loads(text)["source"].partition("; stopped after ")[2]  # the core's: rounds finished of those asked
     if stopped:
-        warn_stopped("capplan.calibration.calibrate_cpu", json.loads(text)["source"].rpartition("; ")[2])
+        warn_stopped("capplan.calibration.calibrate_cpu", f"fitted from {stopped} finished")
     if output is not None:
         Path(output).write_text(text + "\n")
     return CalibrationResult(json.loads(text))

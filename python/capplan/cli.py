@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import _args, _core
-from ._progress import StoppedWarning, stop_if_stopped
+from ._progress import StoppedWarning, stop_if_stopped, warn_stopped
 from .api import default_scenario, estimate
 from .catalog import Model, accelerator, entry, model, system
 from .errors import Error
@@ -473,8 +473,15 @@ def _cmd_size_training(args) -> str:
     preset = system(args.system)._data
     price = _training_price(args.price, preset["accelerator"]["name"])
     r = search_training(scenario, top_k=args.top)
-    # Stopped (Ctrl-C): the best of the shapes searched, without the further searches of the limits.
-    lim = None if r["stopped"] else training_limits(scenario, search=r)
+    # Stopped (Ctrl-C): the best of the shapes searched, without the further searches of the limits; stopped in those,
+    # the whole search's answer without them.
+    lim = None
+    if not r["stopped"]:
+        try:
+            lim = training_limits(scenario, search=r)
+        except KeyboardInterrupt:
+            warn_stopped("capplan size training", "the layouts above are the whole search's; the largest micro-batch "
+                                                  "and longest sequence were not computed")
     if args.format == "json":
         return json.dumps({**r, "limits": lim}, indent=2)
     header = ["tp", "pp", "dp", "cp", "ep", "vpp", "sp", "mb", "recompute", "zero", "step", "tokens/s", "MFU", "memory"]
@@ -492,9 +499,10 @@ def _cmd_size_training(args) -> str:
     text = _training_preamble(args, scenario, preset, system_given)
     summary = f"{r['enumerated']} layouts, {r['fit']} fit memory"
     if lim is None:
+        stop = (f"; stopped after {r['shapes_searched']} of {r['shapes']} layout shapes (tp x pp x cp x ep)"
+                if r["stopped"] else "; limits not computed (Ctrl-C)")
         return (text + (_table(header, rows) if rows else "no layout fits memory in the shapes searched") + "\n"
-                + _TRAINING_COLUMNS + "\n" + summary
-                + f"; stopped after {r['shapes_searched']} of {r['shapes']} layout shapes (tp x pp x cp x ep)")
+                + _TRAINING_COLUMNS + "\n" + summary + stop)
     if lim["layout"] is None:
         return text + "no layout fits memory\n" + summary + "\n" + lim["reason"] + "\n" + _fits_from(args, scenario, preset)
     return (text + (_table(header, rows) if rows else "no layout fits memory") + "\n" + _TRAINING_COLUMNS

@@ -430,6 +430,9 @@ def training_limits(scenario, threads: int = 0, search: Optional[Dict[str, Any]]
     threads = _args.integer(threads, "/threads", 0, 1024)
     if search is not None:
         _args.mapping(search, "/search", "search_training's answer for this scenario")
+        if search.get("stopped"):
+            raise _args.config_error("/search", "a search stopped by Ctrl-C", "it did not search every layout",
+                                     "a search that ran to the end, or none (this call searches)")
     text, _ = scenario_text(scenario)
     base = json.loads(text)
     seq = int(base["training"]["seq_len"])

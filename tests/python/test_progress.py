@@ -1,7 +1,8 @@
 """Progress and Ctrl-C on long calls (issue #23 item 4): sizing, the layout search and calibration run in the core
 while a bar (quiet when output is not a terminal) follows them; Ctrl-C stops them with what they had, marked stopped;
-the CLI prints that partial answer and exits 130. Ctrl-C is simulated with SIGINT, raised in-process when the core's
-own count says the call is under way (never after it returned, which would interrupt pytest itself)."""
+the CLI prints that partial answer and exits 130. Ctrl-C is simulated with SIGINT to the main thread when the core's
+own count says the call is under way (never after it returned, which would interrupt pytest itself); one test sends
+it to a separate process from outside."""
 import contextlib
 import os
 import signal
@@ -19,8 +20,9 @@ from capplan._progress import StoppedWarning
 
 @contextlib.contextmanager
 def ctrl_c_when(monkeypatch, reached):
-    """SIGINT once ``reached(progress)`` holds for the core's count of the next long call (checked every 5 ms)."""
-    real = capplan._core.Progress
+    """Ctrl-C (SIGINT to the main thread, as a terminal sends it) once ``reached(progress)`` holds for the core's count
+    of a long call in this block (checked every 5 ms, for at most a minute)."""
+    main, real = threading.main_thread().ident, capplan._core.Progress
 
     class Tripwire(real):
         def __init__(self):
@@ -28,15 +30,17 @@ def ctrl_c_when(monkeypatch, reached):
             threading.Thread(target=self._watch, daemon=True).start()
 
         def _watch(self):
-            while not self.stop_requested():
+            for _ in range(12_000):
+                if self.stop_requested():
+                    return
                 if reached(self):
-                    signal.raise_signal(signal.SIGINT)
+                    signal.pthread_kill(main, signal.SIGINT)
                     return
                 time.sleep(0.005)
 
     monkeypatch.setattr(capplan._core, "Progress", Tripwire)
     yield
-    monkeypatch.setattr(capplan._core, "Progress", real)
+    monkeypatch.setattr(capplan._core, "Progress", real)  # calls after the block run untripped
 
 
 def test_a_bar_stays_quiet_when_output_is_not_a_terminal(capsys):
@@ -83,24 +87,57 @@ def test_ctrl_c_stops_measuring_and_returns_the_probes_measured(monkeypatch):
 def test_ctrl_c_in_the_second_round_fits_the_first(monkeypatch):
     # The first round sets the total (two rounds' probes): one probe into the second, Ctrl-C.
     with ctrl_c_when(monkeypatch, lambda p: p.total() > 0 and p.done() > p.total() // 2), \
-            pytest.warns(StoppedWarning, match="stopped after 1 of 2 rounds"):
+            pytest.warns(StoppedWarning, match="fitted from 1 of 2 rounds finished"):
         cal = calibration.calibrate_cpu("Llama-3.2-1B", layer_tokens=16, gemm_tokens=(1,), rounds=2,
                                         max_time="0.02 s", triad_arrays=["1 MiB"])
     assert cal["source"].endswith("stopped after 1 of 2 rounds")
     assert cal["curves"]["gemm"]["fp32"]  # fitted from the round measured
 
 
-def test_the_cli_prints_the_partial_answer_and_exits_130():
-    cmd = [sys.executable, "-m", "capplan", "size", "training", "--model", "Qwen3-30B-A3B", "--system", "DGX-H100",
-           "--count", str(1 << 20), "--seq-len", "8192", "--global-batch", str(1 << 20)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"})
-    timer = threading.Timer(3.0, proc.send_signal, [signal.SIGINT])  # start-up ~1 s, then a 4.7 s search
+SEARCH = ["size", "training", "--model", "Qwen3-30B-A3B", "--system", "DGX-H100", "--count", str(1 << 20),
+          "--seq-len", "8192", "--global-batch", str(1 << 20)]  # the 4.7 s search above
+
+
+def test_the_cli_prints_the_partial_answer_and_exits_130(monkeypatch, capsys):
+    from capplan import cli
+    with ctrl_c_when(monkeypatch, lambda p: p.done() >= 20):
+        code = cli.main(SEARCH)
+    out, err = capsys.readouterr()
+    assert code == 130
+    assert "Traceback" not in err
+    assert "capplan: capplan.search_training stopped (Ctrl-C): " in err
+    assert "layout shapes (tp x pp x cp x ep)" in out and "tokens/s" in out  # the best so far, as a table
+
+
+def test_ctrl_c_while_the_cli_works_out_the_limits_keeps_the_whole_search(monkeypatch, capsys):
+    from capplan import api, cli
+
+    def ctrl_c(*args, **kwargs):  # Ctrl-C in the limits' first estimate, after the search ended
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "estimate", ctrl_c)
+    code = cli.main(["size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "8",
+                     "--seq-len", "4096", "--global-batch", "64"])
+    out, err = capsys.readouterr()
+    assert code == 130
+    assert "limits not computed (Ctrl-C)" in out and "tokens/s" in out
+    assert "largest micro-batch and longest sequence were not computed" in err
+
+
+def test_a_stopped_search_is_not_an_answer_to_work_limits_from():
+    stopped = {"best": [], "stopped": True, "enumerated": 0}
+    with pytest.raises(capplan.ConfigError, match="/search"):
+        capplan.training_limits({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+                                 "training": {"seq_len": 4096, "global_batch": 64}}, search=stopped)
+
+
+def test_the_command_line_stops_cleanly_from_a_real_ctrl_c():
+    """The process as a user runs it: SIGINT from outside, once it has started (3 s; the search takes 4.7 s)."""
+    proc = subprocess.Popen([sys.executable, "-m", "capplan", *SEARCH], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"})
+    timer = threading.Timer(3.0, proc.send_signal, [signal.SIGINT])
     timer.start()
     out, err = proc.communicate(timeout=120)
     timer.join()
     assert proc.returncode == 130, err
-    assert "Traceback" not in err
-    assert "stopped (Ctrl-C)" in err
-    # Ctrl-C during the search: its best so far, then the line that says so (before it, on a slow start: nothing).
-    assert "layout shapes (tp x pp x cp x ep)" in out or out == ""
+    assert "Traceback" not in err and "stopped (Ctrl-C)" in err

@@ -80,7 +80,8 @@ struct sizing_result {
     std::string engine_config;  // the engine configuration every candidate ran with, in words
     int accelerators = 0;           // to search
     int accelerators_searched = 0;  // of those, searched to the end (all, unless stopped)
-    bool stopped = false;           // asked to stop (progress::request_stop): the options of those searched
+    bool stopped = false;           // asked to stop (progress::request_stop) before the end: the options of those
+                                    // searched (with disaggregated pools of two accelerators, perhaps not every pair)
 };
 
 // `watch`, when given, counts the accelerators searched and can stop the search early (progress.hpp).
