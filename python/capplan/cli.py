@@ -552,7 +552,8 @@ def _cmd_size(args) -> str:
              f"{o['output_tokens_per_s']:.0f}", f"{o['cost_per_hour']:.2f}" if "cost_per_hour" in o else ""]
             + ([usd(o[k]) if k in o else "-" for k in cost_keys] if costed else [])
             for o in r["options"]]
-    text = r.preamble() + (_table(header, rows) if rows else "no accelerator meets the targets")
+    empty = "no accelerator was searched to the end" if r["stopped"] else "no accelerator meets the targets"
+    text = r.preamble() + (_table(header, rows) if rows else empty)
     for o in r["options"]:
         if o.get("efficiency_table", "catalog") != "catalog":
             text += f"\n{o['accelerator']}: efficiency table {o['efficiency_table']} (calibration)"

@@ -5,6 +5,7 @@ own count says the call is under way (never after it returned, which would inter
 it to a separate process from outside."""
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -122,6 +123,18 @@ def test_ctrl_c_while_the_cli_works_out_the_limits_keeps_the_whole_search(monkey
     assert code == 130
     assert "limits not computed (Ctrl-C)" in out and "tokens/s" in out
     assert "largest micro-batch and longest sequence were not computed" in err
+
+
+def test_sizing_stopped_before_any_accelerator_finished_says_so_not_that_none_meets_the_targets(monkeypatch, capsys):
+    from capplan import cli
+    with ctrl_c_when(monkeypatch, lambda p: p.total() > 0):  # as soon as the search has started
+        code = cli.main(["size", "inference", "--model", "Llama-3.1-70B", "--concurrency", "100", "--input", "2000",
+                         "--output", "500"])
+    out, err = capsys.readouterr()
+    assert code == 130 and "Traceback" not in err
+    # The first accelerator takes ~0.1 s and the stop comes within 5 ms of the start: it lands in the first.
+    assert re.search(r"stopped \(Ctrl-C\) after 0 of \d+ accelerators", out)
+    assert "no accelerator was searched to the end" in out and "meets the targets" not in out
 
 
 def test_a_stopped_search_is_not_an_answer_to_work_limits_from():
