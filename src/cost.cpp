@@ -39,6 +39,9 @@ double capital_recovery_factor(double rate, double years) {
     return rate / (1.0 - std::pow(1.0 + rate, -years));
 }
 
+// The power a unit is provisioned (hosted) for: its maximum, or its measured draw where no maximum is published.
+power provisioned_unit_power(const system_economics& e) { return (e.max_power ? *e.max_power : *e.measured_power).value; }
+
 // The unit's draw the energy bill uses: its measured draw under load unless "max" is asked or none is published.
 const sourced_power* billed_draw(const system_economics& e, const std::string& basis) {
     if (basis != "max" && e.measured_power) return &*e.measured_power;
@@ -72,7 +75,7 @@ std::optional<ownership_cost> ownership(const cost_spec& c, int devices, int uni
     const sourced_power* draw = billed_draw(e, c.power_basis);
     const bool measured = e.measured_power && draw == &*e.measured_power;
     // The other equipment (the network) draws what it is rated at: no measured share of it is known.
-    o.provisioned_power = o.units * (e.max_power ? *e.max_power : *e.measured_power).value + c.other_power;
+    o.provisioned_power = o.units * provisioned_unit_power(e) + c.other_power;
     o.it_power = o.units * draw->value + c.other_power;
 
     const site_spec& s = c.site;
@@ -142,7 +145,7 @@ cost_inputs resolved_inputs(const cost_spec& c) {
     if (const sourced_power* draw = billed_draw(e, c.power_basis)) {
         in.unit_power = draw->value;
         in.unit_power_measured = e.measured_power && draw == &*e.measured_power;
-        in.unit_provisioned = (e.max_power ? *e.max_power : *e.measured_power).value;
+        in.unit_provisioned = provisioned_unit_power(e);
     }
     in.other_capex_usd = c.other_capex_usd;
     in.other_power = c.other_power;

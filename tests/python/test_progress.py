@@ -154,3 +154,16 @@ def test_the_command_line_stops_cleanly_from_a_real_ctrl_c():
     timer.join()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "stopped (Ctrl-C)" in err
+
+
+@pytest.mark.parametrize("call", [
+    lambda p: capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["H100-SXM"], progress=p),
+    lambda p: capplan.search_training({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+                                       "training": {"seq_len": 4096, "global_batch": 64}}, progress=p),
+    lambda p: calibration.measure_cpu(shapes=[(8, 8, 8)], array=0, progress=p),
+    lambda p: calibration.calibrate_cpu("Llama-3.2-1B", rounds=1, progress=p),
+])
+@pytest.mark.parametrize("bad", ["yes", 2, None, [True]])
+def test_progress_takes_a_boolean_and_names_it_otherwise(call, bad):
+    with pytest.raises(capplan.ConfigError, match="/progress"):
+        call(bad)
