@@ -7,6 +7,7 @@
 #include "capplan/catalog.hpp"
 #include "capplan/search/inference_grid.hpp"
 #include "capplan/search/layout_search.hpp"
+#include "capplan/search/scenario_sweep.hpp"
 #include "capplan/spec/scenario_io.hpp"
 
 using namespace capplan;
@@ -93,5 +94,29 @@ static void inference_grid_1m(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
 }
 BENCHMARK(inference_grid_1m)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+// The sweep over any keys (issue #23 item 1), one thread, every column (second argument 0) or four headline ones (1): 1,024 points of a static batch (Llama-3.1-70B on
+// 8x H200: 4 tp x 256 batches) and of a training step (Llama-3.1-8B on 64 H100s: 4 tp x 256 global batches), per point
+// a patched copy of the parsed scenario, read, estimated and written to columns.
+static void scenario_sweep(benchmark::State& state) {
+    const bool training = state.range(0) == 1, headline = state.range(1) == 1;
+    const char* base = training ? R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 64},
+        "training": {"seq_len": 4096, "global_batch": 512}})"
+                                : R"({"model": "Llama-3.1-70B", "system": "HGX-H200",
+        "inference": {"input_tokens": 2000, "output_tokens": 500, "batch": 50}})";
+    std::vector<sweep_axis> axes{{"parallelism.tp", {"1", "2", "4", "8"}}, {training ? "training.global_batch" : "inference.batch", {}}};
+    for (int b = 1; b <= 256; ++b) axes[1].values.push_back(std::to_string(training ? 64 * b : b));
+    std::size_t n = 0;
+    // Headline columns: a static batch's latency, throughput and fit; a training step's time, MFU and fit.
+    const std::vector<std::string> columns =
+        !headline ? std::vector<std::string>{}
+        : training ? std::vector<std::string>{"training.step_time_s", "training.mfu", "training.tokens_per_s", "memory.fits"}
+                   : std::vector<std::string>{"inference.ttft_s", "inference.tpot_s", "inference.throughput_tokens_per_s",
+                                              "memory.fits"};
+    for (auto _ : state) n = sweep_scenario(base, {}, axes, columns, 1, nullptr, cat()).points;
+    state.counters["points"] = static_cast<double>(n);
+    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+}
+BENCHMARK(scenario_sweep)->Args({0, 0})->Args({0, 1})->Args({1, 0})->Args({1, 1})->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

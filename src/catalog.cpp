@@ -373,6 +373,10 @@ auto in_file(const std::filesystem::path& file, F&& f) {
 catalog catalog::load(const std::filesystem::path& dir) {
     catalog c;
     c.dir_ = dir;
+    if (std::ifstream in(dir / "VERSION"); in) {  // read once: every result carries it
+        std::string v;
+        if (in >> v) c.version_ = v;
+    }
     std::error_code ec;  // a path too long or unreadable is "not found", not a filesystem_error
     if (!std::filesystem::is_directory(dir, ec))
         throw config_error(dir.string(), "", "catalog folder not found",
@@ -476,12 +480,6 @@ std::filesystem::path catalog::default_dir() {
     return CAPPLAN_SOURCE_CATALOG_DIR;
 }
 
-std::string catalog::version() const {
-    std::ifstream in(dir_ / "VERSION");
-    std::string v;
-    if (!(in >> v)) return "unversioned";
-    return v;
-}
 
 const catalog::entry& catalog::find(entry_kind k, std::string_view name, const std::string& field) const {
     const auto it = index_.find(detail::lower(name));

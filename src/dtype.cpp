@@ -41,10 +41,11 @@ const number_format& find_format(std::string_view name, std::string_view field) 
     const std::string key = detail::lower(name);
     const std::string wanted = key == "fp4" ? "mxfp4" : key == "fp6" ? "mxfp6" : key == "float16" ? "fp16" : key == "bfloat16" ? "bf16"
                              : key == "float32" ? "fp32" : key == "float8" ? "fp8" : key;
+    for (const auto& f : number_formats())
+        if (f.name == wanted) return f;
     std::vector<std::string> names;
     std::string allowed;
     for (const auto& f : number_formats()) {
-        if (f.name == wanted) return f;
         names.push_back(f.name);
         allowed += (allowed.empty() ? "" : ", ") + f.name;
     }

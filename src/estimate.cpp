@@ -27,7 +27,7 @@ std::string tokens_text(std::int64_t n) { return std::to_string(n) + (n == 1 ? "
 
 // Fills memory.* and inference.{batch, max_batch, max_context_tokens, smallest_tp}; when the plan
 // does not fit, says which component is largest, by how much it is over, and what would fit.
-void estimate_inference_memory(const scenario& s, estimate_result& r) {
+void estimate_inference_memory(const scenario& s, estimate_result& r, bool limits) {
     const inference_spec& inf = *s.inference;
     const model_spec& m = s.model;
     if (!s.system.accelerator.usable_memory()) {
@@ -45,19 +45,24 @@ void estimate_inference_memory(const scenario& s, estimate_result& r) {
     out.context_tokens = context;
     // Replicas (dp) share the requests; each replica must hold its share at full length.
     const std::int64_t dp = s.parallelism.dp;
-    const std::int64_t max_per_replica = max_concurrency(setup, context);
-    out.max_batch = max_per_replica * dp;
+    // The most requests that fit also decide whether a simulation runs (estimate_inference_speed).
+    std::optional<std::int64_t> max_per_replica;
+    if (limits || inf.batch_max || inf.concurrency || inf.workload) max_per_replica = max_concurrency(setup, context);
     // The memory model's batch: every user with a request in flight holds a full-length cache.
-    const std::int64_t batch = inf.batch_max ? std::max<std::int64_t>(1, max_per_replica) * dp
+    const std::int64_t batch = inf.batch_max ? std::max<std::int64_t>(1, *max_per_replica) * dp
                                              : inf.batch.value_or(inf.concurrency.value_or(1));
     const std::int64_t per_replica = (batch + dp - 1) / dp;
     out.batch = batch;
-    out.max_context_tokens = max_context(setup, per_replica);
-    std::vector<int> tps;
-    for (int tp = 1; tp <= s.system.per_node; tp *= 2) tps.push_back(tp);
-    if (const auto tp = smallest_fitting_tp(setup, per_replica, context, tps)) out.smallest_tp = *tp;
 
     const inference_memory b = inference_budget(setup, per_replica, context);
+    if (limits || !b.fits) {  // the limits a plan that does not fit is told of
+        if (!max_per_replica) max_per_replica = max_concurrency(setup, context);
+        out.max_context_tokens = max_context(setup, per_replica);
+        std::vector<int> tps;
+        for (int tp = 1; tp <= s.system.per_node; tp *= 2) tps.push_back(tp);
+        if (const auto tp = smallest_fitting_tp(setup, per_replica, context, tps)) out.smallest_tp = *tp;
+    }
+    if (max_per_replica) out.max_batch = *max_per_replica * dp;
     r.memory.per_device = b.per_device;
     r.memory.fits = b.fits;
     r.memory.weights = b.weights;
@@ -800,7 +805,7 @@ void estimate_cost(const scenario& s, estimate_result& r) {
     r.cost = std::move(c);
 }
 
-estimate_result estimate_plan(const scenario& s, const catalog& cat) {
+estimate_result estimate_plan(const scenario& s, const catalog& cat, const estimate_parts& parts) {
     if (s.inference && s.inference->disaggregation) return estimate_disaggregated(s, cat);
     estimate_result r;
     r.catalog_version = cat.version();
@@ -873,26 +878,29 @@ estimate_result estimate_plan(const scenario& s, const catalog& cat) {
     if (s.calibration) (void)calibrated_perf_efficiency(*s.calibration, s.system.accelerator, compute);
     if (s.inference || s.training) r.efficiency_table = s.calibration ? s.calibration->name : "catalog";
     if (s.inference) {
-        estimate_inference_memory(s, r);
+        estimate_inference_memory(s, r, parts.memory_limits);
         estimate_inference_speed(s, r);
-        estimate_cold_start(s, cat, r);
+        if (parts.cold_start) estimate_cold_start(s, cat, r);
     }
     if (s.training) {
         estimate_training_memory_result(s, shards, r);
         estimate_training_speed(s, r);
-        estimate_cold_start(s, cat, r);  // a (re)start loads the weights too
-        estimate_checkpoints(s, cat, r);
+        if (parts.cold_start || parts.checkpoint) estimate_cold_start(s, cat, r);  // a (re)start loads the weights too
+        if (parts.checkpoint) estimate_checkpoints(s, cat, r);
+        if (!parts.cold_start) r.cold_start.reset();
     }
-    if (s.inference || s.training) estimate_flops(s, r);
+    if ((s.inference || s.training) && parts.flops) estimate_flops(s, r);
     return r;
 }
 
 }  // namespace
 
-estimate_result estimate(const scenario& s, const catalog& cat) {
-    estimate_result r = estimate_plan(s, cat);
-    add_ranges(s, cat.uncertainty(), r);
-    if (s.cost) estimate_cost(s, r);
+estimate_result estimate(const scenario& s, const catalog& cat) { return estimate(s, cat, estimate_parts{}); }
+
+estimate_result estimate(const scenario& s, const catalog& cat, const estimate_parts& parts) {
+    estimate_result r = estimate_plan(s, cat, parts);
+    if (parts.ranges) add_ranges(s, cat.uncertainty(), r);
+    if (s.cost && parts.cost) estimate_cost(s, r);
     return r;
 }
 

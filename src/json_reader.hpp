@@ -92,10 +92,10 @@ public:
         const json* v = get(key);
         if (!v || v->is_null()) return std::nullopt;
         if (v->is_boolean() || !v->is_number()) wrong_type(key, *v, "an integer");
-        const std::string allowed = max == std::numeric_limits<std::int64_t>::max()
-                                        ? "an integer >= " + std::to_string(min)
-                                        : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-        auto out_of_range = [&](const char* side, std::int64_t bound) {
+        auto out_of_range = [&](const char* side, std::int64_t bound) {  // the allowed text only for the error
+            const std::string allowed = max == std::numeric_limits<std::int64_t>::max()
+                                            ? "an integer >= " + std::to_string(min)
+                                            : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
             throw config_error(path(key), short_value(*v), std::string("must be at ") + side + " " + std::to_string(bound),
                                allowed);
         };

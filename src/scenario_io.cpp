@@ -1,4 +1,5 @@
 #include "capplan/spec/scenario_io.hpp"
+#include "capplan/spec/scenario_value.hpp"
 
 #include "capplan/analysis/cold_start.hpp"
 #include "capplan/analysis/host_link.hpp"
@@ -730,7 +731,30 @@ void resolve_kv_offload(scenario& sc, const catalog& cat) {
 }
 
 scenario read_scenario(std::string_view json_text, const catalog& cat, const std::filesystem::path& base_dir) {
-    const json j = detail::parse_json_text(json_text, "scenario");
+    return read_scenario_value(detail::parse_json_text(json_text, "scenario"), cat, base_dir);
+}
+
+nlohmann::json parse_scenario_json(std::string_view text, const std::string& what) {
+    return detail::parse_json_text(text, what);
+}
+
+void set_scenario_key(nlohmann::json& doc, std::string_view key, const nlohmann::json& value) {
+    json* node = &doc;
+    for (std::size_t start = 0;;) {
+        const std::size_t dot = key.find('.', start);
+        const std::string part(key.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+        if (dot == std::string_view::npos) {
+            (*node)[part] = value;
+            return;
+        }
+        json& child = (*node)[part];
+        if (!child.is_object()) child = child.is_null() ? json::object() : json{{"preset", child}};
+        node = &child;
+        start = dot + 1;
+    }
+}
+
+scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const std::filesystem::path& base_dir) {
     object_reader root(j, "", true);
     scenario sc;
     root.string("name");

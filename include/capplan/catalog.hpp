@@ -57,7 +57,7 @@ public:
     static std::filesystem::path default_dir();
 
     const std::filesystem::path& dir() const { return dir_; }
-    std::string version() const;  // models/VERSION, "unversioned" if absent
+    const std::string& version() const { return version_; }  // models/VERSION (read at load), "unversioned" if absent
 
     // Lookups by name or alias; unknown names throw unknown_name_error with suggestions,
     // naming `field` (the JSON pointer of the request).
@@ -95,6 +95,7 @@ private:
     const entry& find(entry_kind k, std::string_view name, const std::string& field) const;
 
     std::filesystem::path dir_;
+    std::string version_ = "unversioned";
     std::vector<entry> entries_;
     std::map<std::string, std::size_t> index_;  // lower-case name/alias -> entries_ position
     std::map<std::string, model_spec> models_;  // by canonical name

@@ -10,4 +10,17 @@ namespace capplan {
 // Everything the current models compute for `s`. Infeasibility is reported in the result.
 estimate_result estimate(const scenario& s, const catalog& cat = default_catalog());
 
+// The parts of an estimate a caller reads (a sweep's columns): a part left out is not computed and its section stays
+// empty; every figure computed is the same either way, and feasibility with its reasons is always computed.
+struct estimate_parts {
+    bool memory_limits = true;  // inference.max_batch, max_context_tokens, smallest_tp (computed anyway for a plan
+                                // that does not fit: its reason names them)
+    bool cold_start = true;
+    bool checkpoint = true;     // its restart time includes the cold start's engine initialisation
+    bool flops = true;
+    bool ranges = true;         // the <key>_range bands
+    bool cost = true;           // when the scenario asks for one
+};
+estimate_result estimate(const scenario& s, const catalog& cat, const estimate_parts& parts);
+
 }  // namespace capplan

@@ -7,7 +7,7 @@
 """
 from . import _core
 from ._catalog_dir import load as _load_catalog
-from .api import default_scenario, estimate
+from .api import Scenario, default_scenario, estimate
 from .collectives import CollectiveResult, collective, collective_sweep
 from .batch import sweep, sweep_inference
 from .costing import BomResult, CostResult, bom, cost
@@ -30,7 +30,7 @@ def devices() -> dict:
 
 
 __all__ = [
-    "estimate", "default_scenario", "Result", "Quantity", "quantity",
+    "estimate", "Scenario", "default_scenario", "Result", "Quantity", "quantity",
     "collective", "collective_sweep", "CollectiveResult", "size_inference", "search_training", "training_limits", "sweep", "sweep_inference", "cost", "CostResult", "bom", "BomResult",
     "model", "accelerator", "system", "entry", "Model", "Accelerator", "System",
     "list_models", "list_accelerators", "list_systems", "list_storage", "list_links", "catalog_version",

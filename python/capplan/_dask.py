@@ -57,3 +57,41 @@ def sweep_on_cluster(client: Any, base: Mapping[str, Any], points: Sequence[Mapp
         if bar is not None:
             bar.close()
     return [row for i in sorted(done) for row in done[i]]
+
+
+def sweep_columns_on_cluster(client: Any, base: str, axes: List[Any], wanted: List[str], progress: bool,
+                             partitions: Optional[int]) -> List[Dict[str, Any]]:
+    """A columnar sweep's parts computed on the cluster, in the grid's order: the first axis (which varies slowest)
+    cut into consecutive runs of values, one task each. Ctrl-C cancels what is left and keeps the parts done before
+    the first one missing, with a warning."""
+    from .batch import sweep_columns_partition
+    _check_client(client)
+    first = axes[0][1] if axes else [None]
+    rest = math.prod(len(v) for _, v in axes[1:]) if axes else 1
+    n = _partition_count(client, len(first), partitions)
+    size = math.ceil(len(first) / n)
+    cuts = [first[i:i + size] for i in range(0, len(first), size)]
+    tasks = [([(axes[0][0], cut)] + list(axes[1:])) if axes else [] for cut in cuts]
+    futures = client.map(sweep_columns_partition, [base] * len(tasks), tasks, [wanted] * len(tasks),
+                         pure=False, retries=3)
+    done: Dict[int, Dict[str, Any]] = {}
+    index = {f.key: i for i, f in enumerate(futures)}
+    bar = progress_bar(len(first) * rest, "point") if progress else None
+    try:
+        from distributed import as_completed
+        for future in as_completed(futures):
+            i = index[future.key]
+            done[i] = future.result()
+            if bar is not None:
+                bar.update(len(cuts[i]) * rest)
+    except KeyboardInterrupt:
+        client.cancel(futures)
+    finally:
+        if bar is not None:
+            bar.close()
+    parts = []
+    for i in range(len(cuts)):
+        if i not in done:
+            break
+        parts.append(done[i])
+    return parts or [{"columns": [], "errors": {}, "reasons": {}, "points": 0}]

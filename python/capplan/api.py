@@ -10,7 +10,7 @@ from ._args import config_error
 from .result import Result
 from .units import Quantity
 
-Scenario = Union[Dict[str, Any], str, Path]
+ScenarioLike = Union[Dict[str, Any], str, Path, "Scenario"]
 
 
 def _jsonable(value: Any, field: str = "") -> Any:
@@ -37,10 +37,12 @@ def _jsonable(value: Any, field: str = "") -> Any:
                        "numbers, strings, booleans, null, lists and objects")
 
 
-def scenario_text(scenario: Scenario) -> tuple:
+def scenario_text(scenario: ScenarioLike) -> tuple:
     """(JSON text, folder that relative paths in it refer to)."""
     if isinstance(scenario, dict):
         return json.dumps(_jsonable(scenario)), Path.cwd()
+    if isinstance(scenario, Scenario):
+        return scenario._parsed.to_json(), Path(scenario._parsed.base_dir())
     if isinstance(scenario, Path) or (isinstance(scenario, str) and not scenario.lstrip().startswith(("{", "["))):
         path = Path(scenario)
         try:
@@ -62,22 +64,61 @@ def scenario_text(scenario: Scenario) -> tuple:
     return scenario, Path.cwd()
 
 
-def estimate(scenario: Scenario, calibration: Union[str, Path, Dict[str, Any], None] = None) -> Result:
+class Scenario:
+    """A scenario read into the core's typed form once (issue #23 item 0): ``capplan.estimate(s)`` then costs the
+    estimate alone, with no JSON text written or parsed, and ``s.replace({"inference.batch": 64})`` gives a variant
+    for the cost of reading the changed keys. Made from what ``capplan.estimate`` takes (a dict, JSON text or the path
+    of a scenario file); bad input raises the same ConfigError, naming the field."""
+
+    __slots__ = ("_parsed",)
+
+    def __init__(self, scenario: ScenarioLike):
+        if isinstance(scenario, Scenario):
+            self._parsed = scenario._parsed
+            return
+        text, base = scenario_text(scenario)
+        self._parsed = _core.parse_scenario(text, str(base))
+
+    def replace(self, changes: Dict[str, Any]) -> "Scenario":
+        """A new scenario with each dotted key (``"system.count"``, ``"inference.batch"``) set to its value; None keeps
+        this one's. As ``capplan.sweep`` applies its grid: a preset name refined by ``"system.count"`` becomes
+        ``{"preset": name, "count": ...}``."""
+        from ._args import mapping, text
+        items = mapping(changes, "/changes", "a dict of dotted keys -> values")
+        pairs = [(text(k, "/changes", "dotted scenario keys"), json.dumps(_jsonable(v, f"/{k}")))
+                 for k, v in items.items()]
+        out = Scenario.__new__(Scenario)
+        out._parsed = self._parsed.replace(pairs)
+        return out
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The scenario as a dict (as given, with any replaced keys)."""
+        return json.loads(self._parsed.to_json())
+
+    def __repr__(self) -> str:
+        text = self._parsed.to_json()
+        return f"Scenario({text if len(text) <= 200 else text[:197] + '...'})"
+
+
+def estimate(scenario: ScenarioLike, calibration: Union[str, Path, Dict[str, Any], None] = None) -> Result:
     """Everything capplan computes for a scenario. See docs/scenario.md for its keys.
 
-    ``scenario`` is a dict (values may be Quantity objects or unit strings), JSON text, or the
-    path of a scenario file. ``calibration``: a file written by ``capplan calibrate`` (or its dict),
+    ``scenario`` is a dict (values may be Quantity objects or unit strings), JSON text, the
+    path of a scenario file, or a ``capplan.Scenario`` (read once: the call then costs the estimate alone).
+    ``calibration``: a file written by ``capplan calibrate`` (or its dict),
     measured on the scenario's accelerator; its efficiency-by-size curves replace the catalog's
     (the scenario key ``calibration`` does the same; the result names the table in
     ``efficiency_table``). Bad input raises a capplan error naming the field; an infeasible plan
-    is a result with ``feasible == False`` and ``reasons``.
+    is a result with ``feasible == False`` and ``reasons``. The result stays typed in the core until read: its dict
+    is built on first use, and ``result.value("inference.ttft_s")`` reads one figure without it.
     """
+    if calibration is None:
+        parsed = scenario._parsed if isinstance(scenario, Scenario) else Scenario(scenario)._parsed
+        return Result(_core.estimate_parsed(parsed))
     text, base = scenario_text(scenario)
-    if calibration is not None:
-        data = json.loads(text)
-        data["calibration"] = calibration if isinstance(calibration, dict) else str(Path(calibration).resolve())
-        text = json.dumps(data)
-    return Result(_core.estimate_object(text, str(base)))  # the result's dict, without a JSON text round trip
+    data = json.loads(text)
+    data["calibration"] = calibration if isinstance(calibration, dict) else str(Path(calibration).resolve())
+    return Result(_core.estimate_parsed(_core.parse_scenario(json.dumps(data), str(base))))
 
 
 def default_scenario() -> Dict[str, Any]:

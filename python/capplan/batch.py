@@ -137,7 +137,7 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
 
 def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progress: bool = True,
           infeasible_speed: bool = False, workers: Optional[int] = None, client: Any = None,
-          partitions: Optional[int] = None):
+          partitions: Optional[int] = None, columns: Union[str, Iterable[str], None] = None):
     """Every combination of ``grid`` (dotted keys -> values) applied to ``scenario``, evaluated inside
     the core: a pandas DataFrame (one row per point, inputs then results; units in the column names)
     when pandas is installed, else a list of dicts. A point with bad input gets an ``error`` column; a
@@ -148,8 +148,17 @@ def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progre
     into ``partitions`` (default: four per worker thread) evaluated on the cluster's workers (capplan installed on
     each, ``pip install "capplan[dask]"``), the same rows in the same order as a local run; a partition lost with a
     worker is computed again. ``progress`` shows a bar (tqdm) on a terminal; Ctrl-C stops the sweep and returns
-    the points already done, with a warning."""
+    the points already done, with a warning.
+
+    ``columns``: the result figures to tabulate, by dotted key (``["inference.ttft_s", "memory.fits"]``), or
+    ``"all"`` (every figure some point has; ``capplan._core.result_column_keys()`` lists them). Given, the sweep is
+    columnar (issue #23 item 1): the scenario is parsed once, each point's values are written into a parsed copy in the
+    core, and the figures come back as columns, with no JSON per point; the rows hold the inputs, ``feasible``,
+    ``reasons``, those figures, ``error`` where a point has one, and the versions. Without it, every row is the whole
+    flattened result (notes, breakdowns, ranges and names too), at several times the cost per point."""
     values = _grid(grid)
+    if columns is not None:
+        return _sweep_columns(scenario, values, columns, progress, infeasible_speed, workers, client, partitions)
     keys = list(values)
     points = [dict(zip(keys, combo)) for combo in itertools.product(*values.values())]
     base = _jsonable(dict(_args.mapping(scenario, "/", "a scenario dict")))
@@ -168,6 +177,159 @@ def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progre
     except ImportError:
         return rows
     return pandas.DataFrame(rows)
+
+
+# The columnar sweep (capplan.sweep(..., columns=...)): the grid's product evaluated by the core's sweep_scenario.
+def _sweep_columns(scenario: Mapping[str, Any], values: Dict[str, List[Any]], columns: Any, progress: Any,
+                   infeasible_speed: Any, workers: Any, client: Any, partitions: Any):
+    from ._progress import run_watched
+    base = json.dumps(_jsonable(dict(_args.mapping(scenario, "/", "a scenario dict"))))
+    wanted = _column_keys(columns)
+    show = _args.boolean(progress, "/progress")
+    late = _args.boolean(infeasible_speed, "/infeasible_speed")
+    threads = 0 if workers is None else _args.integer(workers, "/workers", 1, 1024)
+    axes = [(k, [json.dumps(_jsonable(_parse_cell(v), f"/grid/{k}")) for v in vals]) for k, vals in values.items()]
+    points = math.prod(len(v) for v in values.values())
+    if client is not None:
+        from ._dask import sweep_columns_on_cluster
+        parts = sweep_columns_on_cluster(client, base, axes, wanted, show, partitions)
+    else:
+        if partitions is not None:
+            raise _error("/partitions: cuts a sweep for a Dask cluster; give client= too")
+        out, _ = run_watched(lambda watch: _core.sweep_scenario(base, str(Path.cwd()), axes, wanted, threads, watch),
+                             "point", "sweep", show and points > 1000)
+        parts = [out]
+    table = _join_parts(parts, wanted)
+    if table["points"] < points:
+        warn_stopped("capplan.sweep", f"{table['points']} of {points} points done; the rows returned are those")
+    return _column_frame(values, table, late)
+
+
+def sweep_columns_partition(base: str, axes: List[Tuple[str, List[str]]], wanted: List[str]) -> Dict[str, Any]:
+    """A part of a columnar sweep as a Dask worker runs it (its first axis cut to the part's values), on one thread."""
+    return _core.sweep_scenario(base, str(Path.cwd()), axes, wanted, 1, None)
+
+
+def _column_keys(columns: Any) -> List[str]:
+    """``"all"`` (an empty list: the core keeps what some point has) or the keys asked for (the core checks them)."""
+    if isinstance(columns, str):
+        if columns != "all":
+            raise _error(f"/columns: not a list of result keys (got {columns!r}); allowed: 'all' or a list of "
+                         + ", ".join(k for k, _ in _core.result_column_keys()))
+        return []
+    keys = [_args.text(c, f"/columns/{i}", "a result key")
+            for i, c in enumerate(_args.items(columns, "/columns", "'all' or a list of result keys"))]
+    if not keys:
+        raise _error("/columns: an empty list (got []); allowed: 'all' or a list of result keys")
+    return keys
+
+
+def _join_parts(parts: List[Dict[str, Any]], wanted: List[str]) -> Dict[str, Any]:
+    """The core's tables of consecutive parts of one grid as one table of Python values (columns in the order asked
+    for, or the result's)."""
+    kinds = dict(_core.result_column_keys())
+    present = {key for part in parts for key, _, _ in part["columns"]}
+    keys = wanted or [k for k in kinds if k in present]
+    pieces: Dict[str, List[Any]] = {k: [] for k in keys}
+    errors: Dict[int, str] = {}
+    reasons: Dict[int, List[str]] = {}
+    offset = 0
+    for part in parts:
+        have = {key: data for key, _, data in part["columns"]}
+        n = part["points"]
+        for key in keys:
+            pieces[key].append(_column_values(kinds[key], have.get(key), n))
+        errors.update({offset + i: e for i, e in part["errors"].items()})
+        reasons.update({offset + i: r for i, r in part["reasons"].items()})
+        offset += n
+    return {"columns": [(k, kinds[k], _concatenate(pieces[k])) for k in keys], "errors": errors, "reasons": reasons,
+            "points": offset}
+
+
+def _concatenate(pieces: List[Any]) -> Any:
+    """The parts' values of one column end to end (numpy arrays or lists, as _column_values made them)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    if all(isinstance(p, list) for p in pieces):
+        return [x for p in pieces for x in p]
+    import numpy
+    return numpy.concatenate(pieces)  # numpy promotes: a count with a gap in one part is float in all
+
+
+def _column_values(kind: str, data: Any, n: int) -> Any:
+    """One column of the core's table: absent (NaN) is None, except in a float column (NaN). A numpy array when numpy
+    is installed (a count or a yes/no with a gap: float or object, as pandas makes of rows with None), else a list."""
+    try:
+        import numpy
+    except ImportError:
+        numpy = None
+    if data is None:
+        values = [math.nan if kind == "number" else None] * n
+        return numpy.array(values, dtype=float if kind == "number" else object) if numpy else values
+    if kind == "text":
+        return numpy.array(data, dtype=object) if numpy else list(data)
+    if numpy is not None:
+        numbers = numpy.frombuffer(data, dtype=numpy.float64)
+        if kind == "number":
+            return numbers.copy()
+        gaps = numpy.isnan(numbers)
+        if kind == "integer":
+            return numbers.copy() if gaps.any() else numbers.astype(numpy.int64)
+        if not gaps.any():
+            return numbers != 0
+        out = numpy.array([None] * n, dtype=object)
+        out[~gaps] = numbers[~gaps] != 0
+        return out
+    from array import array
+    numbers = array("d")
+    numbers.frombytes(data)
+    if kind == "number":
+        return list(numbers)
+    convert = bool if kind == "boolean" else int
+    return [None if x != x else convert(x) for x in numbers]
+
+
+def _blanked(data: Any, rows: List[int]) -> Any:
+    """A speed column without the figures of the rows given (plans that cannot run): NaN for numbers, else None."""
+    if isinstance(data, list):
+        data = list(data)
+        for i in rows:
+            data[i] = math.nan if isinstance(data[i], float) else None
+        return data
+    data = data.astype(float) if data.dtype.kind in "iu" else data.astype(object) if data.dtype.kind == "b" else data.copy()
+    data[rows] = math.nan if data.dtype.kind == "f" else None
+    return data
+
+
+def _column_frame(values: Dict[str, List[Any]], table: Dict[str, Any], infeasible_speed: bool):
+    """The columnar sweep's rows: the inputs as given, feasible, reasons, the figures, error, versions; a DataFrame
+    when pandas is installed, else a dict of lists."""
+    n = table["points"]
+    out: Dict[str, List[Any]] = {}
+    repeat = math.prod(len(v) for v in values.values())
+    for key, vals in values.items():  # itertools.product's order: the last key varies fastest
+        repeat //= len(vals)
+        out[key] = [vals[(i // repeat) % len(vals)] for i in range(n)]
+    columns = {key: data for key, _, data in table["columns"]}
+    feasible = columns.pop("feasible", [None] * n)
+    errors, reasons = table["errors"], table["reasons"]
+    # As the full sweep's rows: feasible True unless the core found a reason, reasons "" or their JSON list.
+    out["feasible"] = [None if i in errors else (True if f is None else f) for i, f in enumerate(feasible)]
+    out["reasons"] = [None if i in errors else json.dumps(reasons[i]) if i in reasons else "" for i in range(n)]
+    blank = [] if infeasible_speed else [i for i, f in enumerate(out["feasible"]) if f is False]
+    for key, data in columns.items():
+        if blank and key.startswith(_SPEED_PREFIXES):
+            data = _blanked(data, blank)
+        out["result." + key if key in out else key] = data
+    if errors:
+        out["error"] = [errors.get(i) for i in range(n)]
+    for key, version in _versions().items():
+        out[key] = [version] * n
+    try:
+        import pandas
+    except ImportError:
+        return out
+    return pandas.DataFrame(out)
 
 
 def sweep_partition(base: Mapping[str, Any], points: Sequence[Mapping[str, Any]], infeasible_speed: bool) -> List[Row]:

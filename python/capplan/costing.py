@@ -7,7 +7,7 @@ import json
 from typing import Any, Dict, List, Tuple
 
 from . import _args, _core
-from .api import Scenario, _jsonable, scenario_text
+from .api import ScenarioLike, _jsonable, scenario_text
 from .result import aligned
 from .sizing import _text_table
 from .units import HOURS_A_YEAR, POWER, Quantity
@@ -83,7 +83,7 @@ class CostResult(dict):
         return f"<div class='capplan-cost'><table>{body}</table><ul>{notes}</ul></div>"
 
 
-def cost(scenario: Scenario, **overrides: Any) -> CostResult:
+def cost(scenario: ScenarioLike, **overrides: Any) -> CostResult:
     """What ``scenario`` costs to own or rent: per hour, per million output tokens (inference), per training run and
     per billion training tokens, with the facility's energy and, where the site knows its grid, emissions.
 

@@ -103,7 +103,51 @@ def aligned(rows: List[Tuple[str, str, str]]) -> List[str]:
 
 
 class Result(Section):
-    """What capplan computed for a scenario. ``to_dict()`` gives the public result JSON."""
+    """What capplan computed for a scenario. ``to_dict()`` gives the public result JSON.
+
+    Made by ``capplan.estimate`` from the core's typed result, whose dict is built on first use (reading a section, a
+    table, ``to_dict``); ``value(key)`` reads one figure without building it. Made from a dict, it is that dict."""
+
+    def __init__(self, data: Any):
+        if isinstance(data, dict):
+            super().__init__(data)
+        else:  # the core's EstimateResult
+            self.__dict__["_typed"] = data
+
+    @property
+    def _data(self) -> Dict[str, Any]:
+        d = self.__dict__.get("_dict")
+        if d is None:
+            d = self.__dict__["_dict"] = self.__dict__["_typed"].to_object()
+        return d
+
+    @_data.setter
+    def _data(self, value: Dict[str, Any]) -> None:
+        self.__dict__["_dict"] = value
+
+    def value(self, key: str) -> Any:
+        """One figure by its dotted key, as ``capplan.sweep(..., columns=...)`` names them (``"inference.ttft_s"``,
+        ``"memory.fits"``, ``"training.mfu"``): a number (SI units), a bool or a str, or None when the result has
+        none. An unknown key is a ConfigError listing the keys."""
+        from ._args import text
+        key = text(key, "/key", "a dotted result key")
+        typed = self.__dict__.get("_typed")
+        if typed is not None:
+            return typed.value(key)
+        from . import _core
+        from ._args import config_error
+        kinds = dict(_core.result_column_keys())
+        if key not in kinds:
+            raise config_error("/key", key, "not a column of a result", ", ".join(kinds))
+        node: Any = self._data
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        return node
+
+    def __reduce__(self):  # pickled as its dict (the core's typed result does not pickle)
+        return (Result, (self._data,))
 
     def rows(self) -> List[Tuple[str, str, str]]:
         """(what, value, detail) lines of the summary table."""

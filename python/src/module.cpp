@@ -18,6 +18,7 @@ PYBIND11_MODULE(_core, m) {
     capplan::python::register_estimate(m);
     capplan::python::register_estimate_many(m);
     capplan::python::register_inference_grid(m);
+    capplan::python::register_typed(m);
     capplan::python::register_collectives(m);
     capplan::python::register_sizing(m);
     capplan::python::register_layout_search(m);

@@ -16,8 +16,6 @@ namespace py = pybind11;
 
 namespace capplan::python {
 
-namespace {
-
 // A JSON value as the Python object json.loads would give (dicts keep their order).
 py::object to_python(const nlohmann::ordered_json& v) {
     switch (v.type()) {
@@ -42,6 +40,8 @@ py::object to_python(const nlohmann::ordered_json& v) {
         default: return py::none();
     }
 }
+
+namespace {
 
 // {"memory": {"fits": true}} -> {"memory.fits": True}, as capplan.result.flatten does (lists stay Python lists here;
 // the caller writes them as JSON text).

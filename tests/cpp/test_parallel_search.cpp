@@ -4,10 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "capplan/error.hpp"
 #include "capplan/search/inference_grid.hpp"
 #include "capplan/search/layout_search.hpp"
+#include "capplan/search/scenario_sweep.hpp"
 #include "capplan/spec/scenario_io.hpp"
 #include "test_support.hpp"
 
@@ -81,4 +83,43 @@ TEST_CASE("layout search: progress counts the shapes on every thread; asked to s
     CHECK(none.shapes_searched == 0);
     CHECK(none.evaluated == 0);
     CHECK(none.best.empty());
+}
+
+TEST_CASE("scenario sweep: four threads give every point one thread gives; a stop mid-way keeps whole pieces") {
+    const char* base = R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+        "training": {"seq_len": 4096, "global_batch": 64}})";
+    // tp 3 cannot split the system: its points keep an error on whichever thread computes them.
+    const std::vector<sweep_axis> axes{{"parallelism.tp", {"1", "2", "3", "4"}},
+                                       {"training.micro_batch", {"1", "2"}},
+                                       {"training.seq_len", {"1024", "2048", "4096", "8192"}}};
+    const sweep_table one = sweep_scenario(base, {}, axes, {}, 1), four = sweep_scenario(base, {}, axes, {}, 4);
+    REQUIRE(one.points == 32);
+    REQUIRE(four.points == one.points);
+    CHECK(four.errors == one.errors);
+    CHECK(one.errors[16].rfind("/parallelism", 0) == 0);
+    REQUIRE(four.columns.size() == one.columns.size());
+    for (std::size_t c = 0; c < one.columns.size(); ++c) {
+        CAPTURE(one.columns[c].key);
+        CHECK(four.columns[c].key == one.columns[c].key);
+        for (std::size_t i = 0; i < one.points; ++i) CHECK(same(four.columns[c].numbers.empty() ? 0 : four.columns[c].numbers[i],
+                                                                one.columns[c].numbers.empty() ? 0 : one.columns[c].numbers[i]));
+        CHECK(four.columns[c].texts == one.columns[c].texts);
+    }
+
+    // Stopped from another thread once the first points are in: the points kept are whole pieces of 64, all computed.
+    std::vector<sweep_axis> big{{"training.global_batch", {}}};
+    for (int b = 1; b <= 2048; ++b) big[0].values.push_back(std::to_string(8 * b));
+    progress watch;
+    std::thread stopper([&] {
+        while (watch.done() < 64) std::this_thread::yield();
+        watch.request_stop();
+    });
+    const sweep_table part = sweep_scenario(base, {}, big, {"training.step_time_s"}, 2, &watch);
+    stopper.join();
+    CHECK(watch.total() == 2048);
+    CHECK(part.points % 64 == 0);
+    CHECK(part.points >= 64);
+    if (part.points < 2048) CHECK(part.stopped);
+    REQUIRE(part.columns.size() == 1);
+    for (std::size_t i = 0; i < part.points; ++i) CHECK(part.columns[0].numbers[i] > 0);
 }

@@ -64,3 +64,15 @@ def test_sweep_arguments_name_their_field(cluster):
                           ({"client": object()}, "/client"), ({"client": client, "partitions": 0}, "/partitions")):
         with pytest.raises(capplan.ConfigError, match=field):
             capplan.sweep(SCENARIO, {"inference.concurrency": [1, 2]}, progress=False, **kwargs)
+
+
+def test_a_columnar_dask_sweep_is_the_local_one(cluster):
+    # Cut along the first key (it varies slowest): consecutive runs of its values, one task each, joined in order;
+    # more partitions than values gives one value a task.
+    _, client = cluster
+    local = capplan.sweep(SCENARIO, GRID, progress=False, columns="all")
+    for partitions in (3, 100):
+        remote = capplan.sweep(SCENARIO, GRID, progress=False, client=client, partitions=partitions, columns="all")
+        pandas.testing.assert_frame_equal(local, remote)
+    few = capplan.sweep(SCENARIO, GRID, progress=False, client=client, columns=["inference.ttft_p99_s"])
+    assert few["inference.ttft_p99_s"].tolist() == local["inference.ttft_p99_s"].tolist()

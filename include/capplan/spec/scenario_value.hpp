@@ -1,0 +1,28 @@
+// Reading a scenario from an already parsed JSON value, for callers that build many scenarios from one
+// parsed document (a sweep patches its grid's keys into a copy per point instead of writing and parsing
+// text). Needs nlohmann_json, which the rest of the public API does not.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "capplan/catalog.hpp"
+#include "capplan/spec/scenario.hpp"
+
+namespace capplan {
+
+// JSON text parsed as read_scenario parses it: malformed text is a json_error naming `what`, its line and column.
+nlohmann::json parse_scenario_json(std::string_view text, const std::string& what = "scenario");
+
+// read_scenario (spec/scenario_io.hpp) without the text: the same rules and errors.
+scenario read_scenario_value(const nlohmann::json& doc, const catalog& cat, const std::filesystem::path& base_dir = {});
+
+// doc["a"]["b"] = value for the dotted key "a.b", making the objects on the way. A name standing where an object is
+// needed becomes that object's preset ("system": "HGX-H200" refined by "system.count" is {"preset": "HGX-H200",
+// "count": ...}), as the Python sweeps' capplan.batch.set_dotted does. `doc` must be an object.
+void set_scenario_key(nlohmann::json& doc, std::string_view dotted_key, const nlohmann::json& value);
+
+}  // namespace capplan

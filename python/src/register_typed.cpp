@@ -1,0 +1,140 @@
+// Typed objects across the boundary (issue #23 items 0 and 1): a scenario parsed once and estimated without JSON text,
+// its result kept typed (the dict built only when asked for, one figure read by its key), and sweeps over any keys
+// whose answers come back as columns.
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "capplan/estimate.hpp"
+#include "capplan/report/result_columns.hpp"
+#include "capplan/report/result_object.hpp"
+#include "capplan/search/scenario_sweep.hpp"
+#include "capplan/spec/scenario_io.hpp"
+#include "capplan/spec/scenario_value.hpp"
+#include "register.hpp"
+
+namespace py = pybind11;
+
+namespace capplan::python {
+
+namespace {
+
+// A scenario read once, with its parsed document: estimating it costs the estimate alone, and a variant (a few keys
+// replaced) costs reading the patched document, not writing and parsing text.
+struct parsed_scenario {
+    nlohmann::json doc;
+    std::filesystem::path base_dir;
+    scenario value;
+};
+
+parsed_scenario parse(nlohmann::json doc, const std::filesystem::path& base_dir) {
+    scenario value = read_scenario_value(doc, default_catalog(), base_dir);
+    return {std::move(doc), base_dir, std::move(value)};
+}
+
+// One figure of a result by its column key: a float, an int, a bool, a str, or None when the result has none.
+py::object figure(const estimate_result& r, const std::string& key) {
+    const result_column& c = result_column_named(key, "/key");
+    if (c.kind == column_kind::text) {
+        const auto t = c.text(r);
+        return t ? py::object(py::str(*t)) : py::object(py::none());
+    }
+    const auto x = c.number(r);
+    if (!x) return py::none();
+    if (c.kind == column_kind::boolean) return py::bool_(*x != 0.0);
+    if (c.kind == column_kind::integer) return py::int_(static_cast<long long>(*x));
+    return py::float_(*x);
+}
+
+const char* kind_name(column_kind k) {
+    switch (k) {
+        case column_kind::number: return "number";
+        case column_kind::integer: return "integer";
+        case column_kind::boolean: return "boolean";
+        case column_kind::text: return "text";
+    }
+    return "number";
+}
+
+}  // namespace
+
+void register_typed(py::module_& m) {
+    py::class_<parsed_scenario>(m, "ParsedScenario", "A scenario read into the core's typed form once.")
+        .def("to_json", [](const parsed_scenario& s) { return s.doc.dump(); }, "The scenario as JSON text.")
+        .def("base_dir", [](const parsed_scenario& s) { return s.base_dir; })
+        .def("replace", [](const parsed_scenario& s, const std::vector<std::pair<std::string, std::string>>& changes) {
+                py::gil_scoped_release release;
+                nlohmann::json doc = s.doc;
+                for (const auto& [key, value] : changes) {
+                    const nlohmann::json v = parse_scenario_json(value, "/" + key);
+                    if (!v.is_null()) set_scenario_key(doc, key, v);
+                }
+                return parse(std::move(doc), s.base_dir);
+            }, py::arg("changes"),
+            "A new parsed scenario with each dotted key set to its value (JSON text; null keeps this one's).");
+    m.def("parse_scenario", [](const std::string& text, const std::filesystem::path& base_dir) {
+            py::gil_scoped_release release;
+            return parse(parse_scenario_json(text), base_dir);
+        }, py::arg("scenario"), py::arg("base_dir") = std::filesystem::path{},
+        "Read scenario JSON text into the typed scenario (errors name the field).");
+
+    py::class_<estimate_result>(m, "EstimateResult", "An estimate's result, typed.")
+        .def("to_object", [](const estimate_result& r) { return to_python(result_object(r)); },
+             "The result as the dict json.loads would give for estimate_json's text.")
+        .def("value", &figure, py::arg("key"), "One figure by its dotted result key, or None.");
+    m.def("estimate_parsed", [](const parsed_scenario& s) {
+            py::gil_scoped_release release;
+            return estimate(s.value, default_catalog());
+        }, py::arg("scenario"), "Estimate a parsed scenario; the result stays typed.");
+    m.def("result_column_keys", [] {
+            std::vector<std::pair<std::string, std::string>> out;
+            for (const result_column& c : result_columns()) out.emplace_back(c.key, kind_name(c.kind));
+            return out;
+        }, "(key, kind) of every figure a sweep can tabulate, in the result's order.");
+
+    m.def("sweep_scenario", [](const std::string& base, const std::filesystem::path& base_dir,
+                               const std::vector<std::pair<std::string, std::vector<std::string>>>& axes,
+                               const std::vector<std::string>& columns, int threads, progress* watch) {
+            sweep_table t;
+            {
+                py::gil_scoped_release release;
+                std::vector<sweep_axis> as;
+                for (const auto& [k, v] : axes) as.push_back({k, v});
+                t = sweep_scenario(base, base_dir, as, columns, threads, watch);
+            }
+            // Numbers as raw float64 bytes (numpy.frombuffer or array.array read them without a Python object each).
+            py::list cols;
+            for (const sweep_column& c : t.columns) {
+                py::object data;
+                if (c.kind == column_kind::text) {
+                    py::list l(c.texts.size());
+                    for (std::size_t i = 0; i < c.texts.size(); ++i)
+                        l[i] = c.texts[i] ? py::object(py::str(*c.texts[i])) : py::object(py::none());
+                    data = l;
+                } else {
+                    data = py::bytes(reinterpret_cast<const char*>(c.numbers.data()), c.numbers.size() * sizeof(double));
+                }
+                cols.append(py::make_tuple(c.key, kind_name(c.kind), data));
+            }
+            py::dict errors, reasons;  // only the points that have them
+            for (std::size_t i = 0; i < t.points; ++i) {
+                if (!t.errors[i].empty()) errors[py::int_(i)] = t.errors[i];
+                if (!t.reasons[i].empty()) reasons[py::int_(i)] = t.reasons[i];
+            }
+            py::dict out;
+            out["columns"] = cols;
+            out["errors"] = errors;
+            out["reasons"] = reasons;
+            out["points"] = t.points;
+            out["stopped"] = t.stopped;
+            return out;
+        }, py::arg("base"), py::arg("base_dir"), py::arg("axes"), py::arg("columns"), py::arg("threads") = 0,
+        py::arg("watch") = nullptr,
+        "Every combination of the axes ((key, [JSON text of each value])) applied to the base scenario's JSON text and "
+        "estimated in the core: {columns: [(key, kind, float64 bytes or a list of str/None)], errors: {point: text}, "
+        "reasons: {point: [text]}, points, stopped}.");
+}
+
+}  // namespace capplan::python

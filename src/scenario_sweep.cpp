@@ -1,0 +1,188 @@
+#include "capplan/search/scenario_sweep.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <mutex>
+
+#include "capplan/detail/threads.hpp"
+#include "capplan/error.hpp"
+#include "capplan/estimate.hpp"
+#include "capplan/spec/scenario_value.hpp"
+#include "json_reader.hpp"
+
+namespace capplan {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::size_t piece = 64;  // points a thread takes at a time: the unit of progress and of a stop
+constexpr double absent = std::numeric_limits<double>::quiet_NaN();
+
+struct parsed_axis {
+    std::string key;
+    std::vector<json> values;
+};
+
+// A point's figures before they join the table: every column's value, per point of a piece.
+struct piece_values {
+    std::vector<double> numbers;                    // [column * piece + k]
+    std::vector<std::optional<std::string>> texts;  // [column * piece + k]
+    std::vector<bool> seen;                         // per column: some point of the piece has it
+};
+
+// What the columns need of an estimate: the parts no column reads are skipped (no range is a column).
+estimate_parts parts_for(const std::vector<const result_column*>& wanted, bool all) {
+    estimate_parts parts;
+    parts.ranges = false;
+    if (all) return parts;
+    auto asks = [&](std::string_view prefix) {
+        return std::any_of(wanted.begin(), wanted.end(),
+                           [&](const result_column* c) { return std::string_view(c->key).rfind(prefix, 0) == 0; });
+    };
+    parts.memory_limits = asks("inference.max_batch") || asks("inference.max_context_tokens") || asks("inference.smallest_tp");
+    parts.cold_start = asks("cold_start.");
+    parts.checkpoint = asks("checkpoint.");
+    parts.flops = asks("flops.");
+    parts.cost = asks("cost.");
+    return parts;
+}
+
+}  // namespace
+
+sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::path& base_dir,
+                           const std::vector<sweep_axis>& axes, const std::vector<std::string>& columns, int threads,
+                           progress* watch, const catalog& cat) {
+    const json base = parse_scenario_json(base_json);
+    if (!base.is_object())
+        throw config_error("/", detail::short_value(base), "expected a JSON object, got " + detail::type_name(base));
+    std::vector<parsed_axis> grid;
+    std::size_t points = 1;
+    bool nulls = false;  // a null value restores the base's: then each point starts from a fresh copy
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+        const std::string where = "/grid/" + axes[a].key;
+        if (axes[a].values.empty()) throw config_error(where, "[]", "no values", "a list of values");
+        parsed_axis p{axes[a].key, {}};
+        for (const std::string& v : axes[a].values) {
+            p.values.push_back(parse_scenario_json(v, where));
+            nulls = nulls || p.values.back().is_null();
+        }
+        if (points > (std::size_t{1} << 32) / p.values.size())
+            throw config_error("/grid", std::to_string(points) + " x " + std::to_string(p.values.size()),
+                               "more than 2^32 points", "a smaller grid");
+        points *= p.values.size();
+        grid.push_back(std::move(p));
+    }
+
+    // The columns to fill: those asked for, or all (only those some point has are kept).
+    const std::vector<result_column>& all = result_columns();
+    std::vector<const result_column*> wanted;
+    if (columns.empty()) {
+        for (const result_column& c : all) wanted.push_back(&c);
+    } else {
+        for (std::size_t i = 0; i < columns.size(); ++i)
+            wanted.push_back(&result_column_named(columns[i], "/columns/" + std::to_string(i)));
+    }
+    const std::size_t ncol = wanted.size();
+    const estimate_parts parts = parts_for(wanted, columns.empty());
+
+    sweep_table out;
+    out.errors.resize(points);
+    out.reasons.resize(points);
+    std::vector<std::vector<double>> numbers(ncol);                    // allocated when a column is first seen
+    std::vector<std::vector<std::optional<std::string>>> texts(ncol);
+    std::vector<bool> seen(ncol, !columns.empty());
+    std::mutex merge;
+    const std::size_t pieces = (points + piece - 1) / piece;
+    if (watch) watch->add_total(static_cast<std::int64_t>(points));
+    std::atomic<std::size_t> next{0};
+
+    auto run_piece = [&](std::size_t p, json& doc, piece_values& v) {
+        const std::size_t first = p * piece, count = std::min(piece, points - first);
+        std::fill(v.numbers.begin(), v.numbers.end(), absent);
+        std::fill(v.texts.begin(), v.texts.end(), std::nullopt);
+        std::fill(v.seen.begin(), v.seen.end(), false);
+        for (std::size_t k = 0; k < count; ++k) {
+            const std::size_t i = first + k;
+            if (nulls) doc = base;
+            std::size_t rest = i;  // the last axis varies fastest
+            std::vector<std::size_t> at(grid.size());
+            for (std::size_t a = grid.size(); a-- > 0;) {
+                at[a] = rest % grid[a].values.size();
+                rest /= grid[a].values.size();
+            }
+            try {
+                for (std::size_t a = 0; a < grid.size(); ++a)  // in the grid's order, as the Python sweep applies them
+                    if (!grid[a].values[at[a]].is_null()) set_scenario_key(doc, grid[a].key, grid[a].values[at[a]]);
+                const estimate_result r = estimate(read_scenario_value(doc, cat, base_dir), cat, parts);
+                for (std::size_t c = 0; c < ncol; ++c) {
+                    const result_column& col = *wanted[c];
+                    if (col.kind == column_kind::text) {
+                        if (auto t = col.text(r)) {
+                            v.texts[c * piece + k] = std::move(t);
+                            v.seen[c] = true;
+                        }
+                    } else if (auto x = col.number(r)) {
+                        v.numbers[c * piece + k] = *x;
+                        v.seen[c] = true;
+                    }
+                }
+                out.reasons[i] = r.reasons;
+            } catch (const std::exception& e) {
+                out.errors[i] = *e.what() ? e.what() : "error";
+                if (!nulls) doc = base;  // a failed patch may have left the document half changed
+            }
+        }
+        const std::lock_guard<std::mutex> lock(merge);
+        for (std::size_t c = 0; c < ncol; ++c) {
+            if (!v.seen[c] && !seen[c]) continue;
+            seen[c] = true;
+            if (wanted[c]->kind == column_kind::text) {
+                if (texts[c].empty()) texts[c].resize(points);
+                std::move(v.texts.begin() + c * piece, v.texts.begin() + c * piece + count, texts[c].begin() + first);
+            } else {
+                if (numbers[c].empty()) numbers[c].assign(points, absent);
+                std::copy_n(v.numbers.begin() + c * piece, count, numbers[c].begin() + first);
+            }
+        }
+    };
+
+    // Pieces are taken in order; one taken but not run (a stop) ends the kept points: every piece before it ran whole.
+    std::atomic<std::size_t> first_skipped{pieces};
+    detail::run_threads(threads, [&](int, int) {
+        json doc = base;
+        piece_values v{std::vector<double>(ncol * piece), std::vector<std::optional<std::string>>(ncol * piece),
+                       std::vector<bool>(ncol)};
+        for (std::size_t p = next++; p < pieces; p = next++) {
+            if (stop_requested(watch)) {
+                for (std::size_t was = first_skipped; p < was && !first_skipped.compare_exchange_weak(was, p);) {
+                }
+                break;
+            }
+            run_piece(p, doc, v);
+            if (watch) watch->advance(static_cast<std::int64_t>(std::min(piece, points - p * piece)));
+        }
+    });
+
+    out.points = std::min(points, first_skipped * piece);
+    out.stopped = first_skipped < pieces;
+    out.errors.resize(out.points);
+    out.reasons.resize(out.points);
+    for (std::size_t c = 0; c < ncol; ++c) {
+        if (!seen[c]) continue;
+        sweep_column col{wanted[c]->key, wanted[c]->kind, {}, {}};
+        if (col.kind == column_kind::text) {
+            col.texts = std::move(texts[c]);
+            col.texts.resize(out.points);
+        } else {
+            col.numbers = std::move(numbers[c]);
+            col.numbers.resize(out.points, absent);
+        }
+        out.columns.push_back(std::move(col));
+    }
+    return out;
+}
+
+}  // namespace capplan

@@ -1,0 +1,153 @@
+"""Typed calls (issue #23 items 0 and 1): capplan.Scenario read once and estimated without JSON text, results kept
+typed until read, and sweeps whose figures come back as columns from the core. Each is checked against the JSON path
+it replaces: the same figures, key for key."""
+import math
+import pickle
+import sys
+import warnings
+
+import pytest
+
+import capplan
+from capplan._progress import StoppedWarning
+
+pandas = pytest.importorskip("pandas")
+
+STATIC = {"model": "Llama-3.1-8B", "system": "HGX-H100",
+          "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 8}}
+SERVING = {"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 1},
+           "inference": {"input_tokens": 500, "output_tokens": 16, "concurrency": 4, "workload": {"requests": 40}}}
+TRAINING = {"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16, "storage": "parallelfs"},
+            "training": {"seq_len": 4096, "global_batch": 256, "tokens": 1e11}, "cost": {}}
+
+
+def same(a, b):
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if a is None and isinstance(b, float) and math.isnan(b) or b is None and isinstance(a, float) and math.isnan(a):
+        return True
+    return a == b
+
+
+def assert_same_figures(columnar, full):
+    """Every column the columnar sweep has is in the full sweep's rows, with the same value in every row."""
+    assert len(columnar) == len(full)
+    for key in columnar.columns:
+        if key in ("error",) and key not in full:
+            assert columnar[key].isna().all()
+            continue
+        assert key in full.columns, key
+        for i, (a, b) in enumerate(zip(columnar[key].tolist(), full[key].tolist())):
+            assert same(a, b), (key, i, a, b)
+
+
+@pytest.mark.parametrize("scenario, grid", [
+    # tp 3 cannot split 8 GPUs (an error); 100k-token prompts at batch 64 do not fit (infeasible, speed blanked).
+    (STATIC, {"parallelism.tp": [1, 3, 8], "inference.batch": [1, 64], "inference.input_tokens": [1000, 100000]}),
+    (SERVING, {"inference.concurrency": [1, 4, 16], "inference.output_tokens": [8, 16]}),
+    (TRAINING, {"parallelism.tp": [1, 2, 4], "training.micro_batch": [1, 2]}),
+], ids=["static-batch", "serving", "training"])
+def test_a_columnar_sweep_gives_the_full_sweeps_figures(scenario, grid):
+    full = capplan.sweep(scenario, grid, progress=False)
+    columnar = capplan.sweep(scenario, grid, progress=False, columns="all")
+    assert_same_figures(columnar, full)
+    assert list(columnar.columns[:len(grid) + 2]) == list(grid) + ["feasible", "reasons"]
+    assert list(columnar.columns[-2:]) == ["capplan_version", "catalog_version"]
+    # Only figures: no lists, names or notes.
+    assert "notes" not in columnar and "training.breakdown" not in columnar and "model.name" not in columnar
+    if "error" in full:
+        assert columnar["error"].tolist() == full["error"].where(full["error"].notna(), None).tolist()
+
+
+def test_asked_columns_come_alone_and_in_order_with_the_inputs_echoed():
+    grid = {"system.count": [1, 8], "inference.batch": [1, 16, 64]}
+    t = capplan.sweep(STATIC, grid, progress=False, columns=["inference.tpot_s", "memory.fits", "inference.batch"])
+    assert list(t.columns) == ["system.count", "inference.batch", "feasible", "reasons", "inference.tpot_s",
+                               "memory.fits", "result.inference.batch", "capplan_version", "catalog_version"]
+    assert t["system.count"].tolist() == [1, 1, 1, 8, 8, 8]  # the last key varies fastest
+    assert t["inference.batch"].tolist() == [1, 16, 64] * 2
+    assert t["result.inference.batch"].tolist() == [1, 16, 64] * 2
+    one = capplan.estimate(dict(STATIC, system={"preset": "HGX-H100", "count": 8}, inference=dict(STATIC["inference"], batch=64)))
+    assert t["inference.tpot_s"].iloc[5] == one.to_dict()["inference"]["tpot_s"]
+    assert t["memory.fits"].dtype == bool
+
+
+@pytest.mark.parametrize("columns, field", [("some", "/columns"), ([], "/columns"), (5, "/columns"),
+                                            (["inference.ttft"], "/columns/0"), ([1], "/columns/0")])
+def test_bad_columns_name_their_field(columns, field):
+    with pytest.raises(capplan.ConfigError, match=field):
+        capplan.sweep(STATIC, {"inference.batch": [1]}, progress=False, columns=columns)
+
+
+def test_without_pandas_or_numpy_the_columns_are_lists(monkeypatch):
+    grid = {"parallelism.tp": [1, 3], "inference.batch": [1, 64]}
+    with_numpy = capplan.sweep(STATIC, grid, progress=False, columns="all")
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    plain = capplan.sweep(STATIC, grid, progress=False, columns="all")
+    assert isinstance(plain, dict) and all(isinstance(v, list) for v in plain.values())
+    assert list(plain) == list(with_numpy.columns)
+    for key, values in plain.items():
+        for a, b in zip(values, with_numpy[key].tolist()):
+            assert same(a, b), key
+
+
+def test_ctrl_c_keeps_the_points_done(monkeypatch):
+    from test_progress import ctrl_c_when
+    grid = {"training.global_batch": [8 * b for b in range(1, 4097)]}  # a few seconds on one core
+    base = {"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8}, "training": {"seq_len": 4096,
+                                                                                                 "global_batch": 64}}
+    with ctrl_c_when(monkeypatch, lambda p: p.done() >= 64), pytest.warns(StoppedWarning, match=r"of 4096 points"):
+        part = capplan.sweep(base, grid, workers=1, columns=["training.step_time_s"])
+    assert 64 <= len(part) < 4096 and len(part) % 64 == 0
+    assert part["training.global_batch"].tolist() == grid["training.global_batch"][:len(part)]
+    assert part["training.step_time_s"].notna().all()
+
+
+def test_a_scenario_read_once_estimates_as_its_dict_does():
+    s = capplan.Scenario(TRAINING)
+    assert capplan.estimate(s).to_dict() == capplan.estimate(TRAINING).to_dict()
+    assert capplan.Scenario(s).to_dict() == s.to_dict() == capplan.Scenario(repr_free(TRAINING)).to_dict()
+    wider = s.replace({"system.count": 32, "training.micro_batch": 2, "training.tokens": None})
+    direct = dict(TRAINING, system=dict(TRAINING["system"], count=32), training=dict(TRAINING["training"], micro_batch=2))
+    assert capplan.estimate(wider).to_dict() == capplan.estimate(direct).to_dict()
+    assert s.to_dict()["system"]["count"] == 16  # a variant leaves its origin as it was
+    preset = capplan.Scenario(STATIC).replace({"system.count": 4})
+    assert preset.to_dict()["system"] == {"preset": "HGX-H100", "count": 4}
+
+
+def repr_free(d):
+    import json
+    return json.dumps(d)  # JSON text makes the same scenario
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: capplan.Scenario({"model": "Llama-3.1-8B"}), "/system"),
+    (lambda: capplan.Scenario(STATIC).replace({"parallelism.tp": 3}), "/parallelism"),
+    (lambda: capplan.Scenario(STATIC).replace({"inference.batch": 0}), "/inference/batch"),
+    (lambda: capplan.Scenario(STATIC).replace(["inference.batch"]), "/changes"),
+    (lambda: capplan.Scenario(STATIC).replace({1: 2}), "/changes"),
+    (lambda: capplan.Scenario(STATIC).replace({"inference.batch": float("nan")}), "/inference.batch"),
+    (lambda: capplan.Scenario(3), "/"),
+])
+def test_a_scenario_with_bad_input_is_a_config_error_naming_the_field(make, field):
+    with pytest.raises(capplan.ConfigError, match=field):
+        make()
+
+
+def test_a_typed_result_reads_one_figure_without_its_dict_and_pickles_as_the_dict():
+    r = capplan.estimate(capplan.Scenario(STATIC))
+    assert "_dict" not in r.__dict__  # nothing built yet
+    assert r.value("inference.ttft_s") == pytest.approx(r.inference.ttft_s.si, rel=0)
+    assert r.value("memory.fits") is True and r.value("inference.batch") == 8
+    assert r.value("inference.method") == "roofline"
+    assert r.value("training.mfu") is None  # not a training scenario
+    with pytest.raises(capplan.ConfigError, match="/key"):
+        r.value("inference.ttft")
+    with pytest.raises(capplan.ConfigError, match="/key"):
+        r.value(3)
+    back = pickle.loads(pickle.dumps(r))
+    assert back.to_dict() == r.to_dict()
+    assert back.value("inference.ttft_s") == r.value("inference.ttft_s")  # a dict-made result reads the same keys
+    with pytest.raises(capplan.ConfigError, match="/key"):
+        back.value("nope")
