@@ -57,6 +57,31 @@ static void estimate_only_static_batch(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(estimate(sc, c));
 }
 BENCHMARK(estimate_only_static_batch)->Unit(benchmark::kMicrosecond);
+// A training step (Llama-3.1-8B on 64 H100s): bench/python_calls.py times the same from Python.
+static void estimate_only_training(benchmark::State& state) {
+    const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
+    const scenario sc = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 64},
+        "training": {"seq_len": 4096, "global_batch": 512}})", c);
+    for (auto _ : state) benchmark::DoNotOptimize(estimate(sc, c));
+}
+BENCHMARK(estimate_only_training)->Unit(benchmark::kMicrosecond);
+// The same two with none of the optional parts (what capplan.estimate of a capplan.Scenario computes first: the
+// memory limits, cold start, checkpoint, FLOPs, ranges and cost wait until read).
+static void estimate_headline_static_batch(benchmark::State& state) {
+    const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
+    const scenario sc = read_scenario(static_batch_text, c);
+    const estimate_parts none{false, false, false, false, false, false};
+    for (auto _ : state) benchmark::DoNotOptimize(estimate(sc, c, none));
+}
+BENCHMARK(estimate_headline_static_batch)->Unit(benchmark::kMicrosecond);
+static void estimate_headline_training(benchmark::State& state) {
+    const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
+    const scenario sc = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 64},
+        "training": {"seq_len": 4096, "global_batch": 512}})", c);
+    const estimate_parts none{false, false, false, false, false, false};
+    for (auto _ : state) benchmark::DoNotOptimize(estimate(sc, c, none));
+}
+BENCHMARK(estimate_headline_training)->Unit(benchmark::kMicrosecond);
 static void result_json_static_batch(benchmark::State& state) {
     const catalog c = catalog::load(CAPPLAN_BENCH_CATALOG_DIR);
     const estimate_result r = estimate(read_scenario(static_batch_text, c), c);

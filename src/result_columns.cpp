@@ -208,4 +208,48 @@ const result_column& result_column_named(std::string_view key, const std::string
     throw config_error(field, "'" + std::string(key) + "'", "not a column of a result", keys);
 }
 
+namespace {
+
+enum class part { always, memory_limits, cold_start, checkpoint, flops, cost };
+
+part part_of(std::string_view key) {
+    auto starts = [&](std::string_view prefix) { return key.rfind(prefix, 0) == 0; };
+    if (key == "inference.max_batch" || key == "inference.max_context_tokens" || key == "inference.smallest_tp")
+        return part::memory_limits;
+    if (starts("cold_start.")) return part::cold_start;
+    if (starts("checkpoint.")) return part::checkpoint;
+    if (starts("flops.")) return part::flops;
+    if (starts("cost.")) return part::cost;
+    return part::always;
+}
+
+}  // namespace
+
+estimate_parts parts_for(const std::vector<const result_column*>& columns) {
+    estimate_parts parts{false, false, false, false, false, false};
+    for (const result_column* c : columns) {
+        switch (part_of(c->key)) {
+            case part::memory_limits: parts.memory_limits = true; break;
+            case part::cold_start: parts.cold_start = true; break;
+            case part::checkpoint: parts.checkpoint = true; break;
+            case part::flops: parts.flops = true; break;
+            case part::cost: parts.cost = true; break;
+            case part::always: break;
+        }
+    }
+    return parts;
+}
+
+bool computed_in(const estimate_parts& parts, const result_column& c) {
+    switch (part_of(c.key)) {
+        case part::memory_limits: return parts.memory_limits;
+        case part::cold_start: return parts.cold_start;
+        case part::checkpoint: return parts.checkpoint;
+        case part::flops: return parts.flops;
+        case part::cost: return parts.cost;
+        case part::always: return true;
+    }
+    return true;
+}
+
 }  // namespace capplan

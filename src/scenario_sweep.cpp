@@ -33,23 +33,6 @@ struct piece_values {
     std::vector<bool> seen;                         // per column: some point of the piece has it
 };
 
-// What the columns need of an estimate: the parts no column reads are skipped (no range is a column).
-estimate_parts parts_for(const std::vector<const result_column*>& wanted, bool all) {
-    estimate_parts parts;
-    parts.ranges = false;
-    if (all) return parts;
-    auto asks = [&](std::string_view prefix) {
-        return std::any_of(wanted.begin(), wanted.end(),
-                           [&](const result_column* c) { return std::string_view(c->key).rfind(prefix, 0) == 0; });
-    };
-    parts.memory_limits = asks("inference.max_batch") || asks("inference.max_context_tokens") || asks("inference.smallest_tp");
-    parts.cold_start = asks("cold_start.");
-    parts.checkpoint = asks("checkpoint.");
-    parts.flops = asks("flops.");
-    parts.cost = asks("cost.");
-    return parts;
-}
-
 }  // namespace
 
 sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::path& base_dir,
@@ -86,7 +69,7 @@ sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::pa
             wanted.push_back(&result_column_named(columns[i], "/columns/" + std::to_string(i)));
     }
     const std::size_t ncol = wanted.size();
-    const estimate_parts parts = parts_for(wanted, columns.empty());
+    const estimate_parts parts = parts_for(wanted);  // every part but the ranges when every column is wanted
 
     sweep_table out;
     out.errors.resize(points);

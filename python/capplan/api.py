@@ -110,15 +110,18 @@ def estimate(scenario: ScenarioLike, calibration: Union[str, Path, Dict[str, Any
     (the scenario key ``calibration`` does the same; the result names the table in
     ``efficiency_table``). Bad input raises a capplan error naming the field; an infeasible plan
     is a result with ``feasible == False`` and ``reasons``. The result stays typed in the core until read: its dict
-    is built on first use, and ``result.value("inference.ttft_s")`` reads one figure without it.
+    is built on first use, and ``result.value("inference.ttft_s")`` reads one figure without it. For a
+    ``capplan.Scenario`` a static batch or a training step is estimated in part first (latency, throughput, step
+    time, MFU, memory), the rest (memory limits, cold start, checkpoint, FLOPs, ranges, cost) when first read.
     """
-    if calibration is None:
-        parsed = scenario._parsed if isinstance(scenario, Scenario) else Scenario(scenario)._parsed
-        return Result(_core.estimate_parsed(parsed))
+    if isinstance(scenario, Scenario) and calibration is None:  # read once to be estimated often: lazily
+        return Result(_core.estimate_parsed(scenario._parsed))
+    if calibration is None:  # a dict, text or file is mostly read whole: estimated whole at once
+        return Result(_core.estimate_parsed(Scenario(scenario)._parsed, True))
     text, base = scenario_text(scenario)
     data = json.loads(text)
     data["calibration"] = calibration if isinstance(calibration, dict) else str(Path(calibration).resolve())
-    return Result(_core.estimate_parsed(_core.parse_scenario(json.dumps(data), str(base))))
+    return Result(_core.estimate_parsed(_core.parse_scenario(json.dumps(data), str(base)), True))
 
 
 def default_scenario() -> Dict[str, Any]:

@@ -146,6 +146,11 @@ class Result(Section):
             node = node[part]
         return node
 
+    def to_dict(self) -> Dict[str, Any]:
+        """The public result JSON as a new dict (a copy: changing it leaves this result as it was)."""
+        typed = self.__dict__.get("_typed")
+        return typed.to_object() if typed is not None else super().to_dict()
+
     def __reduce__(self):  # pickled as its dict (the core's typed result does not pickle)
         return (Result, (self._data,))
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "capplan/estimate.hpp"
 #include "capplan/report/result_columns.hpp"
@@ -26,17 +27,48 @@ namespace {
 struct parsed_scenario {
     nlohmann::json doc;
     std::filesystem::path base_dir;
-    scenario value;
+    std::shared_ptr<const scenario> value;
 };
 
 parsed_scenario parse(nlohmann::json doc, const std::filesystem::path& base_dir) {
-    scenario value = read_scenario_value(doc, default_catalog(), base_dir);
+    auto value = std::make_shared<const scenario>(read_scenario_value(doc, default_catalog(), base_dir));
     return {std::move(doc), base_dir, std::move(value)};
 }
 
+// An estimate made lazily (unless asked for whole): a static batch's or a training step's headline figures first (estimate_parts without the
+// memory limits, cold start, checkpoint, FLOPs, ranges and cost), the whole estimate the first time something beyond
+// them is read. A simulated or disaggregated scenario is estimated whole at once (its simulation is the cost).
+struct typed_estimate {
+    std::shared_ptr<const scenario> s;
+    estimate_parts parts;
+    estimate_result r;
+    bool whole = false;
+
+    typed_estimate(std::shared_ptr<const scenario> sc, bool at_once) : s(std::move(sc)) {
+        const bool simulated = s->inference && (s->inference->concurrency || s->inference->workload ||
+                                                s->inference->disaggregation);
+        whole = at_once || simulated;
+        if (!whole) parts = estimate_parts{false, false, false, false, false, false};
+        r = estimate(*s, default_catalog(), parts);
+    }
+    const estimate_result& complete() {
+        if (!whole) {
+            r = estimate(*s, default_catalog());
+            parts = estimate_parts{};
+            whole = true;
+        }
+        return r;
+    }
+};
+
 // One figure of a result by its column key: a float, an int, a bool, a str, or None when the result has none.
-py::object figure(const estimate_result& r, const std::string& key) {
+py::object figure(typed_estimate& e, const std::string& key) {
     const result_column& c = result_column_named(key, "/key");
+    if (!computed_in(e.parts, c)) {
+        py::gil_scoped_release release;
+        e.complete();
+    }
+    const estimate_result& r = e.r;
     if (c.kind == column_kind::text) {
         const auto t = c.text(r);
         return t ? py::object(py::str(*t)) : py::object(py::none());
@@ -66,7 +98,7 @@ void register_typed(py::module_& m) {
         .def("base_dir", [](const parsed_scenario& s) { return s.base_dir; })
         .def("replace", [](const parsed_scenario& s, const std::vector<std::pair<std::string, std::string>>& changes) {
                 py::gil_scoped_release release;
-                nlohmann::json doc = s.doc;
+                nlohmann::json doc = s.doc;  // the copy the variant keeps
                 for (const auto& [key, value] : changes) {
                     const nlohmann::json v = parse_scenario_json(value, "/" + key);
                     if (!v.is_null()) set_scenario_key(doc, key, v);
@@ -80,14 +112,21 @@ void register_typed(py::module_& m) {
         }, py::arg("scenario"), py::arg("base_dir") = std::filesystem::path{},
         "Read scenario JSON text into the typed scenario (errors name the field).");
 
-    py::class_<estimate_result>(m, "EstimateResult", "An estimate's result, typed.")
-        .def("to_object", [](const estimate_result& r) { return to_python(result_object(r)); },
-             "The result as the dict json.loads would give for estimate_json's text.")
+    py::class_<typed_estimate>(m, "EstimateResult", "An estimate's result, typed, completed on first need.")
+        .def("to_object", [](typed_estimate& e) {
+                {
+                    py::gil_scoped_release release;
+                    e.complete();
+                }
+                return to_python(result_object(e.r));
+            }, "The result as the dict json.loads would give for estimate_json's text.")
         .def("value", &figure, py::arg("key"), "One figure by its dotted result key, or None.");
-    m.def("estimate_parsed", [](const parsed_scenario& s) {
+    m.def("estimate_parsed", [](const parsed_scenario& s, bool whole) {
             py::gil_scoped_release release;
-            return estimate(s.value, default_catalog());
-        }, py::arg("scenario"), "Estimate a parsed scenario; the result stays typed.");
+            return typed_estimate(s.value, whole);
+        }, py::arg("scenario"), py::arg("whole") = false,
+        "Estimate a parsed scenario; the result stays typed. whole=False: a static batch's or a training step's "
+        "headline figures first, the rest when read.");
     m.def("result_column_keys", [] {
             std::vector<std::pair<std::string, std::string>> out;
             for (const result_column& c : result_columns()) out.emplace_back(c.key, kind_name(c.kind));

@@ -95,6 +95,20 @@ TEST_CASE("result columns: each is the result JSON's value under its key, and ev
         for (const char* section : {"memory", "inference", "training", "flops", "checkpoint", "cold_start", "roofline"})
             if (j.contains(section)) check_every_figure_is_a_column(j[section], std::string(section) + ".");
     }
+    // An estimate with none of the optional parts has every figure it claims (computed_in) as the whole one has it.
+    const estimate_parts none{false, false, false, false, false, false};
+    for (const char* text : scenarios) {
+        CAPTURE(text);
+        const scenario s = read_scenario(text, cat);
+        const estimate_result whole = estimate(s, cat), part = estimate(s, cat, none);
+        CHECK(part.reasons == whole.reasons);
+        for (const result_column& c : result_columns()) {
+            CAPTURE(c.key);
+            if (!computed_in(none, c)) continue;
+            if (c.kind == column_kind::text) CHECK(c.text(part) == c.text(whole));
+            else CHECK(c.number(part) == c.number(whole));
+        }
+    }
     const config_error e = test::error_of([] { result_column_named("inference.ttft", "/columns/0"); });
     CHECK(e.field() == "/columns/0");
 }

@@ -151,3 +151,14 @@ def test_a_typed_result_reads_one_figure_without_its_dict_and_pickles_as_the_dic
     assert back.value("inference.ttft_s") == r.value("inference.ttft_s")  # a dict-made result reads the same keys
     with pytest.raises(capplan.ConfigError, match="/key"):
         back.value("nope")
+
+
+@pytest.mark.parametrize("scenario", [STATIC, TRAINING, SERVING], ids=["static-batch", "training", "serving"])
+def test_every_figure_of_a_typed_result_is_its_dicts(scenario):
+    # A static batch or a training step is estimated in part first (its headline figures); reading a figure of
+    # another part (max_batch, the cold start, the checkpoint, FLOPs, cost) completes it. Each read on a fresh result.
+    whole = capplan.result.flatten(capplan.estimate(scenario).to_dict())
+    parsed = capplan.Scenario(scenario)
+    for key, _ in capplan._core.result_column_keys():
+        got = capplan.estimate(parsed).value(key)
+        assert same(got, whole.get(key)), key

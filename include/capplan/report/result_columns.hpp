@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "capplan/estimate.hpp"
 #include "capplan/report/result.hpp"
 
 namespace capplan {
@@ -26,5 +27,12 @@ const std::vector<result_column>& result_columns();
 
 // The column named `key`; a config_error naming `field` (and listing the keys) when there is none.
 const result_column& result_column_named(std::string_view key, const std::string& field);
+
+// The parts of an estimate (estimate_parts) the figures of `columns` come from: the memory limits, the cold start,
+// the checkpoint, the FLOPs and the cost only where a column reads them; never the ranges (no range is a column).
+estimate_parts parts_for(const std::vector<const result_column*>& columns);
+
+// Whether an estimate made with `parts` has computed column `c`'s figure.
+bool computed_in(const estimate_parts& parts, const result_column& c);
 
 }  // namespace capplan
