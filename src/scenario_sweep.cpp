@@ -6,6 +6,7 @@
 #include <limits>
 #include <mutex>
 
+#include "capplan/detail/machine_memory.hpp"
 #include "capplan/detail/threads.hpp"
 #include "capplan/error.hpp"
 #include "capplan/estimate.hpp"
@@ -31,6 +32,8 @@ struct piece_values {
     std::vector<double> numbers;                    // [column * piece + k]
     std::vector<std::optional<std::string>> texts;  // [column * piece + k]
     std::vector<bool> seen;                         // per column: some point of the piece has it
+    std::vector<std::pair<std::size_t, std::string>> errors;                 // (point, why it cannot be estimated)
+    std::vector<std::pair<std::size_t, std::vector<std::string>>> reasons;   // (point, why it is infeasible)
 };
 
 }  // namespace
@@ -65,15 +68,24 @@ sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::pa
     if (columns.empty()) {
         for (const result_column& c : all) wanted.push_back(&c);
     } else {
-        for (std::size_t i = 0; i < columns.size(); ++i)
-            wanted.push_back(&result_column_named(columns[i], "/columns/" + std::to_string(i)));
+        for (std::size_t i = 0; i < columns.size(); ++i) {
+            const std::string field = "/columns/" + std::to_string(i);
+            const result_column* c = &result_column_named(columns[i], field);
+            if (std::find(wanted.begin(), wanted.end(), c) != wanted.end())
+                throw config_error(field, "'" + columns[i] + "'", "asked for twice", "each column once");
+            wanted.push_back(c);
+        }
     }
     const std::size_t ncol = wanted.size();
+    const double table_bytes = static_cast<double>(points) * static_cast<double>(ncol) * sizeof(double);
+    if (const double memory = detail::physical_memory_bytes(); memory > 0 && table_bytes > memory / 2)
+        throw config_error("/grid", std::to_string(points) + " points x " + std::to_string(ncol) + " columns",
+                           "a table of " + std::to_string(static_cast<long long>(table_bytes / 1e9)) +
+                               " GB, more than half this machine's memory",
+                           "a smaller grid, or fewer columns");
     const estimate_parts parts = parts_for(wanted);  // every part but the ranges when every column is wanted
 
     sweep_table out;
-    out.errors.resize(points);
-    out.reasons.resize(points);
     std::vector<std::vector<double>> numbers(ncol);                    // allocated when a column is first seen
     std::vector<std::vector<std::optional<std::string>>> texts(ncol);
     std::vector<bool> seen(ncol, !columns.empty());
@@ -87,6 +99,8 @@ sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::pa
         std::fill(v.numbers.begin(), v.numbers.end(), absent);
         std::fill(v.texts.begin(), v.texts.end(), std::nullopt);
         std::fill(v.seen.begin(), v.seen.end(), false);
+        v.errors.clear();
+        v.reasons.clear();
         for (std::size_t k = 0; k < count; ++k) {
             const std::size_t i = first + k;
             if (nulls) doc = base;
@@ -112,13 +126,15 @@ sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::pa
                         v.seen[c] = true;
                     }
                 }
-                out.reasons[i] = r.reasons;
+                if (!r.reasons.empty()) v.reasons.emplace_back(i, r.reasons);
             } catch (const std::exception& e) {
-                out.errors[i] = *e.what() ? e.what() : "error";
+                v.errors.emplace_back(i, *e.what() ? e.what() : "error");
                 if (!nulls) doc = base;  // a failed patch may have left the document half changed
             }
         }
         const std::lock_guard<std::mutex> lock(merge);
+        for (auto& [i, text] : v.errors) out.errors.emplace(i, std::move(text));
+        for (auto& [i, why] : v.reasons) out.reasons.emplace(i, std::move(why));
         for (std::size_t c = 0; c < ncol; ++c) {
             if (!v.seen[c] && !seen[c]) continue;
             seen[c] = true;
@@ -137,7 +153,7 @@ sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::pa
     detail::run_threads(threads, [&](int, int) {
         json doc = base;
         piece_values v{std::vector<double>(ncol * piece), std::vector<std::optional<std::string>>(ncol * piece),
-                       std::vector<bool>(ncol)};
+                       std::vector<bool>(ncol), {}, {}};
         for (std::size_t p = next++; p < pieces; p = next++) {
             if (stop_requested(watch)) {
                 for (std::size_t was = first_skipped; p < was && !first_skipped.compare_exchange_weak(was, p);) {
@@ -151,8 +167,8 @@ sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::pa
 
     out.points = std::min(points, first_skipped * piece);
     out.stopped = first_skipped < pieces;
-    out.errors.resize(out.points);
-    out.reasons.resize(out.points);
+    out.errors.erase(out.errors.lower_bound(out.points), out.errors.end());  // points of pieces after a stop
+    out.reasons.erase(out.reasons.lower_bound(out.points), out.reasons.end());
     for (std::size_t c = 0; c < ncol; ++c) {
         if (!seen[c]) continue;
         sweep_column col{wanted[c]->key, wanted[c]->kind, {}, {}};

@@ -86,6 +86,9 @@ def sweep_columns_on_cluster(client: Any, base: str, axes: List[Any], wanted: Li
                 bar.update(len(cuts[i]) * rest)
     except KeyboardInterrupt:
         client.cancel(futures)
+    except BaseException:  # a part that failed: the others are not worth waiting for
+        client.cancel(futures)
+        raise
     finally:
         if bar is not None:
             bar.close()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Dict, Union
 
@@ -31,6 +32,8 @@ def _jsonable(value: Any, field: str = "") -> Any:
         return str(value)
     if hasattr(value, "dtype") and hasattr(value, "tolist"):  # numpy (and alike) scalars and arrays
         return _jsonable(value.tolist(), field)
+    if isinstance(value, float) and not math.isfinite(value):  # JSON has no NaN or infinity
+        raise config_error(field or "/", value, "not a finite number", "a finite number")
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     raise config_error(field or "/", value, f"a {type(value).__name__} is not a scenario value",
@@ -95,9 +98,18 @@ class Scenario:
         """The scenario as a dict (as given, with any replaced keys)."""
         return json.loads(self._parsed.to_json())
 
+    def __reduce__(self):  # pickled (to a Dask worker, a process pool) as its text, read again there
+        return (_scenario_from_text, (self._parsed.to_json(), self._parsed.base_dir()))
+
     def __repr__(self) -> str:
         text = self._parsed.to_json()
         return f"Scenario({text if len(text) <= 200 else text[:197] + '...'})"
+
+
+def _scenario_from_text(text: str, base_dir: str) -> Scenario:
+    out = Scenario.__new__(Scenario)
+    out._parsed = _core.parse_scenario(text, base_dir)
+    return out
 
 
 def estimate(scenario: ScenarioLike, calibration: Union[str, Path, Dict[str, Any], None] = None) -> Result:

@@ -103,7 +103,14 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
     first; an infeasible plan's latency and throughput only with ``infeasible_speed``), or with an
     ``error`` column. ``threads``: the core's threads (0: one per core)."""
     scenarios = [scenario_from_row(r, base) for r in rows]
-    texts = [json.dumps(_jsonable(s)) for s in scenarios]
+    texts: List[str] = []
+    unreadable: Dict[int, str] = {}  # rows with a value no scenario can hold (a NaN cell): their own error
+    for i, s in enumerate(scenarios):
+        try:
+            texts.append(json.dumps(_jsonable(s)))
+        except _core.ConfigError as e:
+            unreadable[i] = str(e)
+            texts.append("")  # the core's answer for it is replaced by the error above
     chunk = 256  # the core's calls: Ctrl-C lands between them
     results: List[Any] = []
     bar = progress_bar(len(texts), "scenario") if progress else None
@@ -121,8 +128,8 @@ def run_rows(rows: Sequence[Mapping[str, Any]], base: Optional[Mapping[str, Any]
             bar.close()
     out: List[Row] = []
     versions = _versions()
-    for row, result in zip(rows, results):
-        ok, value = result
+    for i, (row, result) in enumerate(zip(rows, results)):
+        ok, value = (False, unreadable[i]) if i in unreadable else result
         line: Row = {k: v for k, v in row.items() if k}
         if ok:
             # Inputs are echoed as given; a result key that repeats an input name goes under "result.".
@@ -161,7 +168,7 @@ def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progre
         return _sweep_columns(scenario, values, columns, progress, infeasible_speed, workers, client, partitions)
     keys = list(values)
     points = [dict(zip(keys, combo)) for combo in itertools.product(*values.values())]
-    base = _jsonable(dict(_args.mapping(scenario, "/", "a scenario dict")))
+    base = _jsonable(_base_dict(scenario))
     show = _args.boolean(progress, "/progress")
     late = _args.boolean(infeasible_speed, "/infeasible_speed")
     threads = 0 if workers is None else _args.integer(workers, "/workers", 1, 1024)
@@ -179,11 +186,19 @@ def sweep(scenario: Mapping[str, Any], grid: Mapping[str, Iterable[Any]], progre
     return pandas.DataFrame(rows)
 
 
+def _base_dict(scenario: Any) -> Dict[str, Any]:
+    """A sweep's base: a scenario dict, or a capplan.Scenario's."""
+    from .api import Scenario
+    if isinstance(scenario, Scenario):
+        return scenario.to_dict()
+    return dict(_args.mapping(scenario, "/", "a scenario dict or a capplan.Scenario"))
+
+
 # The columnar sweep (capplan.sweep(..., columns=...)): the grid's product evaluated by the core's sweep_scenario.
 def _sweep_columns(scenario: Mapping[str, Any], values: Dict[str, List[Any]], columns: Any, progress: Any,
                    infeasible_speed: Any, workers: Any, client: Any, partitions: Any):
     from ._progress import run_watched
-    base = json.dumps(_jsonable(dict(_args.mapping(scenario, "/", "a scenario dict"))))
+    base = json.dumps(_jsonable(_base_dict(scenario)))
     wanted = _column_keys(columns)
     show = _args.boolean(progress, "/progress")
     late = _args.boolean(infeasible_speed, "/infeasible_speed")
@@ -211,17 +226,24 @@ def sweep_columns_partition(base: str, axes: List[Tuple[str, List[str]]], wanted
 
 
 def _column_keys(columns: Any) -> List[str]:
-    """``"all"`` (an empty list: the core keeps what some point has) or the keys asked for (the core checks them)."""
+    """``"all"`` (an empty list: the core keeps what some point has) or the keys asked for, each known and once, with
+    ``feasible`` (which decides the speed columns' blanks) added when not asked for."""
+    known = [k for k, _ in _core.result_column_keys()]
+    allowed = "'all' or a list of result keys: " + ", ".join(known)
     if isinstance(columns, str):
         if columns != "all":
-            raise _error(f"/columns: not a list of result keys (got {columns!r}); allowed: 'all' or a list of "
-                         + ", ".join(k for k, _ in _core.result_column_keys()))
+            raise _error(f"/columns: not a list of result keys (got {columns!r}); allowed: {allowed}")
         return []
     keys = [_args.text(c, f"/columns/{i}", "a result key")
-            for i, c in enumerate(_args.items(columns, "/columns", "'all' or a list of result keys"))]
+            for i, c in enumerate(_args.items(columns, "/columns", allowed))]
     if not keys:
-        raise _error("/columns: an empty list (got []); allowed: 'all' or a list of result keys")
-    return keys
+        raise _error(f"/columns: an empty list (got []); allowed: {allowed}")
+    for i, key in enumerate(keys):
+        if key not in known:
+            raise _error(f"/columns/{i}: not a column of a result (got {key!r}); allowed: {allowed}")
+        if key in keys[:i]:
+            raise _error(f"/columns/{i}: asked for twice (got {key!r}); allowed: each column once")
+    return keys if "feasible" in keys else keys + ["feasible"]
 
 
 def _join_parts(parts: List[Dict[str, Any]], wanted: List[str]) -> Dict[str, Any]:
@@ -312,6 +334,7 @@ def _column_frame(values: Dict[str, List[Any]], table: Dict[str, Any], infeasibl
         out[key] = [vals[(i // repeat) % len(vals)] for i in range(n)]
     columns = {key: data for key, _, data in table["columns"]}
     feasible = columns.pop("feasible", [None] * n)
+    feasible = feasible.tolist() if hasattr(feasible, "tolist") else feasible  # numpy bools: `is False` needs bool
     errors, reasons = table["errors"], table["reasons"]
     # As the full sweep's rows: feasible True unless the core found a reason, reasons "" or their JSON list.
     out["feasible"] = [None if i in errors else (True if f is None else f) for i, f in enumerate(feasible)]
@@ -338,10 +361,22 @@ def sweep_partition(base: Mapping[str, Any], points: Sequence[Mapping[str, Any]]
 
 
 def _grid(grid) -> Dict[str, List[Any]]:
-    """A sweep's grid, dotted key -> a list of values (numpy arrays too), checked: a ConfigError names /grid."""
+    """A sweep's grid, dotted key -> a non-empty list of values (numpy arrays too), each value one a scenario can
+    hold (a non-finite number cannot): a ConfigError names /grid or /grid/<key>."""
     allowed = "a dict of dotted keys -> lists of values"
-    return {_args.text(k, "/grid", allowed): _args.items(v, f"/grid/{k}", "a list of values")
-            for k, v in _args.mapping(grid, "/grid", allowed).items()}
+    out: Dict[str, List[Any]] = {}
+    for k, v in _args.mapping(grid, "/grid", allowed).items():
+        key = _args.text(k, "/grid", allowed)
+        if not key or "" in key.split("."):
+            raise _error(f"/grid: a key with an empty part (got {key!r}); allowed: dotted scenario keys such as "
+                         "'system.count'")
+        values = _args.items(v, f"/grid/{key}", "a list of values")
+        if not values:
+            raise _error(f"/grid/{key}: no values (got []); allowed: a list of values")
+        for value in values:
+            _jsonable(_parse_cell(value), f"/grid/{key}")
+        out[key] = values
+    return out
 
 
 def sweep_inference(scenario, grid: Mapping[str, Iterable[Any]], threads: int = 0, infeasible_speed: bool = False):

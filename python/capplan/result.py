@@ -29,6 +29,8 @@ class Section:
         self._data = data
 
     def __getattr__(self, key: str) -> Any:
+        if key.startswith("_"):  # not a figure: Python's own look-ups (copy, pickle) and this class's internals
+            raise AttributeError(key)
         if key not in self._data:
             raise AttributeError(f"'{key}' is not in this result (not computed, or not a field); "
                                  f"present: {', '.join(self._data)}")
@@ -109,10 +111,15 @@ class Result(Section):
     table, ``to_dict``); ``value(key)`` reads one figure without building it. Made from a dict, it is that dict."""
 
     def __init__(self, data: Any):
+        from . import _core
         if isinstance(data, dict):
             super().__init__(data)
-        else:  # the core's EstimateResult
+        elif isinstance(data, _core.EstimateResult):
             self.__dict__["_typed"] = data
+        else:
+            from ._args import config_error
+            raise config_error("/", data, f"a {type(data).__name__} is not a result",
+                               "what capplan.estimate returns, or its to_dict()")
 
     @property
     def _data(self) -> Dict[str, Any]:

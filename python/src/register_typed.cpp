@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include "capplan/estimate.hpp"
 #include "capplan/report/result_columns.hpp"
@@ -35,45 +36,50 @@ parsed_scenario parse(nlohmann::json doc, const std::filesystem::path& base_dir)
     return {std::move(doc), base_dir, std::move(value)};
 }
 
-// An estimate made lazily (unless asked for whole): a static batch's or a training step's headline figures first (estimate_parts without the
-// memory limits, cold start, checkpoint, FLOPs, ranges and cost), the whole estimate the first time something beyond
-// them is read. A simulated or disaggregated scenario is estimated whole at once (its simulation is the cost).
-struct typed_estimate {
-    std::shared_ptr<const scenario> s;
-    estimate_parts parts;
-    estimate_result r;
-    bool whole = false;
+// An estimate made lazily (unless asked for whole): a static batch's or a training step's headline figures first
+// (estimate_parts without the memory limits, cold start, checkpoint, FLOPs, ranges and cost), the whole estimate the
+// first time something beyond them is read. A simulated or disaggregated scenario is estimated whole at once (its
+// simulation is the cost). Python threads may share one: the result is read and completed under its lock, with the
+// GIL released while waiting for it.
+class typed_estimate {
+public:
+    typed_estimate(std::shared_ptr<const scenario> sc, bool at_once) : s_(std::move(sc)) {
+        const bool simulated = s_->inference && (s_->inference->concurrency || s_->inference->workload ||
+                                                 s_->inference->disaggregation);
+        whole_ = at_once || simulated;
+        if (!whole_) parts_ = estimate_parts{false, false, false, false, false, false};
+        r_ = estimate(*s_, default_catalog(), parts_);
+    }
 
-    typed_estimate(std::shared_ptr<const scenario> sc, bool at_once) : s(std::move(sc)) {
-        const bool simulated = s->inference && (s->inference->concurrency || s->inference->workload ||
-                                                s->inference->disaggregation);
-        whole = at_once || simulated;
-        if (!whole) parts = estimate_parts{false, false, false, false, false, false};
-        r = estimate(*s, default_catalog(), parts);
-    }
-    const estimate_result& complete() {
-        if (!whole) {
-            r = estimate(*s, default_catalog());
-            parts = estimate_parts{};
-            whole = true;
+    // f(result) on the result, completed first unless `column` is one the partial estimate has.
+    template <class F>
+    auto with_result(const result_column* column, F&& f) {
+        py::gil_scoped_release release;
+        const std::lock_guard<std::mutex> lock(mu_);
+        if (!whole_ && (!column || !computed_in(parts_, *column))) {
+            r_ = estimate(*s_, default_catalog());
+            parts_ = estimate_parts{};
+            whole_ = true;
         }
-        return r;
+        return f(r_);
     }
+
+private:
+    std::shared_ptr<const scenario> s_;
+    estimate_parts parts_;
+    estimate_result r_;
+    bool whole_ = false;
+    std::mutex mu_;
 };
 
 // One figure of a result by its column key: a float, an int, a bool, a str, or None when the result has none.
 py::object figure(typed_estimate& e, const std::string& key) {
     const result_column& c = result_column_named(key, "/key");
-    if (!computed_in(e.parts, c)) {
-        py::gil_scoped_release release;
-        e.complete();
-    }
-    const estimate_result& r = e.r;
     if (c.kind == column_kind::text) {
-        const auto t = c.text(r);
+        const auto t = e.with_result(&c, [&](const estimate_result& r) { return c.text(r); });
         return t ? py::object(py::str(*t)) : py::object(py::none());
     }
-    const auto x = c.number(r);
+    const auto x = e.with_result(&c, [&](const estimate_result& r) { return c.number(r); });
     if (!x) return py::none();
     if (c.kind == column_kind::boolean) return py::bool_(*x != 0.0);
     if (c.kind == column_kind::integer) return py::int_(static_cast<long long>(*x));
@@ -114,16 +120,13 @@ void register_typed(py::module_& m) {
 
     py::class_<typed_estimate>(m, "EstimateResult", "An estimate's result, typed, completed on first need.")
         .def("to_object", [](typed_estimate& e) {
-                {
-                    py::gil_scoped_release release;
-                    e.complete();
-                }
-                return to_python(result_object(e.r));
+                const nlohmann::ordered_json j = e.with_result(nullptr, [](const estimate_result& r) { return result_object(r); });
+                return to_python(j);
             }, "The result as the dict json.loads would give for estimate_json's text.")
         .def("value", &figure, py::arg("key"), "One figure by its dotted result key, or None.");
     m.def("estimate_parsed", [](const parsed_scenario& s, bool whole) {
             py::gil_scoped_release release;
-            return typed_estimate(s.value, whole);
+            return std::make_unique<typed_estimate>(s.value, whole);
         }, py::arg("scenario"), py::arg("whole") = false,
         "Estimate a parsed scenario; the result stays typed. whole=False: a static batch's or a training step's "
         "headline figures first, the rest when read.");
@@ -158,10 +161,8 @@ void register_typed(py::module_& m) {
                 cols.append(py::make_tuple(c.key, kind_name(c.kind), data));
             }
             py::dict errors, reasons;  // only the points that have them
-            for (std::size_t i = 0; i < t.points; ++i) {
-                if (!t.errors[i].empty()) errors[py::int_(i)] = t.errors[i];
-                if (!t.reasons[i].empty()) reasons[py::int_(i)] = t.reasons[i];
-            }
+            for (const auto& [i, text] : t.errors) errors[py::int_(i)] = text;
+            for (const auto& [i, why] : t.reasons) reasons[py::int_(i)] = why;
             py::dict out;
             out["columns"] = cols;
             out["errors"] = errors;

@@ -88,15 +88,20 @@ TEST_CASE("layout search: progress counts the shapes on every thread; asked to s
 TEST_CASE("scenario sweep: four threads give every point one thread gives; a stop mid-way keeps whole pieces") {
     const char* base = R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
         "training": {"seq_len": 4096, "global_batch": 64}})";
-    // tp 3 cannot split the system: its points keep an error on whichever thread computes them.
+    // tp 3 cannot split the system: its points keep an error on whichever thread computes them. 320 points: five
+    // pieces of 64, so four threads share them.
     const std::vector<sweep_axis> axes{{"parallelism.tp", {"1", "2", "3", "4"}},
                                        {"training.micro_batch", {"1", "2"}},
-                                       {"training.seq_len", {"1024", "2048", "4096", "8192"}}};
+                                       {"training.seq_len", {"1024", "2048", "4096", "8192"}},
+                                       {"training.global_batch", {"64", "128", "192", "256", "320", "384", "448", "512",
+                                                                  "576", "640"}}};
     const sweep_table one = sweep_scenario(base, {}, axes, {}, 1), four = sweep_scenario(base, {}, axes, {}, 4);
-    REQUIRE(one.points == 32);
+    REQUIRE(one.points == 320);
     REQUIRE(four.points == one.points);
     CHECK(four.errors == one.errors);
-    CHECK(one.errors[16].rfind("/parallelism", 0) == 0);
+    CHECK(four.reasons == one.reasons);
+    REQUIRE(one.errors.count(160) == 1);
+    CHECK(one.errors.at(160).rfind("/parallelism", 0) == 0);
     REQUIRE(four.columns.size() == one.columns.size());
     for (std::size_t c = 0; c < one.columns.size(); ++c) {
         CAPTURE(one.columns[c].key);

@@ -73,7 +73,8 @@ def test_asked_columns_come_alone_and_in_order_with_the_inputs_echoed():
 
 
 @pytest.mark.parametrize("columns, field", [("some", "/columns"), ([], "/columns"), (5, "/columns"),
-                                            (["inference.ttft"], "/columns/0"), ([1], "/columns/0")])
+                                            (["inference.ttft"], "/columns/0"), ([1], "/columns/0"),
+                                            (["inference.ttft_s", "inference.ttft_s"], "/columns/1: asked for twice")])
 def test_bad_columns_name_their_field(columns, field):
     with pytest.raises(capplan.ConfigError, match=field):
         capplan.sweep(STATIC, {"inference.batch": [1]}, progress=False, columns=columns)
@@ -95,8 +96,8 @@ def test_without_pandas_or_numpy_the_columns_are_lists(monkeypatch):
 def test_ctrl_c_keeps_the_points_done(monkeypatch):
     from test_progress import ctrl_c_when
     grid = {"training.global_batch": [8 * b for b in range(1, 4097)]}  # a few seconds on one core
-    base = {"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8}, "training": {"seq_len": 4096,
-                                                                                                 "global_batch": 64}}
+    base = {"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+            "training": {"seq_len": 4096, "global_batch": 64, "zero": 3}}  # fits: every point has a step time
     with ctrl_c_when(monkeypatch, lambda p: p.done() >= 64), pytest.warns(StoppedWarning, match=r"of 4096 points"):
         part = capplan.sweep(base, grid, workers=1, columns=["training.step_time_s"])
     assert 64 <= len(part) < 4096 and len(part) % 64 == 0
@@ -127,7 +128,9 @@ def repr_free(d):
     (lambda: capplan.Scenario(STATIC).replace({"inference.batch": 0}), "/inference/batch"),
     (lambda: capplan.Scenario(STATIC).replace(["inference.batch"]), "/changes"),
     (lambda: capplan.Scenario(STATIC).replace({1: 2}), "/changes"),
-    (lambda: capplan.Scenario(STATIC).replace({"inference.batch": float("nan")}), "/inference.batch"),
+    (lambda: capplan.Scenario(STATIC).replace({"inference.batch": float("nan")}), "/inference.batch: not a finite number"),
+    (lambda: capplan.Scenario(dict(STATIC, inference=dict(STATIC["inference"], batch=float("inf")))),
+     "/inference/batch: not a finite number"),
     (lambda: capplan.Scenario(3), "/"),
 ])
 def test_a_scenario_with_bad_input_is_a_config_error_naming_the_field(make, field):
@@ -162,3 +165,78 @@ def test_every_figure_of_a_typed_result_is_its_dicts(scenario):
     for key, _ in capplan._core.result_column_keys():
         got = capplan.estimate(parsed).value(key)
         assert same(got, whole.get(key)), key
+
+
+def test_plans_that_cannot_run_are_blanked_whatever_the_columns():
+    # Feasibility comes from the core even when not asked for; a grid where no plan fits blanks every speed.
+    grid = {"inference.batch": [1, 64], "inference.input_tokens": [1000, 100000]}
+    full = capplan.sweep(STATIC, grid, progress=False)
+    few = capplan.sweep(STATIC, grid, progress=False, columns=["inference.ttft_s"])
+    assert few["feasible"].tolist() == full["feasible"].tolist() == [True, True, True, False]
+    assert few["inference.ttft_s"].iloc[:3].tolist() == full["inference.ttft_s"].iloc[:3].tolist()
+    assert math.isnan(few["inference.ttft_s"].iloc[3])
+    none_fit = capplan.sweep(STATIC, {"inference.batch": [64, 128], "inference.input_tokens": [100000]},
+                             progress=False, columns="all")
+    assert none_fit["feasible"].tolist() == [False, False]
+    assert none_fit["inference.ttft_s"].isna().all() and none_fit["inference.tpot_s"].isna().all()
+    assert none_fit["memory.per_device_bytes"].notna().all()  # memory is not a speed: kept
+
+
+@pytest.mark.parametrize("grid, field", [
+    ({"inference.batch": [float("nan"), 2]}, "/grid/inference.batch: not a finite number"),
+    ({"inference.batch": []}, "/grid/inference.batch: no values"),
+    ({"": [1]}, "/grid: a key with an empty part"),
+    ({"inference..batch": [1]}, "/grid: a key with an empty part"),
+])
+@pytest.mark.parametrize("columns", [None, "all"])
+def test_both_sweeps_refuse_a_bad_grid_alike(grid, field, columns):
+    with pytest.raises(capplan.ConfigError, match=field):
+        capplan.sweep(STATIC, grid, progress=False, columns=columns)
+
+
+def test_a_nan_cell_in_a_batch_is_that_rows_error():
+    from capplan.batch import run_rows
+    rows = run_rows([{"inference.batch": 2}, {"inference.batch": float("nan")}], base=STATIC)
+    assert "error" not in rows[0]
+    assert rows[1]["error"].startswith("/inference/batch: not a finite number")
+
+
+def test_a_scenario_sweeps_pickles_and_copies():
+    import copy
+    s = capplan.Scenario(STATIC)
+    for twin in (pickle.loads(pickle.dumps(s)), copy.deepcopy(s), copy.copy(s)):
+        assert twin.to_dict() == s.to_dict()
+        assert capplan.estimate(twin).to_dict() == capplan.estimate(s).to_dict()
+    grid = {"inference.batch": [1, 8]}
+    assert capplan.sweep(s, grid, progress=False, columns="all").equals(
+        capplan.sweep(STATIC, grid, progress=False, columns="all"))
+    with pytest.raises(capplan.ConfigError, match="/: a int is not a result"):
+        capplan.Result(3)
+    assert not hasattr(capplan.Result({"memory": {}}), "_anything")
+
+
+def test_threads_sharing_one_lazy_result_each_read_the_whole_answer():
+    import threading
+    r = capplan.estimate(capplan.Scenario(TRAINING))  # in part: reads of the cold start and checkpoint complete it
+    expected = capplan.result.flatten(capplan.estimate(TRAINING).to_dict())
+    keys = ["cold_start.total_s", "checkpoint.save_s", "training.mfu", "cost.per_run.own_usd", "flops.model_step_flops"]
+    start, seen, errors = threading.Barrier(8), [], []
+
+    def read(k):
+        try:
+            start.wait()
+            seen.append((k, r.value(k)) if k != "dict" else ("dict", r.to_dict()))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=read, args=(keys[i % len(keys)] if i < 7 else "dict",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k, v in seen:
+        if k == "dict":
+            assert capplan.result.flatten(v) == expected
+        else:
+            assert same(v, expected.get(k)), k

@@ -110,8 +110,6 @@ inline data_size step_activation_bytes(const model_spec& m, const parallelism_sp
     return static_cast<double>(tokens) * (2.0 * h + std::max(attention, ffn)) * act.bytes_per_element() * units::B;
 }
 
-inline layer_range stage_range(const pipeline_stage& s) { return {s.first_layer, s.layers}; }
-
 }  // namespace detail
 
 // The budget for `batch` requests of `context` tokens each (on each device of a replica; with
@@ -133,12 +131,12 @@ inline inference_memory inference_budget(const inference_setup& s, std::int64_t 
     bool first = true;
     for (std::size_t i = 0; i < s.weights.stages.size(); ++i) {
         const pipeline_stage& st = s.weights.stages[i];
-        const layer_range r = detail::stage_range(st);
         auto request_kv = [&](std::int64_t tokens) {
-            return kv_bytes_per_request(m, kv_tp, s.precision.kv_cache, r, tokens, s.block_tokens);
+            return kv_bytes_per_request(m, kv_tp, s.precision.kv_cache, st.cache, tokens, s.block_tokens);
         };
         const std::int64_t shared = here > 0 ? std::min(s.shared_prefix_tokens, context) : 0;
-        data_size kv = static_cast<double>(here) * kv_bytes_own(m, kv_tp, s.precision.kv_cache, r, context, shared, s.block_tokens) +
+        data_size kv = static_cast<double>(here) * kv_bytes_own(m, kv_tp, s.precision.kv_cache, st.cache, context, shared,
+                                                                s.block_tokens) +
                        request_kv(shared);
         data_size w = device_weight_bytes(st.params, s.precision.weights,
                                           s.precision.expert_weights ? &*s.precision.expert_weights : nullptr);
@@ -160,7 +158,7 @@ inline inference_memory inference_budget(const inference_setup& s, std::int64_t 
             out.kv_cache = kv;
             out.kv_offloaded = spilled;
             out.logits = lg;
-            out.kv_cache_per_token = kv_bytes_per_token(m, kv_tp, s.precision.kv_cache, r);
+            out.kv_cache_per_token = kv_bytes_per_token(m, kv_tp, s.precision.kv_cache, st.cache);
         }
     }
     out.fits = out.per_device <= out.usable;

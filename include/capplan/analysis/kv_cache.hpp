@@ -62,53 +62,55 @@ struct layer_range {
 
 inline layer_range all_layers(const model_spec& m) { return {0, m.layers}; }
 
+inline cache_layers count_cache_layers(const model_spec& m, layer_range r) { return count_cache_layers(m, r.first, r.count); }
+
 // Attention (not linear-attention) layers of r.
 inline std::int64_t attention_layers(const model_spec& m, layer_range r) {
-    std::int64_t n = 0;
-    for (std::int64_t i = r.first; i < r.first + r.count; ++i) n += m.has_mixer(i) && !m.is_linear_layer(i);
-    return n;
+    const cache_layers c = count_cache_layers(m, r);
+    return c.full + c.windowed;
 }
 
 // Bytes per token of context while the context is shorter than every sliding window
 // (the figure usually quoted as "KV cache per token"; linear-attention layers add none).
+inline data_size kv_bytes_per_token(const model_spec& m, int tp, const number_format& kv, const cache_layers& c) {
+    return static_cast<double>(c.full + c.windowed) * kv_bytes_per_token_per_layer(m, tp, kv);
+}
 inline data_size kv_bytes_per_token(const model_spec& m, int tp, const number_format& kv, layer_range r) {
-    return static_cast<double>(attention_layers(m, r)) * kv_bytes_per_token_per_layer(m, tp, kv);
+    return kv_bytes_per_token(m, tp, kv, count_cache_layers(m, r));
 }
 
-// A request's fixed state on the linear-attention layers of r, whatever its context.
+// A request's fixed state on the linear-attention layers, whatever its context.
+inline data_size linear_state_bytes(const model_spec& m, int tp, const cache_layers& c) {
+    return c.linear > 0 ? static_cast<double>(c.linear) * linear_state_bytes_per_layer(m, tp) : data_size{};
+}
 inline data_size linear_state_bytes(const model_spec& m, int tp, layer_range r) {
-    std::int64_t linear = 0;
-    for (std::int64_t i = r.first; i < r.first + r.count; ++i) linear += m.has_mixer(i) && m.is_linear_layer(i);
-    return linear > 0 ? static_cast<double>(linear) * linear_state_bytes_per_layer(m, tp) : data_size{};
+    return linear_state_bytes(m, tp, count_cache_layers(m, r));
 }
 
 inline std::int64_t round_up(std::int64_t n, std::int64_t block) { return block <= 1 ? n : (n + block - 1) / block * block; }
 
-// Cache bytes of one request holding `context` tokens, on the layers of `r`.
-inline data_size kv_bytes_per_request(const model_spec& m, int tp, const number_format& kv, layer_range r,
+// Cache bytes of one request holding `context` tokens, on layers `c` (a stage's, counted once).
+inline data_size kv_bytes_per_request(const model_spec& m, int tp, const number_format& kv, const cache_layers& c,
                                       std::int64_t context, std::int64_t block_tokens) {
     const data_size per_layer_token = kv_bytes_per_token_per_layer(m, tp, kv);
-    std::int64_t full_layers = 0, windowed_layers = 0;
-    for (std::int64_t i = r.first; i < r.first + r.count; ++i) {
-        if (!m.has_mixer(i) || m.is_linear_layer(i)) continue;
-        (m.is_sliding_layer(i) ? windowed_layers : full_layers) += 1;
-    }
     const std::int64_t full_tokens = round_up(context, block_tokens);
     const std::int64_t window_tokens = round_up(std::min(context, m.sliding_window), block_tokens);
-    return (static_cast<double>(full_layers * full_tokens) + static_cast<double>(windowed_layers * window_tokens)) *
-               per_layer_token +
-           linear_state_bytes(m, tp, r);
+    return (static_cast<double>(c.full * full_tokens) + static_cast<double>(c.windowed * window_tokens)) * per_layer_token +
+           linear_state_bytes(m, tp, c);
+}
+// ... on the layers of `r`.
+inline data_size kv_bytes_per_request(const model_spec& m, int tp, const number_format& kv, layer_range r,
+                                      std::int64_t context, std::int64_t block_tokens) {
+    return kv_bytes_per_request(m, tp, kv, count_cache_layers(m, r), context, block_tokens);
 }
 
 // The part of a request's cache that is its own when its first `shared` tokens (whole blocks) are a
 // prefix stored once: full layers hold the rest of the context; a windowed layer holds its last
 // min(context, window) tokens, of which only those still inside the shared prefix are not its own.
-inline data_size kv_bytes_own(const model_spec& m, int tp, const number_format& kv, layer_range r,
+inline data_size kv_bytes_own(const model_spec& m, int tp, const number_format& kv, const cache_layers& c,
                               std::int64_t context, std::int64_t shared, std::int64_t block_tokens) {
-    if (shared <= 0) return kv_bytes_per_request(m, tp, kv, r, context, block_tokens);
-    std::int64_t full_layers = 0, windowed_layers = 0;
-    for (std::int64_t i = r.first; i < r.first + r.count; ++i)
-        if (m.has_mixer(i) && !m.is_linear_layer(i)) (m.is_sliding_layer(i) ? windowed_layers : full_layers) += 1;
+    if (shared <= 0) return kv_bytes_per_request(m, tp, kv, c, context, block_tokens);
+    const std::int64_t full_layers = c.full, windowed_layers = c.windowed;
     const std::int64_t full_tokens = round_up(context, block_tokens) - shared;
     const std::int64_t window_start = std::max<std::int64_t>(0, context - m.sliding_window);
     const std::int64_t shared_in_window = std::max<std::int64_t>(0, shared - window_start) / std::max<std::int64_t>(1, block_tokens) *
@@ -117,7 +119,11 @@ inline data_size kv_bytes_own(const model_spec& m, int tp, const number_format& 
     return (static_cast<double>(full_layers * full_tokens) +
             static_cast<double>(windowed_layers * std::max<std::int64_t>(0, window_tokens))) *
                kv_bytes_per_token_per_layer(m, tp, kv) +
-           linear_state_bytes(m, tp, r);  // a recurrent state is each request's own (not shared by prefix)
+           linear_state_bytes(m, tp, c);  // a recurrent state is each request's own (not shared by prefix)
+}
+inline data_size kv_bytes_own(const model_spec& m, int tp, const number_format& kv, layer_range r,
+                              std::int64_t context, std::int64_t shared, std::int64_t block_tokens) {
+    return kv_bytes_own(m, tp, kv, count_cache_layers(m, r), context, shared, block_tokens);
 }
 
 // A batch of requests with their own context lengths.

@@ -36,12 +36,31 @@ struct device_parameters {
     }
 };
 
+// Layers by the cache each keeps per request (analysis/kv_cache.hpp): full attention, sliding-window attention, a
+// linear-attention state; layers without a mixer keep none.
+struct cache_layers {
+    cache_layers() = default;  // not an aggregate: a braced {first, count} always means a layer_range (kv_cache.hpp)
+    std::int64_t full = 0, windowed = 0, linear = 0;
+};
+
+inline cache_layers count_cache_layers(const model_spec& m, std::int64_t first, std::int64_t count) {
+    cache_layers c;
+    for (std::int64_t i = first; i < first + count; ++i) {
+        if (!m.has_mixer(i)) continue;
+        if (m.is_linear_layer(i)) ++c.linear;
+        else if (m.is_sliding_layer(i)) ++c.windowed;
+        else ++c.full;
+    }
+    return c;
+}
+
 struct pipeline_stage {
     int first_layer = 0;
     int layers = 0;
     bool has_embedding = false;
     bool has_lm_head = false;
     device_parameters params;  // per device of this stage (one tp/ep rank)
+    cache_layers cache;        // its layers by cache kind, counted once for the memory budgets
 };
 
 struct weight_sharding {
@@ -173,6 +192,7 @@ inline weight_sharding shard_weights(const model_spec& m, const parallelism_spec
         st.first_layer = first;
         st.layers = counts[static_cast<std::size_t>(s)];
         for (int i = first; i < first + st.layers; ++i) st.params += detail::layer_on_device(m, i, p);
+        st.cache = count_cache_layers(m, first, st.layers);
         st.has_embedding = s == 0;
         st.has_lm_head = s == pp - 1;
         if (st.has_embedding) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,8 +33,8 @@ struct sweep_column {
 
 struct sweep_table {
     std::vector<sweep_column> columns;           // asked for, or every column some point has, in result order
-    std::vector<std::string> errors;             // per point: empty, or why the point cannot be estimated
-    std::vector<std::vector<std::string>> reasons;  // per point: why the plan is infeasible (empty: none)
+    std::map<std::size_t, std::string> errors;                 // point -> why it cannot be estimated
+    std::map<std::size_t, std::vector<std::string>> reasons;   // point -> why its plan is infeasible
     std::size_t points = 0;                      // computed: every point, or the first ones when stopped
     bool stopped = false;
 };
@@ -43,7 +44,8 @@ struct sweep_table {
 // keeping the points before the first piece not started. `columns` empty: every column some point has; given, the
 // parts of the estimate none of them reads are not computed (estimate_parts: the memory limits, the cold start, the
 // checkpoint, the FLOPs, the cost), which leaves the figures read the same.
-// Throws config_error for a base that is not a JSON object, an empty axis, an unknown column or too many points.
+// Throws config_error for a base that is not a JSON object, an empty axis, an unknown or repeated column, or a table
+// larger than half the machine's memory (8 bytes per point and column).
 sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::path& base_dir,
                            const std::vector<sweep_axis>& axes, const std::vector<std::string>& columns,
                            int threads = 0, progress* watch = nullptr, const catalog& cat = default_catalog());
