@@ -11,7 +11,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -187,11 +189,16 @@ inline weight_sharding shard_weights(const model_spec& m, const parallelism_spec
     const double h = static_cast<double>(m.hidden);
     const double norm = m.norm == norm_kind::layer_norm ? 2 * h : h;
     int first = 0;
+    std::array<std::optional<device_parameters>, model_spec::layer_kinds> per_kind;
     for (int s = 0; s < pp; ++s) {
         pipeline_stage st;
         st.first_layer = first;
         st.layers = counts[static_cast<std::size_t>(s)];
-        for (int i = first; i < first + st.layers; ++i) st.params += detail::layer_on_device(m, i, p);
+        for (int i = first; i < first + st.layers; ++i) {  // alike layers hold alike parameters: each kind costed once
+            std::optional<device_parameters>& kind = per_kind[m.layer_kind(i)];
+            if (!kind) kind = detail::layer_on_device(m, i, p);
+            st.params += *kind;
+        }
         st.cache = count_cache_layers(m, first, st.layers);
         st.has_embedding = s == 0;
         st.has_lm_head = s == pp - 1;
