@@ -17,7 +17,9 @@ double efficiency_curve::at(double work) const {
     const auto lo = hi - 1;
     double line = lo->value;
     if (hi != points.end()) {
-        const double t = std::log10(work / lo->work) / std::log10(hi->work / lo->work);  // two logs, not three
+        // Where work lies between the knots on a log scale: a ratio of two logs, in any base (natural: glibc's log
+        // takes about half log10's time, and the simulator asks this for every operator of every step).
+        const double t = std::log(work / lo->work) / std::log(hi->work / lo->work);
         line = lo->value + t * (hi->value - lo->value);
     }
     // Where the efficiency climbs faster than the work, a kernel's time (work / efficiency) would dip below the
