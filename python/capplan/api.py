@@ -25,6 +25,9 @@ def _jsonable(value: Any, field: str = "") -> Any:
         ref, is_config = value._ref()
         return {**json.loads(ref), "name": value.name} if is_config else ref  # inline config fields (open)
     if isinstance(value, dict):
+        for k in value:
+            if not isinstance(k, str):  # json.dumps would write 1 as "1" and refuse a tuple with a TypeError
+                raise config_error(field or "/", k, f"a {type(k).__name__} key is not text", "text keys")
         return {k: _jsonable(v, f"{field}/{k}") for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v, f"{field}/{i}") for i, v in enumerate(value)]
@@ -38,6 +41,11 @@ def _jsonable(value: Any, field: str = "") -> Any:
         return value
     raise config_error(field or "/", value, f"a {type(value).__name__} is not a scenario value",
                        "numbers, strings, booleans, null, lists and objects")
+
+
+def _json_text(value: Any, field: str) -> str:
+    """JSON text of one scenario value that is not plain JSON data (a Quantity, a Model, numpy), for the core's walk."""
+    return json.dumps(_jsonable(value, "" if field == "/" else field))
 
 
 def scenario_text(scenario: ScenarioLike) -> tuple:
@@ -78,9 +86,11 @@ class Scenario:
     def __init__(self, scenario: ScenarioLike):
         if isinstance(scenario, Scenario):
             self._parsed = scenario._parsed
-            return
-        text, base = scenario_text(scenario)
-        self._parsed = _core.parse_scenario(text, str(base))
+        elif isinstance(scenario, dict):  # walked by the core, no JSON text: the values _jsonable takes alike
+            self._parsed = _core.parse_scenario_object(scenario, str(Path.cwd()), _json_text)
+        else:
+            text, base = scenario_text(scenario)
+            self._parsed = _core.parse_scenario(text, str(base))
 
     def replace(self, changes: Dict[str, Any]) -> "Scenario":
         """A new scenario with each dotted key (``"system.count"``, ``"inference.batch"``) set to its value; None keeps

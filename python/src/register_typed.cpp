@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 
+#include "capplan/error.hpp"
 #include "capplan/estimate.hpp"
 #include "capplan/report/result_columns.hpp"
 #include "capplan/report/result_object.hpp"
@@ -86,6 +87,49 @@ py::object figure(typed_estimate& e, const std::string& key) {
     return py::float_(*x);
 }
 
+// A Python value as the JSON that json.dumps(_jsonable(value)) gives, built without the text: dicts with text keys,
+// lists, tuples, text, booleans, integers of 64 bits, finite floats and None as they are; anything else goes
+// through `as_text` (JSON text of the value: Quantity, Model, numpy, a dict with other keys, a huge integer), so its
+// rules and errors stay capplan.api's. `field` names where a value sits, for the errors.
+nlohmann::json json_of(py::handle v, const std::string& field, const py::function& as_text) {
+    using json = nlohmann::json;
+    if (v.is_none()) return nullptr;
+    if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
+    if (py::isinstance<py::int_>(v)) {
+        int overflow = 0;
+        const long long n = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+        if (overflow == 0) return n;
+    } else if (py::isinstance<py::float_>(v)) {
+        const double x = v.cast<double>();
+        if (!std::isfinite(x))
+            throw config_error(field.empty() ? "/" : field, py::repr(v).cast<std::string>(), "not a finite number",
+                               "a finite number");
+        return x;
+    } else if (py::isinstance<py::str>(v)) {
+        Py_ssize_t size = 0;
+        if (const char* utf8 = PyUnicode_AsUTF8AndSize(v.ptr(), &size)) return std::string(utf8, static_cast<std::size_t>(size));
+        PyErr_Clear();  // not UTF-8 (a lone surrogate): as JSON text it is an escape the reader refuses, naming where
+    } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+        json a = json::array();
+        std::size_t i = 0;
+        for (py::handle x : v) a.push_back(json_of(x, field + "/" + std::to_string(i++), as_text));
+        return a;
+    } else if (py::isinstance<py::dict>(v)) {
+        const py::dict d = py::reinterpret_borrow<py::dict>(v);
+        bool text_keys = true;
+        for (auto item : d) text_keys = text_keys && py::isinstance<py::str>(item.first);
+        if (text_keys) {
+            json o = json::object();
+            for (auto [k, x] : d) {
+                const std::string key = k.cast<std::string>();
+                o[key] = json_of(x, field + "/" + key, as_text);
+            }
+            return o;
+        }
+    }
+    return parse_scenario_json(as_text(v, field.empty() ? "/" : field).cast<std::string>(), field.empty() ? "/" : field);
+}
+
 const char* kind_name(column_kind k) {
     switch (k) {
         case column_kind::number: return "number";
@@ -112,6 +156,13 @@ void register_typed(py::module_& m) {
                 return parse(std::move(doc), s.base_dir);
             }, py::arg("changes"),
             "A new parsed scenario with each dotted key set to its value (JSON text; null keeps this one's).");
+    m.def("parse_scenario_object", [](py::handle scenario, const std::filesystem::path& base_dir, const py::function& as_text) {
+            nlohmann::json doc = json_of(scenario, "", as_text);
+            py::gil_scoped_release release;
+            return parse(std::move(doc), base_dir);
+        }, py::arg("scenario"), py::arg("base_dir"), py::arg("as_text"),
+        "Read a scenario dict into the typed scenario without JSON text (as_text(value, field): JSON text of a value "
+        "that is not plain JSON data).");
     m.def("parse_scenario", [](const std::string& text, const std::filesystem::path& base_dir) {
             py::gil_scoped_release release;
             return parse(parse_scenario_json(text), base_dir);

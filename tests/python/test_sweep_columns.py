@@ -240,3 +240,37 @@ def test_threads_sharing_one_lazy_result_each_read_the_whole_answer():
             assert capplan.result.flatten(v) == expected
         else:
             assert same(v, expected.get(k)), k
+
+
+def test_a_dict_walked_by_the_core_is_the_scenario_its_json_text_is():
+    # capplan.estimate(dict) no longer writes JSON text: the core walks the dict, and hands what is not plain JSON
+    # data (Quantity, Model, numpy values) back to capplan.api._jsonable. The same scenario, the same result.
+    import json
+    import numpy as np
+    from capplan.api import _jsonable
+    cases = [
+        dict(STATIC, system={"accelerator": "H100-SXM", "count": np.int64(2)},
+             inference={"input_tokens": np.int32(100), "output_tokens": 20, "batch": 2,
+                        "memory_utilization": np.float64(0.85), "runtime_reserve": capplan.Quantity("2 GiB")}),
+        dict(TRAINING, model=capplan.model("Llama-3.1-8B")),
+        {"model": "Llama-3.1-8B", "system": "HGX-H100", "precision": {"weights": "fp8"},
+         "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": [8][0]}},
+    ]
+    for c in cases:
+        text = json.dumps(_jsonable(c))
+        assert capplan.Scenario(c).to_dict() == json.loads(text)
+        assert capplan.estimate(c).to_dict() == capplan._core.estimate_object(text, ".")
+
+
+@pytest.mark.parametrize("value, error, field", [
+    (float("nan"), capplan.ConfigError, "/inference/batch: not a finite number"),
+    (2 ** 70, capplan.ConfigError, "/inference/batch: must be at most"),
+    ("\ud800", capplan.JsonError, "/inference/batch"),
+    ({1: 2}, capplan.ConfigError, "/inference/batch: a int key is not text"),
+    ({(1, 2): 2}, capplan.ConfigError, "/inference/batch: a tuple key is not text"),
+    (object(), capplan.ConfigError, "/inference/batch: a object is not a scenario value"),
+])
+def test_a_dict_value_no_scenario_holds_is_an_error_naming_it(value, error, field):
+    bad = dict(STATIC, inference=dict(STATIC["inference"], batch=value))
+    with pytest.raises(error, match=field.replace("(", r"\(")):
+        capplan.estimate(bad)
