@@ -11,6 +11,7 @@
 #include "capplan/error.hpp"
 #include "capplan/estimate.hpp"
 #include "capplan/spec/scenario_value.hpp"
+#include "capplan/units_parse.hpp"
 #include "json_reader.hpp"
 
 namespace capplan {
@@ -77,11 +78,10 @@ sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::pa
         }
     }
     const std::size_t ncol = wanted.size();
-    const double table_bytes = static_cast<double>(points) * static_cast<double>(ncol) * sizeof(double);
-    if (const double memory = detail::physical_memory_bytes(); memory > 0 && table_bytes > memory / 2)
+    const data_size table = static_cast<double>(points) * static_cast<double>(ncol) * sizeof(double) * units::B;
+    if (const double memory = detail::physical_memory_bytes(); memory > 0 && table.si() > memory / 2)
         throw config_error("/grid", std::to_string(points) + " points x " + std::to_string(ncol) + " columns",
-                           "a table of " + std::to_string(static_cast<long long>(table_bytes / 1e9)) +
-                               " GB, more than half this machine's memory",
+                           "a table of " + format(table) + ", more than half this machine's memory",
                            "a smaller grid, or fewer columns");
     const estimate_parts parts = parts_for(wanted);  // every part but the ranges when every column is wanted
 
