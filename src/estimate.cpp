@@ -343,7 +343,10 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         if (prefix) w.prefix_cache = *prefix;  // with offload: hits reloaded, or recomputed
         const scheduler_spec sch = serving_scheduler(s, inf.input_tokens + inf.output_tokens);
         const sim_result sim =
-            simulate_for_user(inf, [&] { return simulate(w, sch, [&](const batch_step& st) { return step_time(setup, st); }); });
+            simulate_for_user(inf, [&] {
+                step_timer timer(setup);
+                return simulate(w, sch, [&](const batch_step& st) { return timer(st); });
+            });
         put_simulation(sim, out);
     }
     out.throughput_tokens_per_s_per_device = *out.throughput_tokens_per_s / static_cast<double>(s.system.count);
@@ -697,8 +700,9 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
         sch.prefill.draft_tokens = 0;  // the prefill pool decodes nothing
         const workload_spec w = serving_workload(inf, d.prefill.replicas() + d.decode.replicas());
         const sim_result sim = simulate_for_user(inf, [&] {
-            return simulate_disaggregated(w, sch, [&](const batch_step& st) { return step_time(prefill, st); },
-                                          [&](const batch_step& st) { return step_time(decode, st); });
+            step_timer prefill_timer(prefill), decode_timer(decode);
+            return simulate_disaggregated(w, sch, [&](const batch_step& st) { return prefill_timer(st); },
+                                          [&](const batch_step& st) { return decode_timer(st); });
         });
         put_simulation(sim, out);
         out.prefill_utilization = sim.prefill_busy_fraction;

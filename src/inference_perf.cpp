@@ -11,16 +11,6 @@ namespace {
 
 using namespace units;
 
-// Accumulates one operator kind over the layers.
-struct op_sum {
-    const char* name;
-    flop_count flops;
-    data_size bytes;
-    duration time;
-    duration compute_part, memory_part;
-    double kernels = 0.0;
-};
-
 }  // namespace
 
 perf_setup perf_setup::from(const scenario& s) {
@@ -173,44 +163,50 @@ op_time drafter_time(const drafter_setup& d, const batch_step& st, std::int64_t 
 
 }  // namespace
 
-step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
-    const model_spec& m = *su.model;
-    const parallelism_spec& p = su.parallelism;
-    step_breakdown out;
-    out.overhead = su.efficiency.per_step;
-    if (st.prefill_tokens > 0) out.overhead += su.efficiency.per_prefill_step;
-    const double positions = static_cast<double>(std::max<std::int64_t>(1, st.decode_positions));
-    const double decode_tokens = static_cast<double>(st.decode_requests) * positions;
-    const double step_tokens = static_cast<double>(st.prefill_tokens) + decode_tokens;
-    if (step_tokens <= 0) return out;
+namespace {
+
+// A step's shares of its token counts (what every operator but the attention core reads).
+struct step_shape {
+    double positions, decode_tokens, step_tokens;
     // Attention data parallelism: each rank runs everything but the routed experts for its own
     // requests, with those weights whole, and the busiest rank (ceil(n / ranks) of n whole requests)
     // sets the pace; the experts see the whole step's tokens.
-    const double ranks = p.attention_ranks();
-    auto busiest = [&](std::int64_t n) { return n > 0 ? std::ceil(static_cast<double>(n) / ranks) / static_cast<double>(n) : 1.0; };
-    const double prefill_share = busiest(st.prefill_requests), decode_share = busiest(st.decode_requests);
-    const double tokens = static_cast<double>(st.prefill_tokens) * prefill_share +
-                          decode_tokens * decode_share;  // this rank's, but for the experts
+    double prefill_share, decode_share;
+    double tokens;  // this rank's, but for the experts
+    double h, tp;   // hidden size, attention tensor parallelism
+    double q_out;   // query width on this rank
 
-    const double h = static_cast<double>(m.hidden), tp = p.attention_tp();
-    const double bw = su.precision.weights.bytes_per_element();
-    const double be = su.precision.experts().bytes_per_element();  // routed experts (gpt-oss: MXFP4 as released)
-    const double bo = su.precision.weights.quantized() ? 2.0 : bw;  // embeddings, head, router
-    const double ba = su.precision.activations.bytes_per_element();
-    const perf_efficiency& eff = su.efficiency;
-    const duration launch = eff.per_kernel;
+    step_shape(const perf_setup& su, const batch_step& st) {
+        const model_spec& m = *su.model;
+        const parallelism_spec& p = su.parallelism;
+        positions = static_cast<double>(std::max<std::int64_t>(1, st.decode_positions));
+        decode_tokens = static_cast<double>(st.decode_requests) * positions;
+        step_tokens = static_cast<double>(st.prefill_tokens) + decode_tokens;
+        const double ranks = p.attention_ranks();
+        auto busiest = [&](std::int64_t n) { return n > 0 ? std::ceil(static_cast<double>(n) / ranks) / static_cast<double>(n) : 1.0; };
+        prefill_share = busiest(st.prefill_requests);
+        decode_share = busiest(st.decode_requests);
+        tokens = static_cast<double>(st.prefill_tokens) * prefill_share + decode_tokens * decode_share;
+        h = static_cast<double>(m.hidden);
+        tp = p.attention_tp();
+        q_out = m.mla ? m.heads / tp * (m.mla_dims.qk_nope_head_dim + m.mla_dims.qk_rope_head_dim)
+                      : m.heads / tp * static_cast<double>(m.head_dim);
+    }
+};
 
-    op_sum sums[] = {{"attention projections", {}, {}, {}, {}, {}}, {"attention core", {}, {}, {}, {}, {}},
-                     {"mlp / experts", {}, {}, {}, {}, {}},          {"norms and elementwise", {}, {}, {}, {}, {}},
-                     {"lm head and embedding", {}, {}, {}, {}, {}}};
-    // Dequantising weight-only formats adds vector work per weight element read (serial with the load).
-    auto dequant = [&](double weight_elements, double ops) {
-        return ops > 0 ? (weight_elements * ops * FLOP) / su.vector_peak : duration{};
-    };
-    // Efficiencies by the work of one of the op's kernels (the op's work split evenly over them).
+// Costs operators into their totals: the per-operator roofline of the header's comment.
+struct op_costing {
+    const perf_setup& su;
     enum class unit { matrix, grouped_matrix, attention, norm };
-    auto charge = [&](op_sum& o, unit u, flop_count f, data_size b, int kernels, double weight_elements = 0.0,
-                      double dequant_ops = -1.0) {
+
+    // Dequantising weight-only formats adds vector work per weight element read (serial with the load).
+    duration dequant(double weight_elements, double ops) const {
+        return ops > 0 ? (weight_elements * ops * units::FLOP) / su.vector_peak : duration{};
+    }
+    // Efficiencies by the work of one of the op's kernels (the op's work split evenly over them).
+    void charge(op_totals& o, unit u, flop_count f, data_size b, int kernels, double weight_elements = 0.0,
+                double dequant_ops = -1.0) const {
+        const perf_efficiency& eff = su.efficiency;
         const double share = 1.0 / kernels;
         const double ge = u == unit::attention        ? eff.attention_at(f.si() * share)
                           : u == unit::grouped_matrix ? eff.grouped_gemm_at(f.si() * share)
@@ -222,25 +218,43 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         o.bytes += b;
         o.compute_part += c;
         o.memory_part += mem;
-        o.time += overlapped_roofline(c, mem, eff.roofline_norm) + static_cast<double>(kernels) * launch;
+        o.time += overlapped_roofline(c, mem, eff.roofline_norm) + static_cast<double>(kernels) * eff.per_kernel;
         o.kernels += kernels;
-    };
+    }
     // Kernels an op launches beyond its GEMMs (norms, activations, routing).
-    auto launches = [&](op_sum& o, double kernels) {
-        o.time += kernels * launch;
+    void launches(op_totals& o, double kernels) const {
+        o.time += kernels * su.efficiency.per_kernel;
         o.kernels += kernels;
-    };
+    }
+};
 
-    // Attention core inputs: keys attended (causal prefill chunks; decodes read their contexts).
+void add_layers(op_totals& sum, const op_totals& layer, double n) {
+    sum.flops += n * layer.flops;
+    sum.bytes += n * layer.bytes;
+    sum.time += n * layer.time;
+    sum.compute_part += n * layer.compute_part;
+    sum.memory_part += n * layer.memory_part;
+    sum.kernels += n * layer.kernels;
+}
+
+// The attention cores of every layer (the one operator that reads the contexts).
+op_totals attention_core(const perf_setup& su, const batch_step& st, const step_shape& sh, const layer_kinds& lk) {
+    const model_spec& m = *su.model;
+    const parallelism_spec& p = su.parallelism;
+    const op_costing cost{su};
+    using unit = op_costing::unit;
+    const double tp = sh.tp, tokens = sh.tokens, positions = sh.positions;
+    const double ba = su.precision.activations.bytes_per_element();
+    // Inputs: keys attended (causal prefill chunks; decodes read their contexts).
     const double pr = static_cast<double>(std::max<std::int64_t>(1, st.prefill_requests));
-    const double pt = static_cast<double>(st.prefill_tokens) * prefill_share;
+    const double pt = static_cast<double>(st.prefill_tokens) * sh.prefill_share;
     // Without FlashAttention (Megatron-LM before 2023) the whole s x s score matrix is computed, then
     // masked: every key of the chunk, not the causal half, and the scores go through memory.
     const double chunk = static_cast<double>(st.prefill_tokens) / pr;  // tokens of one request's chunk
     const double chunk_keys = su.flash_attention ? (chunk + 1.0) / 2.0 : chunk;
     const double prefill_keys = pt * (static_cast<double>(st.prefill_context_tokens) / pr) + pt * chunk_keys;
     // Every verified position attends to its request's context; the context is read once.
-    const double decode_context = static_cast<double>(st.context_tokens) * decode_share;
+    const double decode_context = static_cast<double>(st.context_tokens) * sh.decode_share;
     const double decode_keys = decode_context * positions;
     const double per_key = static_cast<double>(detail::attention_flops_per_key(m)) / tp;
     // Keys on a layer that keeps at most W of them (a sliding window, DSA's top-k) or attends within chunks of W
@@ -256,193 +270,241 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         return per_request * pt / chunk;
     };
     auto windowed_decode_context = [&](double w, bool chunked) {
-        const double requests = static_cast<double>(st.decode_requests) * decode_share;
+        const double requests = static_cast<double>(st.decode_requests) * sh.decode_share;
         if (requests <= 0) return 0.0;
         const double a = decode_context / requests;
         const double keys = !chunked ? std::min(a, w) : a <= w ? a : a < 2.0 * w ? w - (a - w) / 2.0 : w / 2.0;
         return keys * requests;
     };
     const data_size kv_token = kv_bytes_per_token_per_layer(m, p.attention_tp(), su.precision.kv_cache);
+
+    op_totals sum;
+    for (int k = 0; k < lk.n; ++k) {
+        const std::int64_t i = lk.kinds[k].first;
+        op_totals layer;
+        if (!m.has_mixer(i)) {
+            // A feed-forward block alone (Nemotron-H's MLP and MoE blocks): no attention work.
+        } else if (m.is_linear_layer(i)) {
+            // Gated DeltaNet: the core updates each request's fixed state once per token (chunked in prefill) and
+            // reads and writes it once per step, its convolution and gated norm beside it (vLLM's fused_recurrent /
+            // chunk_gated_delta_rule kernels).
+            const double requests = static_cast<double>(st.decode_requests) * sh.decode_share +
+                                    static_cast<double>(st.prefill_requests) * sh.prefill_share;
+            const data_size state = 2.0 * requests * linear_state_bytes_per_layer(m, p.attention_tp());
+            cost.charge(layer, unit::attention, static_cast<double>(detail::linear_flops_per_token(m)) / tp * tokens * units::FLOP,
+                        state + tokens * 4.0 * (static_cast<double>(m.linear.conv_channels()) / tp) * ba * units::B, 3);
+        } else {
+            // A sliding window caps each token's keys; so does DSA's top-k (its indexer still scores and reads
+            // every cached token's fp8 key).
+            double pk = prefill_keys, dk = decode_keys, dc = decode_context;
+            const double window = m.is_sliding_layer(i) ? static_cast<double>(m.sliding_window)
+                                                        : static_cast<double>(m.sparse.topk);
+            if (window > 0) {
+                const bool chunked = m.is_sliding_layer(i) && m.chunked_local;
+                pk = windowed_prefill_keys(static_cast<std::int64_t>(window), chunked);
+                dc = windowed_decode_context(window, chunked);
+                dk = dc * positions;
+            }
+            const double prefill_cached = static_cast<double>(st.prefill_context_tokens) * sh.prefill_share;
+            data_size kv_bytes = (dc + prefill_cached + pt) * kv_token;
+            if (m.sparse.active()) {
+                // The indexer: every cached key's index entry read, 2·Hi·di per query and key (replicated: not / tp).
+                const data_size index_key = index_key_bytes_per_token_per_layer(m);
+                kv_bytes = (dc + prefill_cached + pt) * (kv_token - index_key) + (decode_context + prefill_cached + pt) * index_key;
+                cost.charge(layer, unit::attention,
+                            static_cast<double>(detail::index_flops_per_key(m)) * (prefill_keys + decode_keys) * units::FLOP,
+                            tokens * static_cast<double>(m.sparse.index_heads * m.sparse.index_head_dim) * ba * units::B, 2);
+            }
+            // Materialised scores (no FlashAttention): QK^T writes them, the fused scale-mask-softmax
+            // reads and writes them, PV reads them: 4 passes of the activation format per score
+            // (Korthikanti et al. 2022 §4.1). Attention dropout reads the probabilities and writes a
+            // 1-byte mask and the dropped copy that PV reads: 2 passes and a byte more. (FlashAttention
+            // draws the dropout inside its kernel: no traffic.)
+            const double per_score = 4.0 * ba + (su.dropout ? 2.0 * ba + 1.0 : 0.0);
+            const data_size scores = su.flash_attention ? data_size{} : (m.heads / tp) * pk * per_score * units::B;
+            cost.charge(layer, unit::attention, per_key * (pk + dk) * units::FLOP,
+                        kv_bytes + tokens * 2.0 * sh.q_out * ba * units::B + scores, m.mla ? 3 : 2);
+        }
+        add_layers(sum, layer, static_cast<double>(lk.kinds[k].count));
+    }
+    return sum;
+}
+
+}  // namespace
+
+layer_kinds::layer_kinds(const model_spec& m) {
+    std::int64_t count[4][3] = {}, first[4][3] = {};
+    for (std::int64_t i = 0; i < m.layers; ++i) {
+        const int mixer = !m.has_mixer(i) ? 3 : m.is_linear_layer(i) ? 2 : m.is_sliding_layer(i) ? 1 : 0;
+        const int ffn = !m.has_ffn(i) ? 2 : m.is_moe_layer(i) ? 1 : 0;
+        if (count[mixer][ffn]++ == 0) first[mixer][ffn] = i;
+    }
+    for (int mixer = 0; mixer < 4; ++mixer)
+        for (int ffn = 0; ffn < 3; ++ffn)
+            if (count[mixer][ffn] > 0) kinds[n++] = {first[mixer][ffn], count[mixer][ffn]};
+}
+
+step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st) { return of(su, st, layer_kinds(*su.model)); }
+
+step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st, const layer_kinds& lk) {
+    step_token_costs out;
+    const step_shape sh(su, st);
+    if (sh.step_tokens <= 0) return out;
+    const model_spec& m = *su.model;
+    const parallelism_spec& p = su.parallelism;
+    const op_costing cost{su};
+    using unit = op_costing::unit;
+    using units::B;
+    using units::FLOP;
+    const double h = sh.h, tp = sh.tp, tokens = sh.tokens, step_tokens = sh.step_tokens;
+    const double bw = su.precision.weights.bytes_per_element();
+    const double be = su.precision.experts().bytes_per_element();  // routed experts (gpt-oss: MXFP4 as released)
+    const double bo = su.precision.weights.quantized() ? 2.0 : bw;  // embeddings, head, router
+    const double ba = su.precision.activations.bytes_per_element();
     const device_parameters attn = detail::attention_on_device(m, p);
-    const double q_out = m.mla ? m.heads / tp * (m.mla_dims.qk_nope_head_dim + m.mla_dims.qk_rope_head_dim)
-                               : m.heads / tp * static_cast<double>(m.head_dim);
+    const double q_out = sh.q_out;
     const double kv_out = m.mla ? static_cast<double>(m.mla_dims.kv_lora_rank + m.mla_dims.qk_rope_head_dim)
                                 : 2.0 * detail::kv_heads_per_rank(m, p.attention_tp()) * m.head_dim;
     const double o_in = m.mla ? m.heads / tp * static_cast<double>(m.mla_dims.v_head_dim) : q_out;  // output projection input
 
-    // Layers differ only in keeping a sliding window or routing to experts: each kind is costed once, at its first
-    // layer, and counted (a 96-layer model costs at most four layers). Kinds: full, windowed, linear or no mixer;
-    // dense, MoE or no feed-forward (hybrid block stacks).
-    struct layer_cost {
-        op_sum ops[4] = {};
+    for (int k = 0; k < lk.n; ++k) {
+        const std::int64_t i = lk.kinds[k].first;
+        op_totals proj, ffn_op, norms;
         duration tp_allreduce, ep_alltoall;
-    };
-    std::int64_t layers_of_kind[4][3] = {}, first_of_kind[4][3] = {};
-    for (std::int64_t i = 0; i < m.layers; ++i) {
-        const int mixer = !m.has_mixer(i) ? 3 : m.is_linear_layer(i) ? 2 : m.is_sliding_layer(i) ? 1 : 0;
-        const int ffn = !m.has_ffn(i) ? 2 : m.is_moe_layer(i) ? 1 : 0;
-        if (layers_of_kind[mixer][ffn]++ == 0) first_of_kind[mixer][ffn] = i;
-    }
-    for (int mixer = 0; mixer < 4; ++mixer)
-      for (int ffn = 0; ffn < 3; ++ffn) {
-        const std::int64_t count = layers_of_kind[mixer][ffn], i = first_of_kind[mixer][ffn];
-        if (count == 0) continue;
-        const bool linear = m.is_linear_layer(i);
-        layer_cost lc;
-        {  // the kind's operators, at its first layer
-            if (!m.has_mixer(i)) {
-                // A feed-forward block alone (Nemotron-H's MLP and MoE blocks): no attention work.
-            } else if (linear) {
-                // Gated DeltaNet: the input projections (q, k, v, the output gate, beta and the decay) and the output
-                // projection at their sizes; the core updates each request's fixed state once per token (chunked in
-                // prefill) and reads and writes it once per step, its convolution and gated norm beside it
-                // (vLLM's fused_recurrent / chunk_gated_delta_rule kernels).
-                const double mats = static_cast<double>(attention_layer_parameters(m, true).matrices) / tp;
-                const double out_params = static_cast<double>(m.linear.value_heads * m.linear.value_head_dim) / tp * h;
-                const double in_params = mats - out_params;
-                charge(lc.ops[0], unit::matrix, 2.0 * tokens * in_params * FLOP, (in_params * bw + tokens * 2.0 * h * ba) * B, 2,
-                       in_params);
-                charge(lc.ops[0], unit::matrix, 2.0 * tokens * out_params * FLOP, (out_params * bw + tokens * 2.0 * h * ba) * B,
-                       1, out_params);
-                const double requests = static_cast<double>(st.decode_requests) * decode_share +
-                                        static_cast<double>(st.prefill_requests) * prefill_share;
-                const data_size state = 2.0 * requests * linear_state_bytes_per_layer(m, p.attention_tp());
-                charge(lc.ops[1], unit::attention, static_cast<double>(detail::linear_flops_per_token(m)) / tp * tokens * FLOP,
-                       state + tokens * 4.0 * (static_cast<double>(m.linear.conv_channels()) / tp) * ba * B, 3);
+        if (!m.has_mixer(i)) {
+            // A feed-forward block alone (Nemotron-H's MLP and MoE blocks): no attention work.
+        } else if (m.is_linear_layer(i)) {
+            // Gated DeltaNet: the input projections (q, k, v, the output gate, beta and the decay) and the output
+            // projection at their sizes (its core: attention_core).
+            const double mats = static_cast<double>(attention_layer_parameters(m, true).matrices) / tp;
+            const double out_params = static_cast<double>(m.linear.value_heads * m.linear.value_head_dim) / tp * h;
+            const double in_params = mats - out_params;
+            cost.charge(proj, unit::matrix, 2.0 * tokens * in_params * FLOP, (in_params * bw + tokens * 2.0 * h * ba) * B, 2,
+                        in_params);
+            cost.charge(proj, unit::matrix, 2.0 * tokens * out_params * FLOP, (out_params * bw + tokens * 2.0 * h * ba) * B,
+                        1, out_params);
+        } else {
+            // Projections, each GEMM at its own size: Q/K/V and the output. MLA launches a chain: q_a, its
+            // norm, q_b, kv_a, its norm, the K up-projection (absorbed into q in decode), then W_UV and
+            // o_proj, and its core adds the rotary embedding (vLLM vllm/v1/attention/backends/mla/common.py,
+            // "Decode path"); other attention is one QKV GEMM and the output.
+            const double o_params = o_in * h, qkv_params = attn.block_linear - o_params;
+            const bool q_lora = m.mla && m.mla_dims.q_lora_rank > 0;
+            cost.charge(proj, unit::matrix, 2.0 * tokens * qkv_params * FLOP,
+                        (qkv_params * bw + tokens * (h + q_out + kv_out) * ba) * B, m.mla ? (q_lora ? 4 : 3) : 1, qkv_params);
+            if (m.mla) cost.launches(proj, q_lora ? 2.0 : 1.0);  // the latent norms
+            cost.charge(proj, unit::matrix, 2.0 * tokens * o_params * FLOP, (o_params * bw + tokens * (o_in + h) * ba) * B,
+                        m.mla ? 2 : 1, o_params);
+        }
+        if (m.has_ffn(i)) {
+            // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
+            const device_parameters ffn = detail::ffn_on_device(m, i, p);
+            // The activation's traffic (read 2, write 1 intermediate-wide rows; non-gated 1 and 1)
+            // counts with the GEMMs' (fused or overlapped).
+            const double act_passes = m.gated_mlp ? 3.0 : 2.0;
+            if (!m.is_moe_layer(i)) {
+                // Up (+gate) and down GEMMs at their own sizes; the activation kernel between them
+                // adds its launch.
+                const double width = m.intermediate / tp;
+                const double up = ffn.block_linear * (m.gated_mlp ? 2.0 / 3.0 : 0.5), down = ffn.block_linear - up;
+                cost.charge(ffn_op, unit::matrix, 2.0 * tokens * up * FLOP,
+                            (up * bw + tokens * (h + (act_passes - 1.0) * width) * ba) * B, 1, up);
+                cost.charge(ffn_op, unit::matrix, 2.0 * tokens * down * FLOP, (down * bw + tokens * (width + h) * ba) * B, 1,
+                            down);
+                cost.launches(ffn_op, 1.0);
             } else {
-                // Projections, each GEMM at its own size: Q/K/V and the output. MLA launches a chain: q_a, its
-                // norm, q_b, kv_a, its norm, the K up-projection (absorbed into q in decode), then W_UV and
-                // o_proj, and its core adds the rotary embedding (vLLM vllm/v1/attention/backends/mla/common.py,
-                // "Decode path"); other attention is one QKV GEMM and the output.
-                const double o_params = o_in * h, qkv_params = attn.block_linear - o_params;
-                const bool q_lora = m.mla && m.mla_dims.q_lora_rank > 0;
-                charge(lc.ops[0], unit::matrix, 2.0 * tokens * qkv_params * FLOP,
-                       (qkv_params * bw + tokens * (h + q_out + kv_out) * ba) * B, m.mla ? (q_lora ? 4 : 3) : 1, qkv_params);
-                if (m.mla) launches(lc.ops[0], q_lora ? 2.0 : 1.0);  // the latent norms
-                charge(lc.ops[0], unit::matrix, 2.0 * tokens * o_params * FLOP, (o_params * bw + tokens * (o_in + h) * ba) * B,
-                       m.mla ? 2 : 1, o_params);
-                // Core: a sliding window caps each token's keys; so does DSA's top-k (its indexer still scores
-                // and reads every cached token's fp8 key).
-                double pk = prefill_keys, dk = decode_keys, dc = decode_context;
-                const double window = m.is_sliding_layer(i) ? static_cast<double>(m.sliding_window)
-                                                            : static_cast<double>(m.sparse.topk);
-                if (window > 0) {
-                    const bool chunked = m.is_sliding_layer(i) && m.chunked_local;
-                    pk = windowed_prefill_keys(static_cast<std::int64_t>(window), chunked);
-                    dc = windowed_decode_context(window, chunked);
-                    dk = dc * positions;
-                }
-                const double prefill_cached = static_cast<double>(st.prefill_context_tokens) * prefill_share;
-                data_size kv_bytes = (dc + prefill_cached + pt) * kv_token;
-                if (m.sparse.active()) {
-                    // The indexer: every cached key's index entry read, 2·Hi·di per query and key (replicated: not / tp).
-                    const data_size index_key = index_key_bytes_per_token_per_layer(m);
-                    kv_bytes = (dc + prefill_cached + pt) * (kv_token - index_key) + (decode_context + prefill_cached + pt) * index_key;
-                    charge(lc.ops[1], unit::attention,
-                           static_cast<double>(detail::index_flops_per_key(m)) * (prefill_keys + decode_keys) * FLOP,
-                           tokens * static_cast<double>(m.sparse.index_heads * m.sparse.index_head_dim) * ba * B, 2);
-                }
-                // Materialised scores (no FlashAttention): QK^T writes them, the fused scale-mask-softmax
-                // reads and writes them, PV reads them: 4 passes of the activation format per score
-                // (Korthikanti et al. 2022 §4.1). Attention dropout reads the probabilities and writes a
-                // 1-byte mask and the dropped copy that PV reads: 2 passes and a byte more. (FlashAttention
-                // draws the dropout inside its kernel: no traffic.)
-                const double per_score = 4.0 * ba + (su.dropout ? 2.0 * ba + 1.0 : 0.0);
-                const data_size scores = su.flash_attention ? data_size{} : (m.heads / tp) * pk * per_score * B;
-                charge(lc.ops[1], unit::attention, per_key * (pk + dk) * FLOP, kv_bytes + tokens * 2.0 * q_out * ba * B + scores,
-                       m.mla ? 3 : 2);
+                const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
+                // The slots this device's experts receive: balanced routing, times the busiest expert-
+                // parallel rank's excess (it sets the pace).
+                const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
+                // Training routes each rank's 1/tp sequence shard, and an expert split over etp ranks sees the
+                // shards of all of them (Megatron all-gathers the tokens over the expert-tensor group): etp x T/tp x k.
+                const double slots = imbalance * step_tokens * static_cast<double>(m.moe.experts_per_token) /
+                                     (st.experts_route_rank_tokens ? tp / static_cast<double>(p.etp) : static_cast<double>(p.ep));
+                // Distinct local experts hit by `slots` uniform picks (expected value).
+                const double touched = experts_here * (1.0 - std::pow(1.0 - 1.0 / experts_here, slots));
+                const double expert = static_cast<double>(expert_parameters(m).matrices) / p.etp;
+                const double shared = ffn.block_linear - ffn.routed_experts;
+                const double router = h * m.moe.routed_experts;
+                // Kernels as vLLM's fused MoE launches them (vllm/model_executor/layers/fused_moe/fused_moe.py):
+                // the router GEMM, top-k, moe_align_block_size, the two expert GEMMs with silu_and_mul
+                // between, moe_sum; shared experts add their up, activation and down. The two expert
+                // GEMMs are grouped kernels (at most the catalog's grouped_matmul efficiency); the
+                // router and the shared experts dense ones.
+                const bool has_shared = m.moe.shared_experts > 0;
+                cost.charge(ffn_op, unit::grouped_matrix, 2.0 * slots * expert * FLOP,
+                            (touched * expert * be + slots * (2.0 * h + (m.moe.gated ? 3.0 : 2.0) * m.moe.expert_intermediate / p.etp) * ba) * B, 2,
+                            touched * expert, su.expert_dequant_ops);
+                // Training routes only the rank's sequence shard (the router is replicated, not split).
+                const double routed_tokens = st.experts_route_rank_tokens ? tokens / tp : tokens;
+                cost.charge(ffn_op, unit::matrix, 2.0 * (tokens * shared + routed_tokens * router) * FLOP,
+                            (shared * bw + router * bo + tokens * 2.0 * h * ba) * B, has_shared ? 3 : 1, shared);
+                cost.launches(ffn_op, has_shared ? 5.0 : 4.0);
+                // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
+                // Each rank sends its routed slots: with shared tokens the step's on this rank (its own
+                // share under attention data parallelism) x k, with rank-routed tokens its own shard's
+                // (the slots it receives / etp). Not when the expert group lies within the attention's
+                // tensor-parallel group: every rank already holds all the step's tokens, runs its own
+                // experts on those routed to them, and the tensor-parallel all-reduce after the layer
+                // combines the partial outputs (vLLM FusedMoE dispatches only with data parallelism;
+                // TensorRT-LLM's MoE all-to-all needs attention DP).
+                const bool tokens_replicated = !st.experts_route_rank_tokens && p.ep * p.etp <= p.attention_tp();
+                const double sent = st.experts_route_rank_tokens ? slots / p.etp : imbalance * tokens * static_cast<double>(m.moe.experts_per_token);
+                if (p.ep > 1 && !tokens_replicated) ep_alltoall += 2.0 * su.alltoall(sent * h * ba * B);
             }
-            if (m.has_ffn(i)) {
-                // Feed-forward: a dense MLP, or the experts this step's tokens reach on this device.
-                const device_parameters ffn = detail::ffn_on_device(m, i, p);
-                // The activation's traffic (read 2, write 1 intermediate-wide rows; non-gated 1 and 1)
-                // counts with the GEMMs' (fused or overlapped).
-                const double act_passes = m.gated_mlp ? 3.0 : 2.0;
-                if (!m.is_moe_layer(i)) {
-                    // Up (+gate) and down GEMMs at their own sizes; the activation kernel between them
-                    // adds its launch.
-                    const double width = m.intermediate / tp;
-                    const double up = ffn.block_linear * (m.gated_mlp ? 2.0 / 3.0 : 0.5), down = ffn.block_linear - up;
-                    charge(lc.ops[2], unit::matrix, 2.0 * tokens * up * FLOP,
-                           (up * bw + tokens * (h + (act_passes - 1.0) * width) * ba) * B, 1, up);
-                    charge(lc.ops[2], unit::matrix, 2.0 * tokens * down * FLOP, (down * bw + tokens * (width + h) * ba) * B, 1,
-                           down);
-                    launches(lc.ops[2], 1.0);
-                } else {
-                    const double experts_here = static_cast<double>(m.moe.routed_experts) / p.ep;
-                    // The slots this device's experts receive: balanced routing, times the busiest expert-
-                    // parallel rank's excess (it sets the pace).
-                    const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
-                    // Training routes each rank's 1/tp sequence shard, and an expert split over etp ranks sees the
-                    // shards of all of them (Megatron all-gathers the tokens over the expert-tensor group): etp x T/tp x k.
-                    const double slots = imbalance * step_tokens * static_cast<double>(m.moe.experts_per_token) /
-                                         (st.experts_route_rank_tokens ? tp / static_cast<double>(p.etp) : static_cast<double>(p.ep));
-                    // Distinct local experts hit by `slots` uniform picks (expected value).
-                    const double touched = experts_here * (1.0 - std::pow(1.0 - 1.0 / experts_here, slots));
-                    const double expert = static_cast<double>(expert_parameters(m).matrices) / p.etp;
-                    const double shared = ffn.block_linear - ffn.routed_experts;
-                    const double router = h * m.moe.routed_experts;
-                    // Kernels as vLLM's fused MoE launches them (vllm/model_executor/layers/fused_moe/fused_moe.py):
-                    // the router GEMM, top-k, moe_align_block_size, the two expert GEMMs with silu_and_mul
-                    // between, moe_sum; shared experts add their up, activation and down. The two expert
-                    // GEMMs are grouped kernels (at most the catalog's grouped_matmul efficiency); the
-                    // router and the shared experts dense ones.
-                    const bool has_shared = m.moe.shared_experts > 0;
-                    charge(lc.ops[2], unit::grouped_matrix, 2.0 * slots * expert * FLOP,
-                           (touched * expert * be + slots * (2.0 * h + (m.moe.gated ? 3.0 : 2.0) * m.moe.expert_intermediate / p.etp) * ba) * B, 2,
-                           touched * expert, su.expert_dequant_ops);
-                    // Training routes only the rank's sequence shard (the router is replicated, not split).
-                    const double routed_tokens = st.experts_route_rank_tokens ? tokens / tp : tokens;
-                    charge(lc.ops[2], unit::matrix, 2.0 * (tokens * shared + routed_tokens * router) * FLOP,
-                           (shared * bw + router * bo + tokens * 2.0 * h * ba) * B, has_shared ? 3 : 1, shared);
-                    launches(lc.ops[2], has_shared ? 5.0 : 4.0);
-                    // Expert parallelism: dispatch the routed tokens to their experts' ranks and combine them back.
-                    // Each rank sends its routed slots: with shared tokens the step's on this rank (its own
-                    // share under attention data parallelism) x k, with rank-routed tokens its own shard's
-                    // (the slots it receives / etp). Not when the expert group lies within the attention's
-                    // tensor-parallel group: every rank already holds all the step's tokens, runs its own
-                    // experts on those routed to them, and the tensor-parallel all-reduce after the layer
-                    // combines the partial outputs (vLLM FusedMoE dispatches only with data parallelism;
-                    // TensorRT-LLM's MoE all-to-all needs attention DP).
-                    const bool tokens_replicated = !st.experts_route_rank_tokens && p.ep * p.etp <= p.attention_tp();
-                    const double sent = st.experts_route_rank_tokens ? slots / p.etp : imbalance * tokens * static_cast<double>(m.moe.experts_per_token);
-                    if (p.ep > 1 && !tokens_replicated) lc.ep_alltoall += 2.0 * su.alltoall(sent * h * ba * B);
-                }
-            }
-            // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound;
-            // hidden dropout (fused with the bias and residual add) writes a 1-byte mask twice a layer.
-            charge(lc.ops[3], unit::norm, flop_count{}, tokens * (10.0 * ba + (su.dropout ? 2.0 : 0.0)) * h * B, 3);
-            // One all-reduce after the mixer and one after the feed-forward (a hybrid block has one of them).
-            const double reductions = (m.has_mixer(i) ? 1.0 : 0.0) + (m.has_ffn(i) ? 1.0 : 0.0);
-            if (tp > 1) lc.tp_allreduce += reductions * su.allreduce(tokens * h * ba * B);
         }
-        const double n = static_cast<double>(count);
-        for (int k = 0; k < 4; ++k) {
-            sums[k].flops += n * lc.ops[k].flops;
-            sums[k].bytes += n * lc.ops[k].bytes;
-            sums[k].time += n * lc.ops[k].time;
-            sums[k].compute_part += n * lc.ops[k].compute_part;
-            sums[k].memory_part += n * lc.ops[k].memory_part;
-            sums[k].kernels += n * lc.ops[k].kernels;
-        }
-        out.tp_allreduce += n * lc.tp_allreduce;
-        out.ep_alltoall += n * lc.ep_alltoall;
-      }
+        // Norms, residual adds, rotary embedding: ~10 passes over the hidden state, memory-bound;
+        // hidden dropout (fused with the bias and residual add) writes a 1-byte mask twice a layer.
+        cost.charge(norms, unit::norm, flop_count{}, tokens * (10.0 * ba + (su.dropout ? 2.0 : 0.0)) * h * B, 3);
+        // One all-reduce after the mixer and one after the feed-forward (a hybrid block has one of them).
+        const double reductions = (m.has_mixer(i) ? 1.0 : 0.0) + (m.has_ffn(i) ? 1.0 : 0.0);
+        if (tp > 1) tp_allreduce += reductions * su.allreduce(tokens * h * ba * B);
+
+        const double n = static_cast<double>(lk.kinds[k].count);
+        add_layers(out.projections, proj, n);
+        add_layers(out.mlp, ffn_op, n);
+        add_layers(out.norms, norms, n);
+        out.tp_allreduce += n * tp_allreduce;
+        out.ep_alltoall += n * ep_alltoall;
+    }
     // LM head for the sampled positions (fp32 logits), embedding lookups for every token.
-    const double sampled = decode_tokens * decode_share + static_cast<double>(st.prefill_requests) * prefill_share;
+    const double sampled = sh.decode_tokens * sh.decode_share + static_cast<double>(st.prefill_requests) * sh.prefill_share;
     const double vocab_part = static_cast<double>(m.vocab) / tp;
-    charge(sums[4], unit::matrix, 2.0 * sampled * h * vocab_part * FLOP,
-           (vocab_part * h * bo + sampled * vocab_part * 4.0 + tokens * h * bo) * B, 2);
+    cost.charge(out.head, unit::matrix, 2.0 * sampled * h * vocab_part * FLOP,
+                (vocab_part * h * bo + sampled * vocab_part * 4.0 + tokens * h * bo) * B, 2);
     if (p.pp > 1)
         out.pipeline_send = static_cast<double>(p.pp - 1) *
                             (su.pipeline_send_latency + (tokens * h * ba * B) / su.pipeline_send_bandwidth);
+    return out;
+}
+
+step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
+    const layer_kinds lk(*su.model);
+    return step_time_breakdown(su, st, step_token_costs::of(su, st, lk), lk);
+}
+
+step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st, const step_token_costs& token_costs,
+                                   const layer_kinds& lk) {
+    step_breakdown out;
+    out.overhead = su.efficiency.per_step;
+    if (st.prefill_tokens > 0) out.overhead += su.efficiency.per_prefill_step;
+    const step_shape sh(su, st);
+    if (sh.step_tokens <= 0) return out;
+    const op_totals core = attention_core(su, st, sh, lk);
+    out.tp_allreduce = token_costs.tp_allreduce;
+    out.ep_alltoall = token_costs.ep_alltoall;
+    out.pipeline_send = token_costs.pipeline_send;
     out.communication = out.tp_allreduce + out.ep_alltoall + out.pipeline_send;
 
-    out.ops.reserve(std::size(sums) + 1);  // one allocation a step: the five sums and a drafter
-    for (const auto& o : sums) {
-        out.ops.push_back({o.name, o.flops, o.bytes, o.time, o.compute_part > o.memory_part});
-        out.compute += o.time;
-        out.kernels += o.kernels;
+    const std::pair<const char*, const op_totals*> ops[] = {
+        {"attention projections", &token_costs.projections}, {"attention core", &core},
+        {"mlp / experts", &token_costs.mlp},                  {"norms and elementwise", &token_costs.norms},
+        {"lm head and embedding", &token_costs.head}};
+    out.ops.reserve(std::size(ops) + 1);  // one allocation a step: the five sums and a drafter
+    for (const auto& [name, o] : ops) {
+        out.ops.push_back({name, o->flops, o->bytes, o->time, o->compute_part > o->memory_part});
+        out.compute += o->time;
+        out.kernels += o->kernels;
     }
     if (su.drafter) {
         const op_time d = drafter_time(*su.drafter, st, su.draft_tokens);
@@ -458,6 +520,24 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
         out.kv_reload = spilled * su.kv_offload.bytes_per_token / su.kv_offload.reload_rate;
     }
     return out;
+}
+
+duration step_timer::operator()(const batch_step& st) {
+    const shape key{st.prefill_tokens, st.prefill_requests, st.decode_requests, st.decode_positions,
+                    st.experts_route_rank_tokens};
+    auto it = memo_.find(key);
+    if (it == memo_.end()) {
+        if (memo_.size() >= max_shapes) memo_.clear();  // a bound on memory; the costs are recomputed
+        it = memo_.emplace(key, step_token_costs::of(setup_, st, kinds_)).first;
+    }
+    return step_time_breakdown(setup_, st, it->second, kinds_).total();
+}
+
+std::size_t step_timer::shape_hash::operator()(const shape& k) const {
+    std::size_t x = static_cast<std::size_t>(k.prefill_tokens);
+    for (std::int64_t v : {k.prefill_requests, k.decode_requests, k.decode_positions, std::int64_t{k.rank_tokens}})
+        x = x * 0x9E3779B97F4A7C15ull + static_cast<std::size_t>(v);
+    return x;
 }
 
 latency_estimate estimate_latency(const perf_setup& s, std::int64_t input_tokens, std::int64_t output_tokens,

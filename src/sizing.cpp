@@ -46,7 +46,8 @@ trial run(const scenario& sc, std::int64_t users, std::int64_t input, std::int64
     if (inf.prefix_cache) w.prefix_cache = *inf.prefix_cache;
     scheduler_spec sch = engine_scheduler(mem, input + output, sc.parallelism.dp);
     if (inf.speculative) sch.draft_tokens = inf.speculative->tokens, sch.acceptance = inf.speculative->acceptance;
-    t.sim = simulate(w, sch, [&](const batch_step& st) { return step_time(perf, st); });
+    step_timer timer(perf);
+    t.sim = simulate(w, sch, [&](const batch_step& st) { return timer(st); });
     return t;
 }
 

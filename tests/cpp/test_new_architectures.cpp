@@ -280,3 +280,40 @@ TEST_CASE("a tensor-parallel degree must split the linear-attention heads") {
     const auto problems = shard_weights(model("Qwen3-Next-80B-A3B"), p).problems;
     CHECK(std::any_of(problems.begin(), problems.end(), [](const std::string& s) { return s.find("linear-attention value heads") != std::string::npos; }));
 }
+
+TEST_CASE("step_timer gives step_time's numbers bit for bit: repeated token counts with new contexts, every layer kind") {
+    // step_timer keeps each distinct token count's costs; a key missing a field the costs read would reuse the wrong
+    // ones. The steps below repeat every shape with other contexts, and differ from each other in one field at a time.
+    struct probe {
+        const char* model;
+        const char* layout;
+    };
+    for (const probe pr : {probe{"Llama-3.1-70B", R"("parallelism": {"tp": 4}, "system": {"preset": "HGX-H200", "count": 4})"},
+                           probe{"DeepSeek-V3.2", R"("parallelism": {"tp": 8, "ep": 8, "attention_dp": true}, "system": {"preset": "HGX-H200"})"},
+                           probe{"gpt-oss-120b", R"("system": {"accelerator": "H200", "count": 1})"},
+                           probe{"Llama-4-Scout-17B-16E", R"("system": {"accelerator": "H200", "count": 1})"},
+                           probe{"Qwen3-Next-80B-A3B", R"("system": {"accelerator": "H200", "count": 1})"},
+                           probe{"Nemotron-3-Nano-30B-A3B", R"("system": {"preset": "HGX-H200", "count": 2}, "parallelism": {"tp": 2})"}}) {
+        CAPTURE(pr.model);
+        const scenario sc = read_scenario(std::string(R"({"model": ")") + pr.model + R"(", )" + pr.layout +
+                                              R"(, "inference": {"input_tokens": 2000, "output_tokens": 100, "concurrency": 8}})",
+                                          test::shipped_catalog());
+        const perf_setup su = perf_setup::from(sc);
+        step_timer timer(su);
+        std::vector<batch_step> steps;
+        for (std::int64_t context : {1'000, 9'000, 300'000}) {
+            batch_step decode;
+            decode.decode_requests = 8, decode.context_tokens = context;
+            batch_step mixed = decode;
+            mixed.prefill_tokens = 512, mixed.prefill_requests = 2, mixed.prefill_context_tokens = context / 3;
+            batch_step more_requests = mixed;
+            more_requests.prefill_requests = 3;
+            batch_step verify = decode;
+            verify.decode_positions = 4;
+            batch_step ranks = mixed;
+            ranks.experts_route_rank_tokens = true;
+            for (const batch_step& st : {decode, mixed, more_requests, verify, ranks}) steps.push_back(st);
+        }
+        for (const batch_step& st : steps) CHECK(timer(st).si() == step_time(su, st).si());
+    }
+}

@@ -538,3 +538,115 @@ TEST_CASE("request counts near int64's limit are an error before their sum overf
     CHECK_THROWS_WITH_AS(simulate(w, scheduler_spec{}, constant(1 * units::ms)), doctest::Contains("at most 2^31 - 1"),
                          config_error);
 }
+
+namespace {
+
+void require_same_summary(const latency_summary& a, const latency_summary& b) {
+    CHECK(a.count == b.count);
+    CHECK(a.mean.si() == b.mean.si());
+    CHECK(a.p50.si() == b.p50.si());
+    CHECK(a.p90.si() == b.p90.si());
+    CHECK(a.p99.si() == b.p99.si());
+    CHECK(a.max.si() == b.max.si());
+}
+
+// Every number of two results, compared exactly (==, not within a tolerance).
+void require_identical(const sim_result& a, const sim_result& b) {
+    require_same_summary(a.ttft, b.ttft);
+    require_same_summary(a.tpot, b.tpot);
+    require_same_summary(a.e2e, b.e2e);
+    require_same_summary(a.itl, b.itl);
+    CHECK(a.completed == b.completed);
+    CHECK(a.steps == b.steps);
+    CHECK(a.preemptions == b.preemptions);
+    CHECK(a.max_in_flight == b.max_in_flight);
+    CHECK(a.makespan.si() == b.makespan.si());
+    CHECK(a.busy_fraction == b.busy_fraction);
+    CHECK(a.kv_occupancy_mean == b.kv_occupancy_mean);
+    CHECK(a.kv_occupancy_max == b.kv_occupancy_max);
+    CHECK(a.prefill_busy_fraction == b.prefill_busy_fraction);
+    CHECK(a.decode_busy_fraction == b.decode_busy_fraction);
+    REQUIRE(a.requests.size() == b.requests.size());
+    std::size_t differing = 0;
+    for (std::size_t i = 0; i < a.requests.size(); ++i) {
+        const request_record &x = a.requests[i], &y = b.requests[i];
+        differing += x.first_token.si() != y.first_token.si() || x.finish.si() != y.finish.si() ||
+                     x.arrival.si() != y.arrival.si() || x.replica != y.replica || x.preemptions != y.preemptions;
+    }
+    CHECK(differing == 0);
+}
+
+// The simulator advances runs of identical decode steps without scheduling each request; with that turned off it
+// schedules every step one by one, the plain definition. Both must give the same result, bit for bit.
+// `share`: the least share of the steps taken inside runs (else this would compare the plain path with itself). A
+// run stops at the next event: a queue or preemptions, or other replicas' steps, leave few.
+void require_runs_match_step_by_step(const workload_spec& w, const scheduler_spec& s, const step_time_fn& f, double share) {
+    std::int64_t calls = 0;
+    const step_time_fn counted = [&](const batch_step& b) { return ++calls, f(b); };
+    detail::sim::simulator runs(w, s, counted), plain(w, s, f);
+    const sim_result fast = runs.run();
+    CHECK(calls == fast.steps);  // once a step, runs or not
+    CHECK(static_cast<double>(runs.run_steps()) > share * static_cast<double>(fast.steps));
+    plain.step_by_step();
+    require_identical(fast, plain.run());
+    CHECK(plain.run_steps() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("decode runs give the step-by-step result bit for bit: open and closed loops, preemption, replicas, prefix cache") {
+    scheduler_spec roomy;
+    roomy.kv_capacity_tokens = 400'000;
+    SUBCASE("Poisson below saturation") { require_runs_match_step_by_step(lognormal_poisson(8, 3000, 1), roomy, affine, 0.5); }
+    SUBCASE("Poisson overloaded, a small cache: preemptions") {
+        scheduler_spec tight;
+        tight.kv_capacity_tokens = 12'000;
+        const workload_spec w = lognormal_poisson(60, 2000, 2);
+        CHECK(simulate(w, tight, affine).preemptions > 0);
+        require_runs_match_step_by_step(w, tight, affine, 0.01);
+    }
+    SUBCASE("closed loop, no think time, the default turnaround, warm-up requests") {
+        workload_spec w;
+        w.arrival = arrival::closed_loop;
+        w.users = 50;
+        w.turnaround = default_turnaround_s * s;
+        w.requests = 400, w.warmup_requests = 50;
+        w.input = length_dist::fixed(2000), w.output = length_dist::fixed(500);
+        require_runs_match_step_by_step(w, roomy, affine, 0.5);
+    }
+    SUBCASE("closed loop with think time over three replicas, a shared prefix and cache hits, reserved output") {
+        workload_spec w;
+        w.arrival = arrival::closed_loop;
+        w.users = 120;
+        w.think_time = 2 * s;
+        w.requests = 1500;
+        w.input = length_dist::lognormal(800, 0.7, 6000), w.output = length_dist::lognormal(200, 0.9, 2000);
+        w.prefix_cache.hit_rate = 0.4;
+        w.prefix_cache.shared_prefix_tokens = 300;
+        w.seed = 7;
+        scheduler_spec three = roomy;
+        three.replicas = 3;
+        three.kv_block_tokens = 32;
+        require_runs_match_step_by_step(w, three, affine, 0.02);
+        three.reserve_output = true;
+        require_runs_match_step_by_step(w, three, affine, 0.02);
+    }
+    SUBCASE("a step time that does not grow with the context (every run ends on an event or a finish)") {
+        require_runs_match_step_by_step(lognormal_poisson(30, 1000, 3), roomy, constant(10 * ms), 0.1);
+    }
+}
+
+TEST_CASE("decode runs in a disaggregated decode pool give the step-by-step result bit for bit") {
+    disaggregated_scheduler d;
+    d.prefill.replicas = 2;
+    d.decode.replicas = 1;
+    d.decode.kv_capacity_tokens = 60'000;
+    d.kv_transfer = [](std::int64_t tokens) { return 1 * ms + tokens * 0.001 * ms; };
+    const workload_spec w = lognormal_poisson(20, 1500, 4);
+    const step_time_fn f = affine;  // the simulator keeps a reference to it
+    detail::sim::simulator runs(w, d, f, f), plain(w, d, f, f);
+    const sim_result fast = runs.run();
+    CHECK(runs.run_steps() > 0);
+    plain.step_by_step();
+    require_identical(fast, plain.run());
+}

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "capplan/analysis/collectives.hpp"
@@ -174,8 +175,66 @@ struct drafter_setup {
     perf_setup setup;
 };
 
+// One operator kind's totals over the layers of a step.
+struct op_totals {
+    flop_count flops;
+    data_size bytes;
+    duration time;
+    duration compute_part, memory_part;
+    double kernels = 0.0;
+};
+
+// Layers differ only in keeping a sliding window or routing to experts: each kind is costed once, at its first
+// layer, and counted (a 96-layer model costs at most four layers). Kinds: full, windowed, linear or no mixer;
+// dense, MoE or no feed-forward (hybrid block stacks).
+struct layer_kinds {
+    struct kind {
+        std::int64_t first = 0, count = 0;
+    };
+    kind kinds[12];
+    int n = 0;
+    explicit layer_kinds(const model_spec& m);
+};
+
+// What a step costs apart from its attention cores and KV reload: every other operator and the
+// communication. It depends on the step's token and request counts alone, not on the contexts read.
+struct step_token_costs {
+    op_totals projections, mlp, norms, head;
+    duration tp_allreduce, ep_alltoall, pipeline_send;
+    static step_token_costs of(const perf_setup& s, const batch_step& step);
+    static step_token_costs of(const perf_setup& s, const batch_step& step, const layer_kinds& kinds);
+};
+
 step_breakdown step_time_breakdown(const perf_setup& s, const batch_step& step);
+// The same, with the step's token costs given (step_token_costs::of of the same counts) and the model's layer kinds.
+step_breakdown step_time_breakdown(const perf_setup& s, const batch_step& step, const step_token_costs& token_costs,
+                                   const layer_kinds& kinds);
 inline duration step_time(const perf_setup& s, const batch_step& step) { return step_time_breakdown(s, step).total(); }
+
+// step_time for the thousands of steps of one serving simulation: their token and request counts repeat (a
+// closed loop of 50 users runs a few hundred distinct counts in thousands of steps) while the contexts grow,
+// so each distinct count's token costs are computed once and only the attention cores and the KV reload every
+// step. The same numbers as step_time, bit for bit (the same sums in the same order). Not thread-safe: one
+// per simulation.
+class step_timer {
+public:
+    explicit step_timer(const perf_setup& s) : setup_(s), kinds_(*s.model) {}
+    duration operator()(const batch_step& step);
+
+private:
+    struct shape {
+        std::int64_t prefill_tokens, prefill_requests, decode_requests, decode_positions;
+        bool rank_tokens;
+        bool operator==(const shape&) const = default;
+    };
+    struct shape_hash {
+        std::size_t operator()(const shape& k) const;
+    };
+    static constexpr std::size_t max_shapes = 1 << 14;  // ~5 MB of costs at most
+    const perf_setup& setup_;
+    layer_kinds kinds_;
+    std::unordered_map<shape, step_token_costs, shape_hash> memo_;
+};
 
 struct latency_estimate {
     duration ttft;       // the static batch's prefill (no queueing) -> first tokens

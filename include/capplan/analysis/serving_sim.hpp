@@ -365,6 +365,11 @@ public:
               const step_time_fn& decode)
         : w_(w), s_(d.decode), f_(decode), prefill_(&d.prefill), prefill_f_(&prefill), transfer_(d.kv_transfer) {}
 
+    // Every step scheduled one by one (no decode runs): the reference run_decodes must match, for tests.
+    void step_by_step() { decode_runs_ = false; }
+    // Steps advanced inside decode runs (after run()).
+    std::int64_t run_steps() const { return run_steps_; }
+
     sim_result run() {
         validate();
         generate();
@@ -576,6 +581,7 @@ private:
             else if (e.kind == 2) hand_over(static_cast<std::int32_t>(e.who));
             else arrive(e.who);
             if (events_.empty() || events_.top().t > now_) {
+                if (dirty_.size() == 1) run_decodes(dirty_[0]);  // may advance now_ to where that replica's run ends
                 for (std::size_t r : dirty_) start_step(r);
                 dirty_.clear();
             }
@@ -751,6 +757,88 @@ private:
         return std::min(1 + accepted, q.output - q.generated);
     }
 
+    // A replica whose every running request decodes, with nothing waiting or prefilling, runs the same step
+    // again and again while nothing else happens: each request gains one token and its context one more. Those
+    // steps are advanced here as a run, each request's state brought up to date once at its end, for as long as
+    // stepping them one by one could not differ: no request finishes (that step runs the usual way), every block
+    // a request crosses into is free (no preemption), and each step ends before the next event. The same
+    // results as one step at a time, bit for bit: the same step times, summed in the same order. Called only
+    // when this replica is the one to start a step now.
+    void run_decodes(std::size_t r) {
+        replica& R = reps_[r];
+        if (!decode_runs_ || R.busy || R.prefill_only || R.running.empty() || !R.waiting.empty() || R.prefilling > 0 || R.ready > 0 ||
+            s_.draft_tokens > 0)
+            return;
+        const std::int64_t B = R.spec->kv_block_tokens, n = static_cast<std::int64_t>(R.running.size());
+        // Per request: the steps until the one that finishes it, and until it next crosses into a new block
+        // (at step d, then every B steps; due_[j]: requests crossing at steps = j mod B from now on).
+        std::int64_t steps = std::numeric_limits<std::int64_t>::max(), context = 0, measured = 0;
+        due_.assign(static_cast<std::size_t>(B), 0);
+        later_.clear();
+        for (const std::int32_t id : R.running) {
+            const request& q = reqs_[static_cast<std::size_t>(id)];
+            if (q.last != now_) return;  // not every request produced a token at the step that just ended
+            steps = std::min(steps, q.output - q.generated - 1);
+            context += q.computed + 1;
+            if (id >= w_.warmup_requests) ++measured;
+            const std::int64_t d = (q.blocks + q.shared_blocks) * B - q.computed;
+            if (d < 0) return;
+            if (d < B) ++due_[static_cast<std::size_t>(d)];
+            else later_.push_back(d);
+        }
+        std::sort(later_.begin(), later_.end());
+        batch_step b;
+        b.decode_requests = n;
+        std::int64_t k = 0, free = R.free_blocks;
+        std::size_t joined = 0;
+        const double next_event = events_.empty() ? std::numeric_limits<double>::infinity() : events_.top().t;
+        for (; k < steps; ++k) {
+            for (; joined < later_.size() && later_[joined] == k; ++joined) ++due_[static_cast<std::size_t>(k % B)];
+            const std::int64_t blocks = due_[static_cast<std::size_t>(k % B)];
+            if (blocks > free) break;
+            b.context_tokens = context + k * n;
+            const double dt = step_seconds(R, b);
+            const double end = now_ + dt;
+            if (!(end < next_event)) {  // that step's end meets another event: it runs the usual way, with this time
+                primed_ = {r, b, dt};
+                break;
+            }
+            free -= blocks;
+            account_step(R, dt, free);
+            if (measured > 0) itl_.push_back({end - now_, measured});
+            now_ = end;
+        }
+        if (k == 0) return;
+        run_steps_ += k;
+        for (const std::int32_t id : R.running) {
+            request& q = reqs_[static_cast<std::size_t>(id)];
+            const std::int64_t d = (q.blocks + q.shared_blocks) * B - q.computed;
+            if (k > d) q.blocks += 1 + (k - 1 - d) / B;
+            q.computed += k, q.generated += k;
+            q.last = now_;
+        }
+        R.free_blocks = free;
+    }
+
+    // One step's time from the pool's step function, checked.
+    static double step_seconds(const replica& R, const batch_step& b) {
+        const double dt = (*R.step_time)(b).in(units::s);
+        if (!(dt > 0.0) || !std::isfinite(dt))
+            throw config_error("step_time", num(dt) + " s", "must be positive and finite for every step",
+                               "a step_time_fn returning > 0 s");
+        return dt;
+    }
+
+    // A step of `dt` from now with `free` blocks left: the replica's busy and occupancy integrals.
+    void account_step(replica& R, double dt, std::int64_t free) {
+        const double occupancy = static_cast<double>(R.blocks - free) / static_cast<double>(R.blocks);
+        R.step_start = now_;
+        R.busy_time += dt;
+        R.occupancy_time += occupancy * dt;
+        occupancy_max_ = std::max(occupancy_max_, occupancy);
+        ++steps_;
+    }
+
     void start_step(std::size_t r) {
         replica& R = reps_[r];
         R.dirty = false;
@@ -761,17 +849,11 @@ private:
                 throw internal_error("serving simulation: replica " + std::to_string(r) + " stalled with work");
             return;
         }
-        const double dt = (*R.step_time)(b).in(units::s);
-        if (!(dt > 0.0) || !std::isfinite(dt))
-            throw config_error("step_time", num(dt) + " s", "must be positive and finite for every step",
-                               "a step_time_fn returning > 0 s");
-        const double occupancy = static_cast<double>(R.blocks - R.free_blocks) / static_cast<double>(R.blocks);
+        // The step a decode run stopped before has its time already (a step function is called once a step).
+        const double dt = primed_.replica == r && primed_.step == b ? primed_.seconds : step_seconds(R, b);
+        primed_ = {};
         R.busy = true;
-        R.step_start = now_;
-        R.busy_time += dt;
-        R.occupancy_time += occupancy * dt;
-        occupancy_max_ = std::max(occupancy_max_, occupancy);
-        ++steps_;
+        account_step(R, dt, R.free_blocks);
         push(now_ + dt, 0, static_cast<std::int64_t>(r));
     }
 
@@ -890,6 +972,14 @@ private:
     std::vector<double> arrivals_;
     std::vector<replica> reps_;
     std::vector<std::size_t> dirty_;
+    std::vector<std::int64_t> due_, later_;  // run_decodes: requests crossing into a block, by step
+    bool decode_runs_ = true;
+    struct primed_step {
+        std::size_t replica = std::numeric_limits<std::size_t>::max();  // none
+        batch_step step;
+        double seconds = 0.0;
+    } primed_;  // run_decodes: the step it stopped before, and its time
+    std::int64_t run_steps_ = 0;
     value_counts itl_;  // (token gap, how many), measured requests only
     std::priority_queue<event, std::vector<event>, std::greater<event>> events_;
     rng think_rng_{w_.seed, 2};
