@@ -407,6 +407,9 @@ private:
         std::int64_t prefilling = 0;         // running requests still prefilling
         std::int64_t ready = 0;              // waiting requests whose cache has arrived (disaggregated decode)
         bool busy = false, dirty = false;
+        struct {
+            std::int64_t steps = 0, measured = 0;  // a decode run's steps (its last in flight when busy), measured requests
+        } run;
         double step_start = 0;              // when the step in flight began
         double busy_time = 0, occupancy_time = 0;  // integrals over time
     };
@@ -512,26 +515,28 @@ private:
             q.cached = w_.prefix_cache.cached_tokens(q.input);
             q.reloaded = w_.prefix_cache.reloaded_tokens(q.input);
             q.shared_blocks = std::min(shared_blocks_, q.cached / s_.kv_block_tokens);
-            const std::string where = "request " + std::to_string(i) + " (" + std::to_string(q.input) + " in, " +
-                                      std::to_string(q.output) + " out)";
+            auto where = [&] {  // for an error only: built per request it took a tenth of a simulation's time
+                return "request " + std::to_string(i) + " (" + std::to_string(q.input) + " in, " + std::to_string(q.output) +
+                       " out)";
+            };
             if (q.input < 1 || q.output < 1)  // only a trace row can do this; the distributions draw >= 1
                 throw config_error("/workload/trace/" + std::to_string(i % static_cast<std::int64_t>(w_.trace.size())),
-                                   where, "token counts must be >= 1");
+                                   where(), "token counts must be >= 1");
             const std::int64_t prompt_blocks = ceil_div(q.input + 1, s_.kv_block_tokens) - q.shared_blocks;
             if (prefill_ && prompt_blocks > prefill_blocks_ - shared_blocks_)
                 throw config_error("/scheduler/kv_capacity_tokens", std::to_string(prefill_->kv_capacity_tokens),
-                                   where + ": its prompt needs more KV blocks than a prefill replica holds",
+                                   where() + ": its prompt needs more KV blocks than a prefill replica holds",
                                    ">= the longest input, block-rounded");
             if (ceil_div(q.input + q.output, s_.kv_block_tokens) - q.shared_blocks > decode_blocks_ - shared_blocks_)
                 throw config_error("/scheduler/kv_capacity_tokens", std::to_string(s_.kv_capacity_tokens),
-                                   where + " needs " +
+                                   where() + " needs " +
                                        std::to_string(ceil_div(q.input + q.output, s_.kv_block_tokens) * s_.kv_block_tokens) +
                                        " KV tokens, more than a replica holds",
                                    ">= the largest input + output, block-rounded");
             const scheduler_spec& first = prefill_ ? *prefill_ : s_;
             if (!first.chunked_prefill && q.input - q.cached > first.max_batched_tokens)
                 throw config_error("/scheduler/max_batched_tokens", std::to_string(first.max_batched_tokens),
-                                   where + ": without chunked prefill a prompt must fit one step",
+                                   where() + ": without chunked prefill a prompt must fit one step",
                                    ">= the longest input, or chunked_prefill = true");
         }
         if (w_.arrival == A::closed_loop) return;
@@ -759,19 +764,20 @@ private:
 
     // A replica whose every running request decodes, with nothing waiting or prefilling, runs the same step
     // again and again while nothing else happens: each request gains one token and its context one more. Those
-    // steps are advanced here as a run, each request's state brought up to date once at its end, for as long as
-    // stepping them one by one could not differ: no request finishes (that step runs the usual way), every block
-    // a request crosses into is free (no preemption), and each step ends before the next event. The same
-    // results as one step at a time, bit for bit: the same step times, summed in the same order. Called only
-    // when this replica is the one to start a step now.
+    // steps are advanced here as a run, without scheduling each request, for as long as stepping them one by one
+    // could not differ: every block a request crosses into is free (else the usual step preempts), and each step
+    // ends before the next event. The run's last step, the one that meets an event or finishes a request, is
+    // started here and ends as an event (end_run); the requests' state is brought up to date there, once. The same
+    // results as one step at a time, bit for bit: the same step times, summed in the same order, and the step
+    // function called once a step. Called only when this replica is the one to start a step now.
     void run_decodes(std::size_t r) {
         replica& R = reps_[r];
-        if (!decode_runs_ || R.busy || R.prefill_only || R.running.empty() || !R.waiting.empty() || R.prefilling > 0 || R.ready > 0 ||
-            s_.draft_tokens > 0)
+        if (!decode_runs_ || R.busy || R.prefill_only || R.running.empty() || !R.waiting.empty() || R.prefilling > 0 ||
+            R.ready > 0 || s_.draft_tokens > 0)
             return;
         const std::int64_t B = R.spec->kv_block_tokens, n = static_cast<std::int64_t>(R.running.size());
-        // Per request: the steps until the one that finishes it, and until it next crosses into a new block
-        // (at step d, then every B steps; due_[j]: requests crossing at steps = j mod B from now on).
+        // Per request: the steps before the one that finishes it, and when it crosses into a new block (at step
+        // d, then every B steps; due_[j]: requests crossing at steps = j mod B from now on).
         std::int64_t steps = std::numeric_limits<std::int64_t>::max(), context = 0, measured = 0;
         due_.assign(static_cast<std::size_t>(B), 0);
         later_.clear();
@@ -789,35 +795,52 @@ private:
         std::sort(later_.begin(), later_.end());
         batch_step b;
         b.decode_requests = n;
-        std::int64_t k = 0, free = R.free_blocks;
         std::size_t joined = 0;
         const double next_event = events_.empty() ? std::numeric_limits<double>::infinity() : events_.top().t;
-        for (; k < steps; ++k) {
+        std::int64_t k = 0;
+        for (;; ++k) {
             for (; joined < later_.size() && later_[joined] == k; ++joined) ++due_[static_cast<std::size_t>(k % B)];
             const std::int64_t blocks = due_[static_cast<std::size_t>(k % B)];
-            if (blocks > free) break;
+            if (blocks > R.free_blocks) break;  // a preemption: steps k on run the usual way
             b.context_tokens = context + k * n;
             const double dt = step_seconds(R, b);
             const double end = now_ + dt;
-            if (!(end < next_event)) {  // that step's end meets another event: it runs the usual way, with this time
-                primed_ = {r, b, dt};
-                break;
+            R.free_blocks -= blocks;
+            account_step(R, dt, R.free_blocks);
+            if (k == steps || !(end < next_event)) {  // the run's last step: it ends as an event
+                R.busy = true;
+                R.run = {k + 1, measured};
+                push(end, 0, static_cast<std::int64_t>(r));
+                return;
             }
-            free -= blocks;
-            account_step(R, dt, free);
             if (measured > 0) itl_.push_back({end - now_, measured});
             now_ = end;
         }
+        // Stopped before a preemption: the steps run so far end now, without an event (none finishes a request).
         if (k == 0) return;
+        R.run = {k, measured};
+        end_run(R);
+    }
+
+    // The requests of a decode run gain its steps' tokens, blocks and last token time, and the last step's token
+    // gaps count; those that reach their answer's end finish (in running order, as end_step would finish them).
+    // Returns whether any finished.
+    bool end_run(replica& R) {
+        const std::int64_t k = R.run.steps, B = R.spec->kv_block_tokens;
+        if (R.busy && R.run.measured > 0) itl_.push_back({now_ - R.step_start, R.run.measured});
         run_steps_ += k;
+        bool any_done = false;
         for (const std::int32_t id : R.running) {
             request& q = reqs_[static_cast<std::size_t>(id)];
             const std::int64_t d = (q.blocks + q.shared_blocks) * B - q.computed;
             if (k > d) q.blocks += 1 + (k - 1 - d) / B;
             q.computed += k, q.generated += k;
             q.last = now_;
+            if (q.generated >= q.output) complete(R, q), any_done = true;
         }
-        R.free_blocks = free;
+        R.run = {};
+        R.busy = false;
+        return any_done;
     }
 
     // One step's time from the pool's step function, checked.
@@ -849,9 +872,7 @@ private:
                 throw internal_error("serving simulation: replica " + std::to_string(r) + " stalled with work");
             return;
         }
-        // The step a decode run stopped before has its time already (a step function is called once a step).
-        const double dt = primed_.replica == r && primed_.step == b ? primed_.seconds : step_seconds(R, b);
-        primed_ = {};
+        const double dt = step_seconds(R, b);
         R.busy = true;
         account_step(R, dt, R.free_blocks);
         push(now_ + dt, 0, static_cast<std::int64_t>(r));
@@ -859,6 +880,11 @@ private:
 
     void end_step(std::size_t r) {
         replica& R = reps_[r];
+        if (R.run.steps > 0) {  // the last step of a decode run
+            if (end_run(R)) erase_finished(R);
+            mark(r);
+            return;
+        }
         R.busy = false;
         bool any_done = false;
         // Token gaps: a request that also produced the step before waited exactly this step; one
@@ -891,12 +917,15 @@ private:
             }
         }
         if (step_gaps > 0) itl_.push_back({step_gap, step_gaps});
-        if (any_done)
-            std::erase_if(R.running, [&](std::int32_t id) {
-                const request& q = reqs_[static_cast<std::size_t>(id)];
-                return q.done || (R.prefill_only && q.generated > 0);  // finished, or handed to the decode pool
-            });
+        if (any_done) erase_finished(R);
         mark(r);
+    }
+
+    void erase_finished(replica& R) {
+        std::erase_if(R.running, [&](std::int32_t id) {
+            const request& q = reqs_[static_cast<std::size_t>(id)];
+            return q.done || (R.prefill_only && q.generated > 0);  // finished, or handed to the decode pool
+        });
     }
 
     void complete(replica& R, request& q) {
@@ -974,11 +1003,6 @@ private:
     std::vector<std::size_t> dirty_;
     std::vector<std::int64_t> due_, later_;  // run_decodes: requests crossing into a block, by step
     bool decode_runs_ = true;
-    struct primed_step {
-        std::size_t replica = std::numeric_limits<std::size_t>::max();  // none
-        batch_step step;
-        double seconds = 0.0;
-    } primed_;  // run_decodes: the step it stopped before, and its time
     std::int64_t run_steps_ = 0;
     value_counts itl_;  // (token gap, how many), measured requests only
     std::priority_queue<event, std::vector<event>, std::greater<event>> events_;

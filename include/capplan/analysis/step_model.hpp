@@ -28,7 +28,6 @@ struct batch_step {
     // the routed slots. Megatron training: every rank routes its own 1/tp sequence shard (sequence
     // parallelism; ep is carved from dp), so each device's experts see tokens/tp x k slots.
     bool experts_route_rank_tokens = false;
-    bool operator==(const batch_step&) const = default;
 };
 
 // Time of one step on one replica. Must be positive and non-decreasing in every field.
