@@ -27,7 +27,7 @@ std::string tokens_text(std::int64_t n) { return std::to_string(n) + (n == 1 ? "
 
 // Fills memory.* and inference.{batch, max_batch, max_context_tokens, smallest_tp}; when the plan
 // does not fit, says which component is largest, by how much it is over, and what would fit.
-void estimate_inference_memory(const scenario& s, estimate_result& r, bool limits) {
+void estimate_inference_memory(const scenario& s, const inference_setup& setup, estimate_result& r, bool limits) {
     const inference_spec& inf = *s.inference;
     const model_spec& m = s.model;
     if (!s.system.accelerator.usable_memory()) {
@@ -35,7 +35,6 @@ void estimate_inference_memory(const scenario& s, estimate_result& r, bool limit
                           "'s memory capacity, so fits is not computed");
         return;
     }
-    const inference_setup setup = inference_setup::from(s);
     const std::int64_t context = inf.input_tokens + inf.output_tokens;
     if (m.max_position > 0 && context > m.max_position)
         r.warnings.push_back("context " + tokens_text(context) + " (input + output) exceeds " + m.name +
@@ -193,8 +192,8 @@ void put_simulation(const sim_result& sim, inference_result& out) {
 }
 
 // The engine a scenario's replicas run: its scheduler limits, KV capacity and speculative decoding.
-scheduler_spec serving_scheduler(const scenario& s, std::int64_t request_tokens) {
-    scheduler_spec sch = engine_scheduler(inference_setup::from(s), request_tokens, s.parallelism.dp);
+scheduler_spec serving_scheduler(const scenario& s, const inference_setup& engine, std::int64_t request_tokens) {
+    scheduler_spec sch = engine_scheduler(engine, request_tokens, s.parallelism.dp);
     if (s.inference->speculative) sch.draft_tokens = s.inference->speculative->tokens, sch.acceptance = s.inference->speculative->acceptance;
     return sch;
 }
@@ -295,7 +294,7 @@ void note_prefix_cache(const scenario& s, const inference_setup& engine, const p
 
 // Fills inference.{ttft_s, tpot_s, e2e_latency_s, throughput_tokens_per_s}, the decode step's chain
 // (GPU memory, compute, scale-up network, engine overhead) and its bottleneck.
-void estimate_inference_speed(const scenario& s, estimate_result& r) {
+void estimate_inference_speed(const scenario& s, const inference_setup& engine, estimate_result& r) {
     const inference_spec& inf = *s.inference;
     perf_setup setup;
     try {
@@ -308,7 +307,6 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
     const std::int64_t batch = r.inference && r.inference->batch ? *r.inference->batch
                                                                  : inf.batch.value_or(inf.concurrency.value_or(1));
     const std::int64_t per_replica = std::max<std::int64_t>(1, (batch + dp - 1) / dp);
-    const inference_setup engine = inference_setup::from(s);
     apply_kv_offload(setup, s, engine);
     const std::optional<prefix_cache_spec> prefix = offload_aware_prefix(setup, inf);
     const prefill_plan plan = static_prefill_plan(engine, prefix, inf.input_tokens);
@@ -341,7 +339,7 @@ void estimate_inference_speed(const scenario& s, estimate_result& r) {
         // preempts: the plan is reported as not fitting, and the simulation shows what users see.
         workload_spec w = serving_workload(inf, dp);
         if (prefix) w.prefix_cache = *prefix;  // with offload: hits reloaded, or recomputed
-        const scheduler_spec sch = serving_scheduler(s, inf.input_tokens + inf.output_tokens);
+        const scheduler_spec sch = serving_scheduler(s, engine, inf.input_tokens + inf.output_tokens);
         const sim_result sim =
             simulate_for_user(inf, [&] {
                 step_timer timer(setup);
@@ -693,9 +691,11 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
     if ((inf.concurrency || inf.workload) && out.max_batch.value_or(0) > 0) {
         const scenario ps = pool_scenario(s, d.prefill), ds = pool_scenario(s, d.decode);
         perf_setup prefill = perf_setup::from(ps), decode = perf_setup::from(ds);
-        apply_kv_offload(prefill, ps, inference_setup::from(ps));
-        apply_kv_offload(decode, ds, inference_setup::from(ds));
-        disaggregated_scheduler sch{serving_scheduler(ps, inf.input_tokens + 1), serving_scheduler(ds, inf.input_tokens + inf.output_tokens),
+        const inference_setup prefill_engine = inference_setup::from(ps), decode_engine = inference_setup::from(ds);
+        apply_kv_offload(prefill, ps, prefill_engine);
+        apply_kv_offload(decode, ds, decode_engine);
+        disaggregated_scheduler sch{serving_scheduler(ps, prefill_engine, inf.input_tokens + 1),
+                                    serving_scheduler(ds, decode_engine, inf.input_tokens + inf.output_tokens),
                                     [&](std::int64_t tokens) { return kv_transfer_time(s, tokens); }};
         sch.prefill.draft_tokens = 0;  // the prefill pool decodes nothing
         const workload_spec w = serving_workload(inf, d.prefill.replicas() + d.decode.replicas());
@@ -723,7 +723,8 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
         out.throughput_tokens_per_s =
             static_cast<double>(users * inf.output_tokens) / std::max({prefill, decoding, crosses ? transfer.si() : 0.0});
         out.prefill_steps = pre.inference->prefill_steps;
-        speed_note(r, perf_setup::from(pool_scenario(s, d.decode)).efficiency.source,
+        const scenario decode_pool = pool_scenario(s, d.decode);
+        speed_note(r, perf_setup::from(decode_pool).efficiency.source,
                    "a static batch: TTFT is the prefill pool's prefill of its share of the " + std::to_string(users) +
                        " prompts (" + std::to_string(*out.prefill_steps) + " steps per replica) and the KV transfer, TPOT "
                        "one decode step of the decode pool at its share of them; throughput = batch x output / "
@@ -882,8 +883,9 @@ estimate_result estimate_plan(const scenario& s, const catalog& cat, const estim
     if (s.calibration) (void)calibrated_perf_efficiency(*s.calibration, s.system.accelerator, compute);
     if (s.inference || s.training) r.efficiency_table = s.calibration ? s.calibration->name : "catalog";
     if (s.inference) {
-        estimate_inference_memory(s, r, parts.memory_limits);
-        estimate_inference_speed(s, r);
+        const inference_setup engine = inference_setup::from(s, shards);
+        estimate_inference_memory(s, engine, r, parts.memory_limits);
+        estimate_inference_speed(s, engine, r);
         if (parts.cold_start) estimate_cold_start(s, cat, r);
     }
     if (s.training) {

@@ -27,7 +27,9 @@ engine_defaults default_engine_limits(const accelerator_spec& a, const std::stri
     return {t.step_tokens, t.max_num_seqs};
 }
 
-inference_setup inference_setup::from(const scenario& s) {
+inference_setup inference_setup::from(const scenario& s) { return from(s, shard_weights(s.model, s.parallelism)); }
+
+inference_setup inference_setup::from(const scenario& s, const weight_sharding& weights) {
     inference_setup out;
     out.model = &s.model;
     out.parallelism = s.parallelism;
@@ -42,7 +44,7 @@ inference_setup inference_setup::from(const scenario& s) {
     out.reserve_output = inf.kv_admission == "reserve";
     out.chunked_prefill = inf.chunked_prefill;
     out.reserve = inf.runtime_reserve.value_or(default_runtime_reserve(s.parallelism.tp * s.parallelism.pp).total());
-    out.weights = shard_weights(s.model, s.parallelism);
+    out.weights = weights;
     if (inf.prefix_cache) out.shared_prefix_tokens = inf.prefix_cache->shared_tokens(inf.input_tokens, out.block_tokens);
     if (inf.kv_offload)
         out.offload_capacity = inf.kv_offload->capacity / static_cast<double>(s.system.per_node);  // each device of a node its share

@@ -16,6 +16,7 @@ using namespace units;
 perf_setup perf_setup::from(const scenario& s) {
     perf_setup out;
     out.model = &s.model;
+    out.kinds = layer_kinds(s.model);
     out.parallelism = s.parallelism;
     out.precision = s.precision;
     const accelerator_spec& a = s.system.accelerator;
@@ -67,12 +68,12 @@ perf_setup perf_setup::from(const scenario& s) {
             // grids are filled now rather than on first use: nothing in it changes afterwards.
             for (const auto* g : {&d->setup.allreduce_grid, &d->setup.alltoall_grid})
                 if (!g->empty())
-                    for (int k = 0; k < static_cast<int>(g->seconds.size()); ++k) g->at(d->setup.system, k);
+                    for (int k = 0; k < static_cast<int>(g->seconds.size()); ++k) g->at(*d->setup.system, k);
             out.drafter = std::move(d);
         }
     }
     const int tp = s.parallelism.attention_tp();  // attention data parallelism has no tp all-reduce
-    out.system = s.system;
+    out.system = &s.system;
     auto grid = [&](collective_op op, int ranks) {
         perf_setup::collective_grid g;
         g.op = op;
@@ -97,8 +98,8 @@ perf_setup perf_setup::from(const scenario& s) {
                 detail::ceil_div(std::int64_t{s.parallelism.tp} * s.parallelism.cp * s.parallelism.ep, s.system.per_node));
     }
     // The first point now: a system that cannot run these groups fails here, with its reason.
-    if (!out.allreduce_grid.empty()) out.allreduce_grid.at(out.system, 0);
-    if (!out.alltoall_grid.empty()) out.alltoall_grid.at(out.system, 0);
+    if (!out.allreduce_grid.empty()) out.allreduce_grid.at(s.system, 0);
+    if (!out.alltoall_grid.empty()) out.alltoall_grid.at(s.system, 0);
     // The routed experts by their own format (gpt-oss's MXFP4) by the same rule.
     const peak_rate fp32 = a.peak("fp32");
     if (fp32.status == peak_rate::state::known) {
@@ -128,10 +129,10 @@ duration perf_setup::interpolate(const collective_grid& grid, data_size bytes) c
     if (grid.empty() || bytes.si() <= 0) return {};
     const int last = static_cast<int>(grid.seconds.size()) - 1;
     const double x = bytes.si();
-    if (x <= 1.0) return grid.at(system, 0);
+    if (x <= 1.0) return grid.at(*system, 0);
     const int k = std::min(last - 1, static_cast<int>(std::floor(std::log2(x))));
     const double x0 = std::ldexp(1.0, k), x1 = std::ldexp(1.0, k + 1);
-    const duration y0 = grid.at(system, k), y1 = grid.at(system, k + 1);
+    const duration y0 = grid.at(*system, k), y1 = grid.at(*system, k + 1);
     return y0 + (y1 - y0) * ((x - x0) / (x1 - x0));  // beyond the grid: the last segment's slope
 }
 
@@ -344,7 +345,9 @@ layer_kinds::layer_kinds(const model_spec& m) {
             if (count[mixer][ffn] > 0) kinds[n++] = {first[mixer][ffn], count[mixer][ffn]};
 }
 
-step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st) { return of(su, st, layer_kinds(*su.model)); }
+step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st) {
+    return of(su, st, su.kinds.n > 0 ? su.kinds : layer_kinds(*su.model));
+}
 
 step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st, const layer_kinds& lk) {
     step_token_costs out;
@@ -479,7 +482,7 @@ step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st
 }
 
 step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
-    const layer_kinds lk(*su.model);
+    const layer_kinds lk = su.kinds.n > 0 ? su.kinds : layer_kinds(*su.model);
     return step_time_breakdown(su, st, step_token_costs::of(su, st, lk), lk);
 }
 

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
+#include <span>
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -243,29 +244,61 @@ double unit_si(std::string_view unit, dimension expected, std::string_view field
 }
 
 // The format string compiled: notes format many numbers, and parsing "{:.4g}" each time cost more than the number.
-std::string format_number(double v) { return fmt::format(FMT_COMPILE("{:.4g}"), v); }
+std::string format_number(double v) {
+    // Whole numbers below 10^4 (most a note prints) are written as they are, as {:.4g} writes them, without its
+    // floating-point formatting; -0 keeps its sign through fmt.
+    if (std::fabs(v) < 1e4 && v == std::trunc(v) && !(v == 0 && std::signbit(v))) {
+        char digits[8];
+        const auto end = std::to_chars(digits, digits + sizeof digits, static_cast<int>(v)).ptr;
+        return std::string(digits, end);
+    }
+    return fmt::format(FMT_COMPILE("{:.4g}"), v);
+}
 
 namespace {
 
-std::vector<scale> scales_for(dimension d, bool binary) {
+// Each dimension's display units, smallest first (static: a result formats dozens of quantities).
+std::span<const scale> scales_for(dimension d, bool binary) {
     using namespace units;
-    if (d == size_dim && binary)
-        return {{"B", 1}, {"KiB", KiB.si()}, {"MiB", MiB.si()}, {"GiB", GiB.si()}, {"TiB", TiB.si()}, {"PiB", PiB.si()}};
-    if (d == size_dim) return {{"B", 1}, {"kB", 1e3}, {"MB", MB.si()}, {"GB", GB.si()}, {"TB", TB.si()}, {"PB", PB.si()}};
-    if (d == dimension{1, 0, -1, 0})
-        return {{"B/s", 1}, {"kB/s", kB.si()}, {"MB/s", MB.si()}, {"GB/s", GB.si()}, {"TB/s", TB.si()}, {"PB/s", PB.si()}};
-    if (d == flop_dim)
-        return {{"FLOP", 1}, {"kFLOP", kFLOP.si()}, {"MFLOP", MFLOP.si()}, {"GFLOP", GFLOP.si()},
-                {"TFLOP", TFLOP.si()}, {"PFLOP", PFLOP.si()}, {"EFLOP", EFLOP.si()}};
-    if (d == dimension{0, 1, -1, 0})
-        return {{"FLOP/s", 1}, {"kFLOP/s", kFLOP.si()}, {"MFLOP/s", MFLOP.si()}, {"GFLOP/s", GFLOP.si()},
-                {"TFLOP/s", TFLOP.si()}, {"PFLOP/s", PFLOP.si()}, {"EFLOP/s", EFLOP.si()}};
-    if (d == time_dim)
-        return {{"ns", ns.si()}, {"us", us.si()}, {"ms", ms.si()}, {"s", 1}, {"min", minute.si()}, {"h", hour.si()},
-                {"d", day.si()}};
-    if (d == power_dim) return {{"W", 1}, {"kW", kW.si()}, {"MW", MW.si()}};
-    if (d == dimension{0, 0, 1, 1}) return {{"J", 1}, {"kJ", 1e3}, {"kWh", kWh.si()}};
-    if (d == dimension{0, 0, -1, 0}) return {{"Hz", 1}, {"kHz", kHz.si()}, {"MHz", MHz.si()}, {"GHz", GHz.si()}};
+    if (d == size_dim && binary) {
+        static const scale s[] = {{"B", 1}, {"KiB", KiB.si()}, {"MiB", MiB.si()}, {"GiB", GiB.si()}, {"TiB", TiB.si()}, {"PiB", PiB.si()}};
+        return s;
+    }
+    if (d == size_dim) {
+        static const scale s[] = {{"B", 1}, {"kB", 1e3}, {"MB", MB.si()}, {"GB", GB.si()}, {"TB", TB.si()}, {"PB", PB.si()}};
+        return s;
+    }
+    if (d == dimension{1, 0, -1, 0}) {
+        static const scale s[] = {{"B/s", 1}, {"kB/s", kB.si()}, {"MB/s", MB.si()}, {"GB/s", GB.si()}, {"TB/s", TB.si()}, {"PB/s", PB.si()}};
+        return s;
+    }
+    if (d == flop_dim) {
+        static const scale s[] = {{"FLOP", 1}, {"kFLOP", kFLOP.si()}, {"MFLOP", MFLOP.si()}, {"GFLOP", GFLOP.si()},
+                                  {"TFLOP", TFLOP.si()}, {"PFLOP", PFLOP.si()}, {"EFLOP", EFLOP.si()}};
+        return s;
+    }
+    if (d == dimension{0, 1, -1, 0}) {
+        static const scale s[] = {{"FLOP/s", 1}, {"kFLOP/s", kFLOP.si()}, {"MFLOP/s", MFLOP.si()}, {"GFLOP/s", GFLOP.si()},
+                                  {"TFLOP/s", TFLOP.si()}, {"PFLOP/s", PFLOP.si()}, {"EFLOP/s", EFLOP.si()}};
+        return s;
+    }
+    if (d == time_dim) {
+        static const scale s[] = {{"ns", ns.si()}, {"us", us.si()}, {"ms", ms.si()}, {"s", 1}, {"min", minute.si()}, {"h", hour.si()},
+                                  {"d", day.si()}};
+        return s;
+    }
+    if (d == power_dim) {
+        static const scale s[] = {{"W", 1}, {"kW", kW.si()}, {"MW", MW.si()}};
+        return s;
+    }
+    if (d == dimension{0, 0, 1, 1}) {
+        static const scale s[] = {{"J", 1}, {"kJ", 1e3}, {"kWh", kWh.si()}};
+        return s;
+    }
+    if (d == dimension{0, 0, -1, 0}) {
+        static const scale s[] = {{"Hz", 1}, {"kHz", kHz.si()}, {"MHz", MHz.si()}, {"GHz", GHz.si()}};
+        return s;
+    }
     return {};
 }
 }  // namespace

@@ -13,7 +13,7 @@ struct number_format {
     int block_size;               // elements sharing one scale (0 = no block scale)
     double scale_bits;            // bits of the per-block scale (plus zero-point where the format has one)
     std::string peak_key;         // which accelerator peak_dense_flops entry runs it ("bf16", "fp8", "fp4", ...)
-    std::string source;           // where the layout comes from
+    std::string_view source;      // where the layout comes from (a literal of the format table: copies do not allocate)
 
     // Bytes per element, block-scale overhead included: (element_bits + scale_bits / block) / 8.
     constexpr double bytes_per_element() const {

@@ -79,12 +79,14 @@ TEST_CASE("a decode step's tensor-parallel all-reduces run the engine's kernel u
     batch_step one;
     one.decode_requests = 1;
     one.context_tokens = 100;
-    const step_breakdown own = step_time_breakdown(perf_setup::from(scenario_with("")), one);
+    const scenario custom = scenario_with("");
+    const step_breakdown own = step_time_breakdown(perf_setup::from(custom), one);
     CHECK(own.tp_allreduce.si() / 1e-6 == doctest::Approx(946.97).epsilon(1e-3));
     // With NCCL every one of them costs the collective model's 16 KiB time.
     const system_spec sys = preset("HGX-H200", 8);
     const double nccl = collective_time(collective_op::all_reduce, 16 * KiB, sys, {8, 8}).time.si();
-    const step_breakdown off = step_time_breakdown(perf_setup::from(scenario_with(R"(, "custom_allreduce": false)")), one);
+    const scenario nccl_only = scenario_with(R"(, "custom_allreduce": false)");
+    const step_breakdown off = step_time_breakdown(perf_setup::from(nccl_only), one);
     CHECK(off.tp_allreduce.si() == doctest::Approx(160.0 * nccl));
     CHECK(nccl > 3.0 * 5.9186e-6);  // NCCL's launch and protocol latency: several times the kernel's
 }
@@ -107,9 +109,10 @@ TEST_CASE("the step model prices an engine all-reduce at its exact size, not acr
     // 384 KiB on 4 H100s (h = 8,192, 24 decode tokens): one-shot below 512 KiB: 5.6 + 3 x 393,216 / 360e9 = 8.877 us;
     // 500 KiB: 5.6 + 3 x 512,000 / 360e9 = 9.867 us. A grid interpolated between 256 KiB and 512 KiB would blend in
     // the two-shot time at 512 KiB.
-    const perf_setup su = perf_setup::from(read_scenario(
+    const scenario sc = read_scenario(
         R"({"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": 4}, "parallelism": {"tp": 4},
-            "inference": {"input_tokens": 100, "output_tokens": 10}})", shipped_catalog()));
+            "inference": {"input_tokens": 100, "output_tokens": 10}})", shipped_catalog());
+    const perf_setup su = perf_setup::from(sc);
     CHECK(su.allreduce(384 * KiB).si() / 1e-6 == doctest::Approx(8.877).epsilon(1e-3));
     CHECK(su.allreduce(500 * KiB).si() / 1e-6 == doctest::Approx(9.867).epsilon(1e-3));
     // From 8 MiB the engine calls NCCL: the collective model's time.

@@ -58,6 +58,8 @@ struct inference_setup {
     data_size offload_capacity;
 
     static inference_setup from(const scenario& s);
+    // The same with the scenario's weights already split (shard_weights(s.model, s.parallelism)).
+    static inference_setup from(const scenario& s, const weight_sharding& weights);
 };
 
 // Engine defaults the budget assumes when the scenario does not set them: the engine profile's

@@ -107,11 +107,25 @@ struct step_breakdown {
     duration total() const { return std::max(compute + communication, kv_reload) + overhead; }
 };
 
+// Layers differ only in keeping a sliding window or routing to experts: each kind is costed once, at its first
+// layer, and counted (a 96-layer model costs at most four layers). Kinds: full, windowed, linear or no mixer;
+// dense, MoE or no feed-forward (hybrid block stacks).
+struct layer_kinds {
+    struct kind {
+        std::int64_t first = 0, count = 0;
+    };
+    kind kinds[12];
+    int n = 0;  // 0: not computed
+    layer_kinds() = default;
+    explicit layer_kinds(const model_spec& m);
+};
+
 struct drafter_setup;
 
 // Everything the step model needs, precomputed once per scenario.
 struct perf_setup {
     const model_spec* model = nullptr;
+    layer_kinds kinds;  // the model's, when made by from(); a setup built by hand leaves n = 0 (each step finds them)
     parallelism_spec parallelism;
     precision_spec precision;
     flop_rate peak;            // dense peak of the compute format on one device
@@ -133,7 +147,7 @@ struct perf_setup {
     };
     collective_grid allreduce_grid;  // tensor parallel
     collective_grid alltoall_grid;   // expert-parallel dispatch/combine
-    system_spec system;
+    const system_spec* system = nullptr;  // the scenario's (a setup lives within its scenario, as `model` does)
     flop_rate vector_peak;     // fp32 (non-tensor) peak: dequantising weight-only formats runs there
     double dequant_ops = 0.0;  // operations per weight element to dequantise (0: none)
     double expert_dequant_ops = 0.0;  // the same for the routed experts (their own format, precision.expert_weights)
@@ -155,7 +169,9 @@ struct perf_setup {
         bool active() const { return reload_rate.si() > 0; }
     } kv_offload;
 
+    // The setup keeps pointers into `s` (its model and system): `s` must outlive it, and a temporary cannot be given.
     static perf_setup from(const scenario& s);
+    static perf_setup from(scenario&&) = delete;
     // An engine's own kernel at the message's exact size (its switch points fall between grid sizes), else NCCL's grid.
     duration allreduce(data_size bytes) const {
         if (allreduce_grid.engine && !allreduce_grid.empty())
@@ -184,18 +200,6 @@ struct op_totals {
     double kernels = 0.0;
 };
 
-// Layers differ only in keeping a sliding window or routing to experts: each kind is costed once, at its first
-// layer, and counted (a 96-layer model costs at most four layers). Kinds: full, windowed, linear or no mixer;
-// dense, MoE or no feed-forward (hybrid block stacks).
-struct layer_kinds {
-    struct kind {
-        std::int64_t first = 0, count = 0;
-    };
-    kind kinds[12];
-    int n = 0;
-    explicit layer_kinds(const model_spec& m);
-};
-
 // What a step costs apart from its attention cores and KV reload: every other operator and the
 // communication. It depends on the step's token and request counts alone, not on the contexts read.
 struct step_token_costs {
@@ -218,7 +222,7 @@ inline duration step_time(const perf_setup& s, const batch_step& step) { return 
 // per simulation.
 class step_timer {
 public:
-    explicit step_timer(const perf_setup& s) : setup_(s), kinds_(*s.model) {}
+    explicit step_timer(const perf_setup& s) : setup_(s), kinds_(s.kinds.n > 0 ? s.kinds : layer_kinds(*s.model)) {}
     duration operator()(const batch_step& step);
 
 private:

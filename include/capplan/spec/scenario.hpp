@@ -20,11 +20,17 @@
 
 namespace capplan {
 
+// The format a precision defaults to, found once.
+inline const number_format& bf16_format() {
+    static const number_format& f = find_format("bf16");
+    return f;
+}
+
 struct precision_spec {
-    number_format weights = find_format("bf16");
-    number_format activations = find_format("bf16");
-    number_format kv_cache = find_format("bf16");
-    number_format compute = find_format("bf16");
+    number_format weights = bf16_format();
+    number_format activations = bf16_format();
+    number_format kv_cache = bf16_format();
+    number_format compute = bf16_format();
     // The routed experts' own format when it differs (gpt-oss ships them in MXFP4, the rest in bf16).
     std::optional<number_format> expert_weights = {};
 
