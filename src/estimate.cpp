@@ -294,7 +294,8 @@ void note_prefix_cache(const scenario& s, const inference_setup& engine, const p
 
 // Fills inference.{ttft_s, tpot_s, e2e_latency_s, throughput_tokens_per_s}, the decode step's chain
 // (GPU memory, compute, scale-up network, engine overhead) and its bottleneck.
-void estimate_inference_speed(const scenario& s, const inference_setup& engine, estimate_result& r) {
+// explain: the notes on the engine and the speed model (the figures are the same without them).
+void estimate_inference_speed(const scenario& s, const inference_setup& engine, estimate_result& r, bool explain) {
     const inference_spec& inf = *s.inference;
     perf_setup setup;
     try {
@@ -322,9 +323,11 @@ void estimate_inference_speed(const scenario& s, const inference_setup& engine, 
     }
     if (inf.speculative) note_speculative(s, setup, engine, per_replica, out, r);
     const engine_profile& profile = find_engine_profile(inf.engine, "/inference/engine");
-    r.notes.push_back("engine: profile '" + profile.name + "', " + profile.engine + " defaults (" + profile.source +
-                      "); a scenario's own keys override them");
-    if (setup.allreduce_grid.engine_bandwidth && inf.custom_allreduce && profile.allreduce.supports(setup.allreduce_grid.group.gpus))
+    if (explain)
+        r.notes.push_back("engine: profile '" + profile.name + "', " + profile.engine + " defaults (" + profile.source +
+                          "); a scenario's own keys override them");
+    if (explain && setup.allreduce_grid.engine_bandwidth && inf.custom_allreduce &&
+        profile.allreduce.supports(setup.allreduce_grid.group.gpus))
         r.notes.push_back("tensor-parallel all-reduces below " + format(profile.allreduce.max_size, true) + ": " +
                           profile.allreduce.kernel + " (docs/formulas.md section 11b; " + profile.allreduce.source +
                           "); larger ones, and all with custom_allreduce false, NCCL's");
@@ -384,18 +387,19 @@ void estimate_inference_speed(const scenario& s, const inference_setup& engine, 
     const auto worst = std::max_element(r.chain.begin(), r.chain.end(),
                                         [](const auto& a, const auto& b) { return a.time < b.time; });
     r.bottleneck = worst->stage;
-    r.notes.push_back("speed: roofline per operator with " + setup.efficiency.source + "; " +
-                      (out.method == "simulation"
-                           ? "latencies are medians (means, p90 and p99 beside them) of a seeded simulation (" +
-                                 (inf.workload ? inf.workload->arrival : std::string("closed_loop")) + ", " +
-                                 std::to_string(out.simulated_requests.value_or(0)) +
-                                 " requests) on a continuous-batching engine per replica"
-                           : "a static batch: TTFT is the prefill of the batch's " + std::to_string(per_replica) +
-                                 (per_replica == 1 ? " prompt" : " prompts") + " in " + std::to_string(e.prefill_steps) +
-                                 (e.prefill_steps == 1 ? " step" : " steps") + " of at most " +
-                                 tokens_text(plan.step_tokens) + " without queueing, TPOT one decode step at " +
-                                 std::to_string(per_replica) + " requests of mid-answer context") +
-                      "; chain = one decode step at the batch");
+    if (explain)
+        r.notes.push_back("speed: roofline per operator with " + setup.efficiency.source + "; " +
+                          (out.method == "simulation"
+                               ? "latencies are medians (means, p90 and p99 beside them) of a seeded simulation (" +
+                                     (inf.workload ? inf.workload->arrival : std::string("closed_loop")) + ", " +
+                                     std::to_string(out.simulated_requests.value_or(0)) +
+                                     " requests) on a continuous-batching engine per replica"
+                               : "a static batch: TTFT is the prefill of the batch's " + std::to_string(per_replica) +
+                                     (per_replica == 1 ? " prompt" : " prompts") + " in " + std::to_string(e.prefill_steps) +
+                                     (e.prefill_steps == 1 ? " step" : " steps") + " of at most " +
+                                     tokens_text(plan.step_tokens) + " without queueing, TPOT one decode step at " +
+                                     std::to_string(per_replica) + " requests of mid-answer context") +
+                          "; chain = one decode step at the batch");
     // Tensor-parallel experts: narrow slices run slower in today's grouped kernels than this model says.
     // Below 1,024: TensorRT-LLM 0.21 (issue #5929) runs DeepSeek-R1's 1,024-wide slices (expert TP 2) 3%
     // slower per prompt token than whole experts, its 256-wide ones (TP 8) 54% slower.
@@ -541,7 +545,7 @@ void estimate_checkpoints(const scenario& s, const catalog& cat, estimate_result
 
 // Fills memory.* for a training step; when it does not fit, says what is largest and which of
 // the usual levers (ZeRO-3, full recompute, optimizer offload, more tp) would make it fit.
-void estimate_training_memory_result(const scenario& s, const weight_sharding& shards, estimate_result& r) {
+void estimate_training_memory_result(const scenario& s, const weight_sharding& shards, estimate_result& r, bool explain) {
     const training_spec& t = *s.training;
     const auto usable = s.system.accelerator.usable_memory();
     if (!usable) {
@@ -550,11 +554,14 @@ void estimate_training_memory_result(const scenario& s, const weight_sharding& s
         return;
     }
     const data_size reserve = default_runtime_reserve(s.parallelism.tp * s.parallelism.pp * s.parallelism.dp).total();
-    auto run = [&](const training_spec& spec, const parallelism_spec& par) {
+    // explain: the notes; the alternatives tried for a plan that does not fit need only their totals.
+    auto run = [&](const training_spec& spec, const parallelism_spec& par, bool explain) {
         const weight_sharding w = par.tp == s.parallelism.tp ? shards : shard_weights(s.model, par);
-        return estimate_training_memory(s.model, w, s.precision, par, spec);
+        training_memory_options o = memory_options_for(spec);
+        o.explain = explain;
+        return estimate_training_memory(s.model, w, s.precision, par, spec, o);
     };
-    const training_memory tm = run(t, s.parallelism);
+    const training_memory tm = run(t, s.parallelism, explain);
     const data_size total = tm.total() + reserve;
     r.memory.weights = tm.weights;
     r.memory.gradients = tm.gradients;
@@ -582,7 +589,7 @@ void estimate_training_memory_result(const scenario& s, const weight_sharding& s
                          "; the largest part is the " + largest.first + " (" + format(largest.second) + ")";
     std::vector<std::string> fixes;
     auto fits_with = [&](const training_spec& spec, const parallelism_spec& par) {
-        return run(spec, par).total() + reserve <= *usable;
+        return run(spec, par, false).total() + reserve <= *usable;
     };
     if (t.zero < 3) {
         training_spec z = t;
@@ -835,12 +842,13 @@ estimate_result estimate_plan(const scenario& s, const catalog& cat, const estim
     r.memory.weights = device_weight_bytes(shards.per_device(), s.precision.weights, experts);
     r.memory.capacity = s.system.accelerator.memory_capacity;
     r.memory.visible = s.system.accelerator.memory_visible;
-    r.notes.push_back("weights: block matrices in " + s.precision.weights.name + " (" +
-                      format_number(s.precision.weights.bytes_per_element()) +
-                      " B/parameter incl. block scales); embeddings, LM head, norms and routers in 16-bit when quantized" +
-                      (experts ? "; routed experts in " + experts->name + " (" + format_number(experts->bytes_per_element()) +
-                                     " B/parameter" + (m.released_expert_format == experts->name ? ", as released" : "") + ")"
-                               : std::string()));
+    if (parts.notes)
+        r.notes.push_back("weights: block matrices in " + s.precision.weights.name + " (" +
+                          format_number(s.precision.weights.bytes_per_element()) +
+                          " B/parameter incl. block scales); embeddings, LM head, norms and routers in 16-bit when quantized" +
+                          (experts ? "; routed experts in " + experts->name + " (" + format_number(experts->bytes_per_element()) +
+                                         " B/parameter" + (m.released_expert_format == experts->name ? ", as released" : "") + ")"
+                                   : std::string()));
     if (s.inference && s.inference->speculative && s.inference->speculative->method == "draft") {
         // The draft model is split as the target is (one pipeline stage): it must divide the same way.
         const model_spec& d = *s.inference->speculative->draft_model;
@@ -885,11 +893,11 @@ estimate_result estimate_plan(const scenario& s, const catalog& cat, const estim
     if (s.inference) {
         const inference_setup engine = inference_setup::from(s, shards);
         estimate_inference_memory(s, engine, r, parts.memory_limits);
-        estimate_inference_speed(s, engine, r);
+        estimate_inference_speed(s, engine, r, parts.notes);
         if (parts.cold_start) estimate_cold_start(s, cat, r);
     }
     if (s.training) {
-        estimate_training_memory_result(s, shards, r);
+        estimate_training_memory_result(s, shards, r, parts.notes);
         estimate_training_speed(s, r);
         if (parts.cold_start || parts.checkpoint) estimate_cold_start(s, cat, r);  // a (re)start loads the weights too
         if (parts.checkpoint) estimate_checkpoints(s, cat, r);
@@ -907,6 +915,7 @@ estimate_result estimate(const scenario& s, const catalog& cat, const estimate_p
     estimate_result r = estimate_plan(s, cat, parts);
     if (parts.ranges) add_ranges(s, cat.uncertainty(), r);
     if (s.cost && parts.cost) estimate_cost(s, r);
+    if (!parts.notes) r.notes.clear();  // the costly ones were not written; none, rather than some
     return r;
 }
 

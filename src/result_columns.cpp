@@ -226,7 +226,7 @@ part part_of(std::string_view key) {
 }  // namespace
 
 estimate_parts parts_for(const std::vector<const result_column*>& columns) {
-    estimate_parts parts{false, false, false, false, false, false};
+    estimate_parts parts{false, false, false, false, false, false, false};  // columns hold no notes
     for (const result_column* c : columns) {
         switch (part_of(c->key)) {
             case part::memory_limits: parts.memory_limits = true; break;

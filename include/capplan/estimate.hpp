@@ -20,6 +20,7 @@ struct estimate_parts {
     bool flops = true;
     bool ranges = true;         // the <key>_range bands
     bool cost = true;           // when the scenario asks for one
+    bool notes = true;          // the explanations beside the figures (result.notes); reasons and warnings always
 };
 estimate_result estimate(const scenario& s, const catalog& cat, const estimate_parts& parts);
 

@@ -38,7 +38,7 @@ parsed_scenario parse(nlohmann::json doc, const std::filesystem::path& base_dir)
 }
 
 // An estimate made lazily (unless asked for whole): a static batch's or a training step's headline figures first
-// (estimate_parts without the memory limits, cold start, checkpoint, FLOPs, ranges and cost), the whole estimate the
+// (estimate_parts without the memory limits, cold start, checkpoint, FLOPs, ranges, cost and notes), the whole estimate the
 // first time something beyond them is read. A simulated or disaggregated scenario is estimated whole at once (its
 // simulation is the cost). Python threads may share one: the result is read and completed under its lock, with the
 // GIL released while waiting for it.
@@ -48,7 +48,7 @@ public:
         const bool simulated = s_->inference && (s_->inference->concurrency || s_->inference->workload ||
                                                  s_->inference->disaggregation);
         whole_ = at_once || simulated;
-        if (!whole_) parts_ = estimate_parts{false, false, false, false, false, false};
+        if (!whole_) parts_ = estimate_parts{false, false, false, false, false, false, false};
         r_ = estimate(*s_, default_catalog(), parts_);
     }
 

@@ -89,3 +89,28 @@ TEST_CASE("result JSON: computed fields present, the rest absent (never zero)") 
     CHECK(d["inference"]["ttft_s"] > 0.0);
     CHECK(d["cold_start"]["total_s"] > 0.0);
 }
+
+TEST_CASE("an estimate without notes has the same figures, and no notes") {
+    // What a Python Scenario's headline estimate and a columnar sweep ask for: the explanations are text only.
+    for (const char* text :
+         {R"({"model": "Llama-3.1-70B", "system": {"preset": "HGX-H200", "count": 8}, "parallelism": {"tp": 8},
+              "inference": {"input_tokens": 2000, "output_tokens": 500, "batch": 50}})",
+          R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 64},
+              "training": {"seq_len": 4096, "global_batch": 512}})",
+          R"({"model": "Llama-3.1-70B", "system": {"preset": "HGX-H200", "count": 2}, "parallelism": {"tp": 2},
+              "training": {"seq_len": 8192, "global_batch": 64}})",  // does not fit: its reasons stay
+          R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 1},
+              "inference": {"input_tokens": 1000, "output_tokens": 200, "concurrency": 20}})"}) {
+        CAPTURE(text);
+        const scenario sc = read_scenario(text, cat());
+        estimate_parts quiet;
+        quiet.notes = false;
+        estimate_result with = estimate(sc, cat()), without = estimate(sc, cat(), quiet);
+        CHECK_FALSE(with.notes.empty());
+        CHECK(without.notes.empty());
+        CHECK(without.reasons == with.reasons);
+        CHECK(without.warnings == with.warnings);
+        with.notes.clear();
+        CHECK(to_json(without) == to_json(with));
+    }
+}
