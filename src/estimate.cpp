@@ -299,7 +299,7 @@ void estimate_inference_speed(const scenario& s, const inference_setup& engine, 
     const inference_spec& inf = *s.inference;
     perf_setup setup;
     try {
-        setup = perf_setup::from(s);
+        setup = perf_setup::from(s, explain);
     } catch (const config_error& e) {
         r.notes.push_back("speed not computed: " + std::string(e.what()));
         return;
@@ -440,10 +440,10 @@ void estimate_cold_start(const scenario& s, const catalog& cat, estimate_result&
 
 // Fills training.* and the training chain (compute, scale-up and scale-out communication, bubble,
 // optimizer) with its bottleneck.
-void estimate_training_speed(const scenario& s, estimate_result& r) {
+void estimate_training_speed(const scenario& s, estimate_result& r, bool explain) {
     training_performance tp;
     try {
-        tp = estimate_training_performance(s);
+        tp = estimate_training_performance(s, explain);
     } catch (const config_error& e) {
         r.notes.push_back("training speed not computed: " + std::string(e.what()));
         return;
@@ -898,7 +898,7 @@ estimate_result estimate_plan(const scenario& s, const catalog& cat, const estim
     }
     if (s.training) {
         estimate_training_memory_result(s, shards, r, parts.notes);
-        estimate_training_speed(s, r);
+        estimate_training_speed(s, r, parts.notes);
         if (parts.cold_start || parts.checkpoint) estimate_cold_start(s, cat, r);  // a (re)start loads the weights too
         if (parts.checkpoint) estimate_checkpoints(s, cat, r);
         if (!parts.cold_start) r.cold_start.reset();

@@ -13,8 +13,9 @@ using namespace units;
 
 }  // namespace
 
-perf_setup perf_setup::from(const scenario& s) {
+perf_setup perf_setup::from(const scenario& s, bool explain) {
     perf_setup out;
+    out.explain = explain;
     out.model = &s.model;
     out.kinds = layer_kinds(s.model);
     out.parallelism = s.parallelism;
@@ -31,7 +32,7 @@ perf_setup perf_setup::from(const scenario& s) {
     out.peak = peak.value;
     out.memory_bandwidth = *a.memory_bandwidth;
     out.efficiency = s.calibration ? calibrated_perf_efficiency(*s.calibration, a, s.precision.compute)
-                                   : default_perf_efficiency(a, s.precision.compute);
+                                   : default_perf_efficiency(a, s.precision.compute, explain);
     if (s.inference) {
         // Eager prefill: the host time to dispatch one kernel from Python, serial with the kernels.
         // 36.6 us = the mean of SGLang's two measured savings from capturing prefill in a CUDA graph,
@@ -45,11 +46,11 @@ perf_setup perf_setup::from(const scenario& s) {
         if (o.step) out.efficiency.per_step = *o.step;
         if (o.prefill_step) out.efficiency.per_prefill_step = *o.prefill_step;
         if (o.prefill_kernel) out.efficiency.per_prefill_kernel = *o.prefill_kernel;
-        if (s.inference->prefill_dispatch == "eager" && !o.prefill_kernel)
+        if (explain && s.inference->prefill_dispatch == "eager" && !o.prefill_kernel)
             out.efficiency.source += ", eager prefill: + " + format(eager_dispatch) + " of host dispatch per kernel (SGLang PRs #13094, #12160)";
-        if (o.step) out.efficiency.source += ", " + format(*o.step) + " per step (inference.engine_overhead)";
-        if (o.prefill_step) out.efficiency.source += ", " + format(*o.prefill_step) + " per prefill step (inference.engine_overhead)";
-        if (o.prefill_kernel) out.efficiency.source += ", " + format(*o.prefill_kernel) + " of host dispatch per prefill kernel (inference.engine_overhead)";
+        if (explain && o.step) out.efficiency.source += ", " + format(*o.step) + " per step (inference.engine_overhead)";
+        if (explain && o.prefill_step) out.efficiency.source += ", " + format(*o.prefill_step) + " per prefill step (inference.engine_overhead)";
+        if (explain && o.prefill_kernel) out.efficiency.source += ", " + format(*o.prefill_kernel) + " of host dispatch per prefill kernel (inference.engine_overhead)";
     }
     if (s.inference && s.inference->speculative) {
         const speculative_spec& sp = *s.inference->speculative;
@@ -63,7 +64,7 @@ perf_setup perf_setup::from(const scenario& s) {
             d->drafter.inference->speculative.reset();
             d->drafter.parallelism.pp = 1;
             d->drafter.parallelism.vpp = 1;
-            d->setup = perf_setup::from(d->drafter);
+            d->setup = perf_setup::from(d->drafter, explain);
             // Copies of this setup share the drafter (threads of a sweep among them), so its collective
             // grids are filled now rather than on first use: nothing in it changes afterwards.
             for (const auto* g : {&d->setup.allreduce_grid, &d->setup.alltoall_grid})
@@ -580,7 +581,7 @@ latency_estimate estimate_latency(const perf_setup& s, std::int64_t input_tokens
 
 namespace capplan {
 
-perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute) {
+perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute, bool explain) {
     using namespace units;
     perf_efficiency e;
     // Where the measured values come from (an accelerator may share another's: catalog "efficiency.as").
@@ -617,6 +618,7 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     // Mixture-of-experts expert GEMMs: the engines' grouped kernels' measured ceiling (catalog).
     const auto grouped = find_by_peak(a.grouped_matmul_efficiency, compute.peak_key);
     if (grouped != a.grouped_matmul_efficiency.end()) e.grouped_gemm = grouped->second;
+    if (!explain) return e;
     e.source = "memory " + format_number(e.memory) + " of peak bandwidth (" +
                (measured_memory ? catalog_entry : "mean of measured accelerators") + "), matrix units " +
                format_number(e.gemm) + " of " + compute.peak_key + " peak (" +

@@ -95,7 +95,7 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
             p.dp = n / (sh.tp * sh.pp * sh.cp);
             // Ulysses re-splits the heads over the context-parallel ranks: they must divide them.
             if (sh.cp > 1 && p.cp_algorithm == "all_to_all" && (m.heads / sh.tp) % sh.cp != 0) return;
-            const perf_setup perf = training_perf_setup(sc);
+            const perf_setup perf = training_perf_setup(sc, false);  // the numbers only: notes for the layouts kept
             const weight_sharding w = shard_weights(m, p);
             if (!w.problems.empty()) return;
             // The runtime's own reservation counts against the memory, as in an estimate's "fits".

@@ -14,8 +14,8 @@
 
 namespace capplan {
 
-perf_setup training_perf_setup(const scenario& s) {
-    perf_setup perf = perf_setup::from(s);
+perf_setup training_perf_setup(const scenario& s, bool explain) {
+    perf_setup perf = perf_setup::from(s, explain);
     perf.flash_attention = s.training->flash_attention;  // (serving engines always fuse attention)
     perf.dropout = s.training->dropout;
     // QLoRA's base is dequantised by a kernel of its own before each 16-bit GEMM (bitsandbytes dequantize_4bit,
@@ -24,8 +24,8 @@ perf_setup training_perf_setup(const scenario& s) {
     return perf;
 }
 
-training_performance estimate_training_performance(const scenario& s) {
-    const perf_setup perf = training_perf_setup(s);
+training_performance estimate_training_performance(const scenario& s, bool explain) {
+    const perf_setup perf = training_perf_setup(s, explain);
     const training_spec& t = *s.training;
     return assemble_training_performance(s, perf, step_time_breakdown(perf, training_micro_batch(t.micro_batch, t.seq_len, s.parallelism.cp)),
                                          shard_weights(s.model, s.parallelism));
@@ -542,16 +542,18 @@ training_performance assemble_training_performance(const scenario& s, const perf
                                                                             : flop_count{};
         model = lora_model * static_cast<double>(t.global_batch);
         hardware = (lora_model + again) * static_cast<double>(t.global_batch);
-        out.notes.push_back("LoRA: the frozen base has no weight-gradient GEMMs: the backward is one forward's worth "
-                            "(attention core 2.5x), and MFU counts forward + input gradients (2 x forward + the "
-                            "attention core's extra); the adapters' own small GEMMs are not timed");
+        if (perf.explain)
+            out.notes.push_back("LoRA: the frozen base has no weight-gradient GEMMs: the backward is one forward's worth "
+                                "(attention core 2.5x), and MFU counts forward + input gradients (2 x forward + the "
+                                "attention core's extra); the adapters' own small GEMMs are not timed");
     }
     out.tokens_per_s = static_cast<double>(t.global_batch * t.seq_len) / out.step.si();
     out.model_flops_per_device = model / (out.step * devices);
     out.mfu = out.model_flops_per_device / perf.peak;
     out.hfu = (hardware / (out.step * devices)) / perf.peak;
-    out.notes.push_back("training speed: " + std::to_string(mb) + " micro-batches per step, pipeline bubble " +
-                        format_number(bubble_mbs) + " micro-batch times; " + perf.efficiency.source);
+    if (perf.explain)
+        out.notes.push_back("training speed: " + std::to_string(mb) + " micro-batches per step, pipeline bubble " +
+                            format_number(bubble_mbs) + " micro-batch times; " + perf.efficiency.source);
     return out;
 }
 

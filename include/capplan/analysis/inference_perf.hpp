@@ -78,8 +78,8 @@ inline duration overlapped_roofline(duration compute, duration memory, double p)
     return larger * std::pow(std::pow(c / larger, p) + std::pow(m / larger, p), 1.0 / p) * units::s;
 }
 
-// Defaults with their sources (src/inference_perf.cpp).
-perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute);
+// Defaults with their sources (src/inference_perf.cpp); explain false leaves `source` empty (the numbers only).
+perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute, bool explain = true);
 // The defaults with a calibration's curves in their place. The table must have been measured on
 // this accelerator and hold a curve for the compute format (config_error at "/calibration" otherwise).
 perf_efficiency calibrated_perf_efficiency(const efficiency_table& t, const accelerator_spec& a,
@@ -169,9 +169,13 @@ struct perf_setup {
         bool active() const { return reload_rate.si() > 0; }
     } kv_offload;
 
+    // Sources and notes written (efficiency.source, the training step's notes); false: the numbers only (a headline
+    // estimate, a layout search), the same numbers.
+    bool explain = true;
+
     // The setup keeps pointers into `s` (its model and system): `s` must outlive it, and a temporary cannot be given.
-    static perf_setup from(const scenario& s);
-    static perf_setup from(scenario&&) = delete;
+    static perf_setup from(const scenario& s, bool explain = true);
+    static perf_setup from(scenario&&, bool explain = true) = delete;
     // An engine's own kernel at the message's exact size (its switch points fall between grid sizes), else NCCL's grid.
     duration allreduce(data_size bytes) const {
         if (allreduce_grid.engine && !allreduce_grid.empty())

@@ -47,13 +47,13 @@ struct training_performance {
 
 // Throws config_error when the layout cannot run (batch not divisible, unknown peak); feasibility
 // of memory is the memory model's job.
-training_performance estimate_training_performance(const scenario& s);
+training_performance estimate_training_performance(const scenario& s, bool explain = true);
 
 struct perf_setup;
 struct step_breakdown;
 struct batch_step;
 // The speed setup of a training scenario (perf_setup::from with the training's attention kernel).
-perf_setup training_perf_setup(const scenario& s);
+perf_setup training_perf_setup(const scenario& s, bool explain = true);
 // One micro-batch's forward as a step of the speed model (every rank routes its own tokens to the experts).
 batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, int cp);
 struct weight_sharding;
