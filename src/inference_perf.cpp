@@ -346,10 +346,6 @@ layer_kinds::layer_kinds(const model_spec& m) {
             if (count[mixer][ffn] > 0) kinds[n++] = {first[mixer][ffn], count[mixer][ffn]};
 }
 
-step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st) {
-    return of(su, st, su.kinds.n > 0 ? su.kinds : layer_kinds(*su.model));
-}
-
 step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st, const layer_kinds& lk) {
     step_token_costs out;
     const step_shape sh(su, st);
@@ -483,7 +479,7 @@ step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st
 }
 
 step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st) {
-    const layer_kinds lk = su.kinds.n > 0 ? su.kinds : layer_kinds(*su.model);
+    const layer_kinds lk = su.layers();
     return step_time_breakdown(su, st, step_token_costs::of(su, st, lk), lk);
 }
 

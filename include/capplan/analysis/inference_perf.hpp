@@ -126,6 +126,7 @@ struct drafter_setup;
 struct perf_setup {
     const model_spec* model = nullptr;
     layer_kinds kinds;  // the model's, when made by from(); a setup built by hand leaves n = 0 (each step finds them)
+    layer_kinds layers() const { return kinds.n > 0 ? kinds : layer_kinds(*model); }
     parallelism_spec parallelism;
     precision_spec precision;
     flop_rate peak;            // dense peak of the compute format on one device
@@ -209,7 +210,6 @@ struct op_totals {
 struct step_token_costs {
     op_totals projections, mlp, norms, head;
     duration tp_allreduce, ep_alltoall, pipeline_send;
-    static step_token_costs of(const perf_setup& s, const batch_step& step);
     static step_token_costs of(const perf_setup& s, const batch_step& step, const layer_kinds& kinds);
 };
 
@@ -226,7 +226,7 @@ inline duration step_time(const perf_setup& s, const batch_step& step) { return 
 // per simulation.
 class step_timer {
 public:
-    explicit step_timer(const perf_setup& s) : setup_(s), kinds_(s.kinds.n > 0 ? s.kinds : layer_kinds(*s.model)) {}
+    explicit step_timer(const perf_setup& s) : setup_(s), kinds_(s.layers()) {}
     duration operator()(const batch_step& step);
 
 private:

@@ -787,7 +787,7 @@ private:
             steps = std::min(steps, q.output - q.generated - 1);
             context += q.computed + 1;
             if (id >= w_.warmup_requests) ++measured;
-            const std::int64_t d = (q.blocks + q.shared_blocks) * B - q.computed;
+            const std::int64_t d = tokens_to_next_block(q, B);
             if (d < 0) return;
             if (d < B) ++due_[static_cast<std::size_t>(d)];
             else later_.push_back(d);
@@ -832,7 +832,7 @@ private:
         bool any_done = false;
         for (const std::int32_t id : R.running) {
             request& q = reqs_[static_cast<std::size_t>(id)];
-            const std::int64_t d = (q.blocks + q.shared_blocks) * B - q.computed;
+            const std::int64_t d = tokens_to_next_block(q, B);
             if (k > d) q.blocks += 1 + (k - 1 - d) / B;
             q.computed += k, q.generated += k;
             q.last = now_;
@@ -841,6 +841,11 @@ private:
         R.run = {};
         R.busy = false;
         return any_done;
+    }
+
+    // Tokens a request can still compute in the blocks it holds (its decode at step d of a run takes a new block).
+    static std::int64_t tokens_to_next_block(const request& q, std::int64_t B) {
+        return (q.blocks + q.shared_blocks) * B - q.computed;
     }
 
     // One step's time from the pool's step function, checked.
