@@ -1,6 +1,7 @@
 #include "capplan/estimate.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "capplan/analysis/checkpoint.hpp"
 #include "capplan/analysis/cost.hpp"
@@ -440,10 +441,11 @@ void estimate_cold_start(const scenario& s, const catalog& cat, estimate_result&
 
 // Fills training.* and the training chain (compute, scale-up and scale-out communication, bubble,
 // optimizer) with its bottleneck.
-void estimate_training_speed(const scenario& s, estimate_result& r, bool explain) {
+void estimate_training_speed(const scenario& s, const weight_sharding& shards, estimate_result& r, bool explain,
+                             bool data_reading) {
     training_performance tp;
     try {
-        tp = estimate_training_performance(s, explain);
+        tp = estimate_training_performance(s, shards, explain);
     } catch (const config_error& e) {
         r.notes.push_back("training speed not computed: " + std::string(e.what()));
         return;
@@ -464,7 +466,7 @@ void estimate_training_speed(const scenario& s, estimate_result& r, bool explain
         out.gpu_hours = *out.time_to_train_s * s.system.count / units::hour.si();
         if (t.price_per_device_hour) out.cost = *out.gpu_hours * *t.price_per_device_hour;
     }
-    if (s.system.storage) {
+    if (s.system.storage && data_reading) {
         data_pipeline_options o;
         o.bytes_per_token = t.data_bytes_per_token;
         o.sample_size = t.data_sample_size;
@@ -477,26 +479,18 @@ void estimate_training_speed(const scenario& s, estimate_result& r, bool explain
         out.data_bottleneck = d.bottleneck;
     }
     r.training = out;
-    duration compute, tp_comm, dp, bubble, optimizer;
-    for (const auto& term : tp.terms) {
-        if (term.term == "forward" || term.term == "backward" || term.term == "recompute" || term.term == "fp8 casts" ||
-            term.term == "moe permutations" || term.term == "loss (cross-entropy)")
-            compute += term.exposed;
-        else if (term.term == "tp communication" || term.term.rfind("cp ", 0) == 0 || term.term == "ep all-to-all")
-            tp_comm += term.exposed;
-        else if (term.term == "pp sends")  // between nodes when the stages do not fit one
-            (pipeline_spans_nodes(s) ? dp : tp_comm) += term.exposed;
-        else if (term.term == "pipeline bubble") bubble += term.exposed;
-        else if (term.term == "optimizer step") optimizer += term.exposed;
-        else dp += term.exposed;
-    }
+    std::array<duration, 5> on;  // exposed time per step_link
+    for (const auto& term : tp.terms) on[static_cast<std::size_t>(term.link)] += term.exposed;
     const duration step = tp.step;
-    auto stage = [&](const char* name, duration d) { r.chain.push_back({name, d, step.si() > 0 ? d / step : 0.0}); };
-    stage("compute", compute);
-    stage("scale-up network", tp_comm);
-    stage("scale-out network", dp);
-    stage("pipeline bubble", bubble);
-    stage("optimizer (gpu memory)", optimizer);
+    auto stage = [&](const char* name, step_link link) {
+        const duration d = on[static_cast<std::size_t>(link)];
+        r.chain.push_back({name, d, step.si() > 0 ? d / step : 0.0});
+    };
+    stage("compute", step_link::compute);
+    stage("scale-up network", step_link::scale_up);
+    stage("scale-out network", step_link::scale_out);
+    stage("pipeline bubble", step_link::bubble);
+    stage("optimizer (gpu memory)", step_link::optimizer);
     r.bottleneck = std::max_element(r.chain.begin(), r.chain.end(),
                                     [](const auto& a, const auto& b) { return a.time < b.time; })->stage;
     for (const auto& n : tp.notes) r.notes.push_back(n);
@@ -556,7 +550,8 @@ void estimate_training_memory_result(const scenario& s, const weight_sharding& s
     const data_size reserve = default_runtime_reserve(s.parallelism.tp * s.parallelism.pp * s.parallelism.dp).total();
     // explain: the notes; the alternatives tried for a plan that does not fit need only their totals.
     auto run = [&](const training_spec& spec, const parallelism_spec& par, bool explain) {
-        const weight_sharding w = par.tp == s.parallelism.tp ? shards : shard_weights(s.model, par);
+        std::optional<weight_sharding> other;  // the alternatives tried keep the tensor-parallel split
+        const weight_sharding& w = par.tp == s.parallelism.tp ? shards : other.emplace(shard_weights(s.model, par));
         training_memory_options o = memory_options_for(spec);
         o.explain = explain;
         return estimate_training_memory(s.model, w, s.precision, par, spec, o);
@@ -898,7 +893,7 @@ estimate_result estimate_plan(const scenario& s, const catalog& cat, const estim
     }
     if (s.training) {
         estimate_training_memory_result(s, shards, r, parts.notes);
-        estimate_training_speed(s, r, parts.notes);
+        estimate_training_speed(s, shards, r, parts.notes, parts.data_pipeline);
         if (parts.cold_start || parts.checkpoint) estimate_cold_start(s, cat, r);  // a (re)start loads the weights too
         if (parts.checkpoint) estimate_checkpoints(s, cat, r);
         if (!parts.cold_start) r.cold_start.reset();

@@ -491,6 +491,7 @@ model_spec model_from_hf_json(const json& config, std::string name, const std::s
     // Fields capplan knowingly does not use (they do not change sizes or FLOPs).
     for (const auto& k : hf_config_known_keys()) r.get(k);
     r.finish();
+    m.trim_layer_lists();
     return m;
 }
 

@@ -336,11 +336,12 @@ op_totals attention_core(const perf_setup& su, const batch_step& st, const step_
 
 layer_kinds::layer_kinds(const model_spec& m) {
     std::int64_t count[4][3] = {}, first[4][3] = {};
-    for (std::int64_t i = 0; i < m.layers; ++i) {
+    m.for_layer_runs(0, m.layers, [&](std::int64_t i, std::int64_t n) {
         const int mixer = !m.has_mixer(i) ? 3 : m.is_linear_layer(i) ? 2 : m.is_sliding_layer(i) ? 1 : 0;
         const int ffn = !m.has_ffn(i) ? 2 : m.is_moe_layer(i) ? 1 : 0;
-        if (count[mixer][ffn]++ == 0) first[mixer][ffn] = i;
-    }
+        if (count[mixer][ffn] == 0) first[mixer][ffn] = i;
+        count[mixer][ffn] += n;
+    });
     for (int mixer = 0; mixer < 4; ++mixer)
         for (int ffn = 0; ffn < 3; ++ffn)
             if (count[mixer][ffn] > 0) kinds[n++] = {first[mixer][ffn], count[mixer][ffn]};

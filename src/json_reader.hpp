@@ -53,6 +53,7 @@ public:
     object_reader(const json& j, std::string path, bool strict = true) : j_(j), path_(std::move(path)), strict_(strict) {
         if (!j_.is_object())
             throw config_error(path_.empty() ? "/" : path_, short_value(j_), "expected a JSON object, got " + type_name(j_));
+        known_.reserve(256);  // one allocation for the keys a reader asks for (a scenario is read per sweep point)
     }
 
     const std::string& path() const { return path_; }
@@ -60,17 +61,17 @@ public:
 
     // The value at `key` (nullptr if absent); the key is recorded as known.
     const json* get(std::string_view key) {
-        known_.emplace_back(key);
-        const auto it = j_.find(std::string(key));
+        remember(key);
+        const auto it = j_.find(key);
         return it == j_.end() ? nullptr : &*it;
     }
     bool present(std::string_view key) const {
-        const auto it = j_.find(std::string(key));
+        const auto it = j_.find(key);
         return it != j_.end() && !it->is_null();
     }
     // Marks keys as allowed without reading them (documentation-only fields).
     void allow(std::initializer_list<std::string_view> keys) {
-        for (auto k : keys) known_.emplace_back(k);
+        for (auto k : keys) remember(k);
     }
 
     std::optional<std::string> string(std::string_view key) {
@@ -140,16 +141,18 @@ public:
         return v->get<bool>();
     }
 
-    // One of `choices`; the error lists them.
-    std::optional<std::string> choice(std::string_view key, const std::vector<std::string>& choices) {
+    // One of `choices` (a braced list of names, or a vector of them); the error lists them.
+    template <class Names = std::initializer_list<std::string_view>>
+    std::optional<std::string> choice(std::string_view key, const Names& choices) {
         auto s = string(key);
         if (!s) return s;
-        if (std::find(choices.begin(), choices.end(), *s) == choices.end())
+        if (std::find(std::begin(choices), std::end(choices), *s) == std::end(choices))
             throw config_error(path(key), "'" + *s + "'", "not an allowed value", join(choices));
         return s;
     }
 
-    std::string required_choice(std::string_view key, const std::vector<std::string>& choices) {
+    template <class Names = std::initializer_list<std::string_view>>
+    std::string required_choice(std::string_view key, const Names& choices) {
         auto s = choice(key, choices);
         if (!s) missing(key, join(choices));
         return *s;
@@ -197,12 +200,12 @@ public:
     void finish() const {
         if (!strict_) return;
         for (const auto& [k, v] : j_.items()) {
-            if (std::find(known_.begin(), known_.end(), k) != known_.end()) continue;
+            if (asked(k)) continue;
             if (k == "$schema" || k == "$comment") continue;
-            auto near = closest(k, known_, 1);
+            auto near = closest(k, known(), 1);
             throw config_error(path(k), "'" + k + "'",
                                "unknown key" + (near.empty() ? std::string() : "; did you mean '" + near.front() + "'?"),
-                               join(known_));
+                               join(known()));
         }
     }
 
@@ -211,7 +214,7 @@ public:
     [[noreturn]] void missing(std::string_view key, const std::string& what) const {
         std::vector<std::string> given;
         for (const auto& [k, v] : j_.items())
-            if (std::find(known_.begin(), known_.end(), k) == known_.end()) given.push_back(k);
+            if (!asked(k)) given.push_back(k);
         if (const auto near = closest(key, given, 1); !near.empty())
             throw config_error(path(near.front()), "'" + near.front() + "'",
                                "unknown key; did you mean '" + std::string(key) + "'?", what + " under '" + std::string(key) + "'");
@@ -222,13 +225,38 @@ public:
     }
 
 private:
-    static std::string join(const std::vector<std::string>& v) {
+    // The keys asked for, each followed by a NUL, in one string: no allocation per key.
+    void remember(std::string_view key) {
+        known_ += key;
+        known_ += '\0';
+    }
+    bool asked(std::string_view key) const {
+        for (std::size_t at = 0; at < known_.size();) {
+            const std::size_t end = known_.find('\0', at);
+            if (std::string_view(known_).substr(at, end - at) == key) return true;
+            at = end + 1;
+        }
+        return false;
+    }
+    std::vector<std::string> known() const {
+        std::vector<std::string> out;
+        for (std::size_t at = 0; at < known_.size();) {
+            const std::size_t end = known_.find('\0', at);
+            out.push_back(known_.substr(at, end - at));
+            at = end + 1;
+        }
+        return out;
+    }
+    template <class Names>
+    static std::string join(const Names& names) {
         std::string out;
-        std::vector<std::string> seen;
-        for (const auto& s : v) {
+        std::vector<std::string_view> seen;
+        for (const auto& name : names) {
+            const std::string_view s(name);
             if (std::find(seen.begin(), seen.end(), s) != seen.end()) continue;
             seen.push_back(s);
-            out += (out.empty() ? "" : ", ") + s;
+            out += (out.empty() ? "" : ", ");
+            out += s;
         }
         return out;
     }
@@ -251,7 +279,7 @@ private:
     const json& j_;
     std::string path_;
     bool strict_;
-    std::vector<std::string> known_;
+    std::string known_;
 };
 
 // A list element at `at` that must be one of `names` (a fixed vocabulary: LoRA's projections, recompute modules):

@@ -210,7 +210,7 @@ const result_column& result_column_named(std::string_view key, const std::string
 
 namespace {
 
-enum class part { always, memory_limits, cold_start, checkpoint, flops, cost };
+enum class part { always, memory_limits, cold_start, checkpoint, flops, cost, data_pipeline };
 
 part part_of(std::string_view key) {
     auto starts = [&](std::string_view prefix) { return key.rfind(prefix, 0) == 0; };
@@ -220,13 +220,14 @@ part part_of(std::string_view key) {
     if (starts("checkpoint.")) return part::checkpoint;
     if (starts("flops.")) return part::flops;
     if (starts("cost.")) return part::cost;
+    if (starts("training.data.")) return part::data_pipeline;
     return part::always;
 }
 
 }  // namespace
 
 estimate_parts parts_for(const std::vector<const result_column*>& columns) {
-    estimate_parts parts{false, false, false, false, false, false, false};  // columns hold no notes
+    estimate_parts parts = estimate_parts::headline();  // columns hold no notes
     for (const result_column* c : columns) {
         switch (part_of(c->key)) {
             case part::memory_limits: parts.memory_limits = true; break;
@@ -234,6 +235,7 @@ estimate_parts parts_for(const std::vector<const result_column*>& columns) {
             case part::checkpoint: parts.checkpoint = true; break;
             case part::flops: parts.flops = true; break;
             case part::cost: parts.cost = true; break;
+            case part::data_pipeline: parts.data_pipeline = true; break;
             case part::always: break;
         }
     }
@@ -247,6 +249,7 @@ bool computed_in(const estimate_parts& parts, const result_column& c) {
         case part::checkpoint: return parts.checkpoint;
         case part::flops: return parts.flops;
         case part::cost: return parts.cost;
+        case part::data_pipeline: return parts.data_pipeline;
         case part::always: return true;
     }
     return true;

@@ -754,18 +754,40 @@ void set_scenario_key(nlohmann::json& doc, std::string_view key, const nlohmann:
     }
 }
 
-scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const std::filesystem::path& base_dir) {
+void scenario_sections::keep(scenario&& s, const nlohmann::json& doc) {
+    const json& m = doc.at("model");
+    const json& sys = doc.at("system");
+    if (model_doc != m) model_doc = m;
+    if (system_doc != sys) system_doc = sys;
+    model = std::move(s.model);
+    system = std::move(s.system);
+}
+
+scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const std::filesystem::path& base_dir,
+                             scenario_sections* reuse) {
     object_reader root(j, "", true);
     scenario sc;
     root.string("name");
     root.string("description");
+    // A section kept from an earlier reading of the same JSON is taken (and its place emptied) instead of read again.
+    auto take = [&](auto& kept, const nlohmann::json& kept_doc, const json& now) {
+        std::remove_reference_t<decltype(kept)> out;  // an optional spec
+        if (kept && now == kept_doc) {
+            out = std::move(kept);
+            kept.reset();
+        }
+        return out;
+    };
     const json* model = root.get("model");
     if (!model) root.missing("model", "a catalog model name, a path to a config.json, or an object of HF config fields");
-    sc.model = read_model(*model, cat, base_dir);
+    if (auto kept = reuse ? take(reuse->model, reuse->model_doc, *model) : std::nullopt) sc.model = std::move(*kept);
+    else sc.model = read_model(*model, cat, base_dir);
 
     const json* sys = root.get("system");
     if (!sys) root.missing("system", "an object {accelerator, count, per_node, scale_out, storage} or {preset, ...}");
-    if (sys->is_string()) {
+    if (auto kept = reuse ? take(reuse->system, reuse->system_doc, *sys) : std::nullopt) {
+        sc.system = std::move(*kept);
+    } else if (sys->is_string()) {
         sc.system = cat.system(sys->get<std::string>(), "/system");
     } else {
         object_reader sr(*sys, "/system", true);

@@ -94,7 +94,7 @@ sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::pa
     if (watch) watch->add_total(static_cast<std::int64_t>(points));
     std::atomic<std::size_t> next{0};
 
-    auto run_piece = [&](std::size_t p, json& doc, piece_values& v) {
+    auto run_piece = [&](std::size_t p, json& doc, scenario_sections& reuse, piece_values& v) {
         const std::size_t first = p * piece, count = std::min(piece, points - first);
         std::fill(v.numbers.begin(), v.numbers.end(), absent);
         std::fill(v.texts.begin(), v.texts.end(), std::nullopt);
@@ -113,7 +113,9 @@ sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::pa
             try {
                 for (std::size_t a = 0; a < grid.size(); ++a)  // in the grid's order, as the Python sweep applies them
                     if (!grid[a].values[at[a]].is_null()) set_scenario_key(doc, grid[a].key, grid[a].values[at[a]]);
-                const estimate_result r = estimate(read_scenario_value(doc, cat, base_dir), cat, parts);
+                scenario sc = read_scenario_value(doc, cat, base_dir, &reuse);
+                const estimate_result r = estimate(sc, cat, parts);
+                reuse.keep(std::move(sc), doc);
                 for (std::size_t c = 0; c < ncol; ++c) {
                     const result_column& col = *wanted[c];
                     if (col.kind == column_kind::text) {
@@ -152,6 +154,7 @@ sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::pa
     std::atomic<std::size_t> first_skipped{pieces};
     detail::run_threads(threads, [&](int, int) {
         json doc = base;
+        scenario_sections reuse;  // the previous point's model and system, for points that change neither
         piece_values v{std::vector<double>(ncol * piece), std::vector<std::optional<std::string>>(ncol * piece),
                        std::vector<bool>(ncol), {}, {}};
         for (std::size_t p = next++; p < pieces; p = next++) {
@@ -160,7 +163,7 @@ sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::pa
                 }
                 break;
             }
-            run_piece(p, doc, v);
+            run_piece(p, doc, reuse, v);
             if (watch) watch->advance(static_cast<std::int64_t>(std::min(piece, points - p * piece)));
         }
     });

@@ -25,10 +25,14 @@ perf_setup training_perf_setup(const scenario& s, bool explain) {
 }
 
 training_performance estimate_training_performance(const scenario& s, bool explain) {
+    return estimate_training_performance(s, shard_weights(s.model, s.parallelism), explain);
+}
+
+training_performance estimate_training_performance(const scenario& s, const weight_sharding& w, bool explain) {
     const perf_setup perf = training_perf_setup(s, explain);
     const training_spec& t = *s.training;
     return assemble_training_performance(s, perf, step_time_breakdown(perf, training_micro_batch(t.micro_batch, t.seq_len, s.parallelism.cp)),
-                                         shard_weights(s.model, s.parallelism));
+                                         w);
 }
 
 batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, int cp) {
@@ -514,22 +518,27 @@ training_performance assemble_training_performance(const scenario& s, const perf
     out.micro_batches = mb;
     out.step = step;
     const double smb = straggler * static_cast<double>(mb);
-    out.terms = {{"forward", smb * forward, smb * forward},
-                 {"backward", smb * backward, smb * backward},
-                 {"recompute", smb * recompute, smb * recompute},
-                 {"fp8 casts", smb * fp8_casts, smb * fp8_casts},
-                 {"moe permutations", smb * moe_permute, smb * moe_permute},
-                 {"loss (cross-entropy)", smb * loss, smb * loss},
-                 {"tp communication", static_cast<double>(mb) * (tp_comm + recompute_comm), static_cast<double>(mb) * tp_exposed},
-                 {"pp sends", static_cast<double>(mb) * pp_comm, static_cast<double>(mb) * pp_exposed},
-                 {s.parallelism.cp_algorithm == "ring" ? std::string("cp ring exchange") : "cp " + s.parallelism.cp_algorithm,
-                  static_cast<double>(mb) * cp_comm, static_cast<double>(mb) * cp_exposed},
-                 {"ep all-to-all", static_cast<double>(mb) * ep_comm, static_cast<double>(mb) * ep_exposed},
-                 {"pipeline bubble", bubble, bubble},
-                 {t.zero <= 1 ? std::string("dp gradients") : t.zero == 2 ? std::string("dp gradients (zero-2 reduce-scatters + gather)")
-                                                                          : std::string("dp gradients + zero-3 gathers"),
-                  dp_time, dp_exposed},
-                 {"optimizer step", optimizer, optimizer}};
+    const double n = static_cast<double>(mb);
+    const std::string_view cp_term = s.parallelism.cp_algorithm == "all_gather"   ? "cp all_gather"
+                                     : s.parallelism.cp_algorithm == "all_to_all" ? "cp all_to_all"
+                                                                                  : "cp ring exchange";
+    const std::string_view dp_term = t.zero <= 1   ? "dp gradients"
+                                     : t.zero == 2 ? "dp gradients (zero-2 reduce-scatters + gather)"
+                                                   : "dp gradients + zero-3 gathers";
+    constexpr step_link compute_units = step_link::compute, up = step_link::scale_up, out_net = step_link::scale_out;
+    out.terms = {{"forward", smb * forward, smb * forward, compute_units},
+                 {"backward", smb * backward, smb * backward, compute_units},
+                 {"recompute", smb * recompute, smb * recompute, compute_units},
+                 {"fp8 casts", smb * fp8_casts, smb * fp8_casts, compute_units},
+                 {"moe permutations", smb * moe_permute, smb * moe_permute, compute_units},
+                 {"loss (cross-entropy)", smb * loss, smb * loss, compute_units},
+                 {"tp communication", n * (tp_comm + recompute_comm), n * tp_exposed, up},
+                 {"pp sends", n * pp_comm, n * pp_exposed, pipeline_spans_nodes(s) ? out_net : up},
+                 {cp_term, n * cp_comm, n * cp_exposed, up},
+                 {"ep all-to-all", n * ep_comm, n * ep_exposed, up},
+                 {"pipeline bubble", bubble, bubble, step_link::bubble},
+                 {dp_term, dp_time, dp_exposed, out_net},
+                 {"optimizer step", optimizer, optimizer, step_link::optimizer}};
     const training_flops tf = training_step_flops(m, t.seq_len, t.recompute);
     const double devices = static_cast<double>(s.system.count);
     flop_count model = tf.model * static_cast<double>(t.global_batch);

@@ -21,6 +21,10 @@ struct estimate_parts {
     bool ranges = true;         // the <key>_range bands
     bool cost = true;           // when the scenario asks for one
     bool notes = true;          // the explanations beside the figures (result.notes); reasons and warnings always
+    bool data_pipeline = true;  // a training job's data reading from the system's storage (training.data.*)
+
+    // Only what every estimate computes: feasibility and its reasons, memory, latency, throughput, step time, MFU.
+    static constexpr estimate_parts headline() { return {false, false, false, false, false, false, false, false}; }
 };
 estimate_result estimate(const scenario& s, const catalog& cat, const estimate_parts& parts);
 

@@ -326,6 +326,46 @@ def _blanked(data: Any, rows: List[int]) -> Any:
 def _column_frame(values: Dict[str, List[Any]], table: Dict[str, Any], infeasible_speed: bool):
     """The columnar sweep's rows: the inputs as given, feasible, reasons, the figures, error, versions; a DataFrame
     when pandas is installed, else a dict of lists."""
+    try:
+        import pandas
+    except ImportError:
+        return _column_lists(values, table, infeasible_speed)
+    import numpy
+    n = table["points"]
+    out: Dict[str, Any] = {}
+    repeat = math.prod(len(v) for v in values.values())
+    at = numpy.arange(n)
+    for key, vals in values.items():  # itertools.product's order: the last key varies fastest
+        repeat //= len(vals)
+        typed = pandas.Series(list(vals), dtype=None).to_numpy()  # the dtype pandas gives the values as a row list
+        if typed.dtype == object:  # dicts, lists, None: each value an element, never broadcast
+            typed = numpy.empty(len(vals), dtype=object)
+            typed[:] = [None] * len(vals)
+            for j, v in enumerate(vals):
+                typed[j] = v
+        out[key] = typed[(at // repeat) % len(vals)]
+    columns = {key: data for key, _, data in table["columns"]}
+    errors, reasons = table["errors"], table["reasons"]
+    feasible = columns.pop("feasible", None)
+    if errors or not isinstance(feasible, numpy.ndarray) or feasible.dtype != bool:  # gaps: row by row, as lists
+        return pandas.DataFrame(_column_lists(values, table, infeasible_speed))
+    # As the full sweep's rows: feasible True unless the core found a reason, reasons "" or their JSON list.
+    out["feasible"] = feasible
+    out["reasons"] = numpy.full(n, "", dtype=object)
+    for i, why in reasons.items():
+        out["reasons"][i] = json.dumps(why)
+    blank = [] if infeasible_speed else numpy.flatnonzero(~feasible)
+    for key, data in columns.items():
+        if len(blank) and key.startswith(_SPEED_PREFIXES):
+            data = _blanked(data, blank)
+        out["result." + key if key in out else key] = data
+    for key, version in _versions().items():
+        out[key] = numpy.full(n, version, dtype=object)
+    return pandas.DataFrame(out)
+
+
+def _column_lists(values: Dict[str, List[Any]], table: Dict[str, Any], infeasible_speed: bool) -> Dict[str, List[Any]]:
+    """_column_frame's rows as a dict of lists, point by point (without pandas, or with points that have errors)."""
     n = table["points"]
     out: Dict[str, List[Any]] = {}
     repeat = math.prod(len(v) for v in values.values())
@@ -348,11 +388,7 @@ def _column_frame(values: Dict[str, List[Any]], table: Dict[str, Any], infeasibl
         out["error"] = [errors.get(i) for i in range(n)]
     for key, version in _versions().items():
         out[key] = [version] * n
-    try:
-        import pandas
-    except ImportError:
-        return out
-    return pandas.DataFrame(out)
+    return out
 
 
 def sweep_partition(base: Mapping[str, Any], points: Sequence[Mapping[str, Any]], infeasible_speed: bool) -> List[Row]:

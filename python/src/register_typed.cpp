@@ -32,14 +32,14 @@ struct parsed_scenario {
     std::shared_ptr<const scenario> value;
 };
 
-parsed_scenario parse(nlohmann::json doc, const std::filesystem::path& base_dir) {
-    auto value = std::make_shared<const scenario>(read_scenario_value(doc, default_catalog(), base_dir));
+parsed_scenario parse(nlohmann::json doc, const std::filesystem::path& base_dir, scenario_sections* reuse = nullptr) {
+    auto value = std::make_shared<const scenario>(read_scenario_value(doc, default_catalog(), base_dir, reuse));
     return {std::move(doc), base_dir, std::move(value)};
 }
 
 // An estimate made lazily (unless asked for whole): a static batch's or a training step's headline figures first
-// (estimate_parts without the memory limits, cold start, checkpoint, FLOPs, ranges, cost and notes), the whole estimate the
-// first time something beyond them is read. A simulated or disaggregated scenario is estimated whole at once (its
+// (estimate_parts::headline(): no memory limits, cold start, checkpoint, FLOPs, ranges, cost, data reading or notes),
+// the whole estimate the first time something beyond them is read. A simulated or disaggregated scenario is estimated whole at once (its
 // simulation is the cost). Python threads may share one: the result is read and completed under its lock, with the
 // GIL released while waiting for it.
 class typed_estimate {
@@ -48,7 +48,7 @@ public:
         const bool simulated = s_->inference && (s_->inference->concurrency || s_->inference->workload ||
                                                  s_->inference->disaggregation);
         whole_ = at_once || simulated;
-        if (!whole_) parts_ = estimate_parts{false, false, false, false, false, false, false};
+        if (!whole_) parts_ = estimate_parts::headline();
         r_ = estimate(*s_, default_catalog(), parts_);
     }
 
@@ -153,7 +153,9 @@ void register_typed(py::module_& m) {
                     const nlohmann::json v = parse_scenario_json(value, "/" + key);
                     if (!v.is_null()) set_scenario_key(doc, key, v);
                 }
-                return parse(std::move(doc), s.base_dir);
+                scenario_sections reuse;  // this scenario's model and system, where the changes leave them
+                reuse.keep(scenario(*s.value), s.doc);
+                return parse(std::move(doc), s.base_dir, &reuse);
             }, py::arg("changes"),
             "A new parsed scenario with each dotted key set to its value (JSON text; null keeps this one's).");
     m.def("parse_scenario_object", [](py::handle scenario, const std::filesystem::path& base_dir, const py::function& as_text) {

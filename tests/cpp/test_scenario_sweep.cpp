@@ -96,7 +96,8 @@ TEST_CASE("result columns: each is the result JSON's value under its key, and ev
             if (j.contains(section)) check_every_figure_is_a_column(j[section], std::string(section) + ".");
     }
     // An estimate with none of the optional parts has every figure it claims (computed_in) as the whole one has it.
-    const estimate_parts none{false, false, false, false, false, false};
+    estimate_parts none = estimate_parts::headline();
+    none.notes = true;
     for (const char* text : scenarios) {
         CAPTURE(text);
         const scenario s = read_scenario(text, cat);
@@ -137,6 +138,50 @@ TEST_CASE("scenario sweep: each point is estimate() of the base with the point's
     }
     // Only the columns some point has: no training figures for inference.
     for (const auto& c : t.columns) CHECK(c.key.rfind("training.", 0) != 0);
+}
+
+TEST_CASE("scenario sweep: the model and system kept from the point before are what reading them again gives") {
+    const catalog& cat = test::shipped_catalog();
+    // The last axes vary fastest, so most points take the model and system of the point before; tp 3 fails after both
+    // were taken (32 heads), and the point after it must read them again.
+    const std::vector<sweep_axis> axes{{"model", {"\"Llama-3.1-8B\"", "\"Qwen3-30B-A3B\""}},
+                                       {"system", {"\"HGX-H100\"", R"({"preset": "HGX-H200", "count": 4})"}},
+                                       {"parallelism.tp", {"3", "1", "4"}},
+                                       {"inference.batch", {"1", "64"}}};
+    const sweep_table t = sweep_scenario(static_batch, {}, axes, {}, 1, nullptr, cat);
+    REQUIRE(t.points == 24);
+    std::size_t i = 0;
+    for (const auto& model : axes[0].values)
+        for (const auto& system : axes[1].values)
+            for (const auto& tp : axes[2].values)
+                for (const auto& batch : axes[3].values) {
+                    CAPTURE(i);
+                    nlohmann::json doc = nlohmann::json::parse(static_batch);
+                    doc["model"] = nlohmann::json::parse(model);
+                    doc["system"] = nlohmann::json::parse(system);
+                    doc["parallelism"]["tp"] = std::stoi(tp);
+                    doc["inference"]["batch"] = std::stoi(batch);
+                    if (tp == "3") {
+                        CHECK(t.errors.count(i) == 1);
+                        CHECK_THROWS(read_scenario(doc.dump(), cat));
+                        ++i;
+                        continue;
+                    }
+                    REQUIRE(t.errors.count(i) == 0);
+                    const estimate_result r = estimate(read_scenario(doc.dump(), cat), cat);
+                    for (const sweep_column& c : t.columns) {
+                        CAPTURE(c.key);
+                        const result_column& rc = result_column_named(c.key, "");
+                        if (c.kind == column_kind::text) {
+                            CHECK(c.texts[i] == rc.text(r));
+                        } else {
+                            const auto x = rc.number(r);
+                            CHECK(x.has_value() == !std::isnan(c.numbers[i]));
+                            if (x) CHECK(c.numbers[i] == *x);
+                        }
+                    }
+                    ++i;
+                }
 }
 
 TEST_CASE("scenario sweep: a bad point keeps its error, a null value the base's, asked columns come in order") {

@@ -129,18 +129,18 @@ inline parameter_breakdown count_parameters(const model_spec& m) {
     const std::int64_t router = h * m.moe.routed_experts + (m.moe.router_bias ? m.moe.routed_experts : 0);
     const std::int64_t full_attention = attention_layer_parameters(m, false).total();
     const std::int64_t linear_attention = attention_layer_parameters(m, true).total();
-    for (std::int64_t i = 0; i < m.layers; ++i) {
-        if (m.has_mixer(i)) p.attention += m.is_linear_layer(i) ? linear_attention : full_attention;
-        if (!m.has_ffn(i)) continue;
+    m.for_layer_runs(0, m.layers, [&](std::int64_t i, std::int64_t n) {
+        if (m.has_mixer(i)) p.attention += n * (m.is_linear_layer(i) ? linear_attention : full_attention);
+        if (!m.has_ffn(i)) return;
         if (!m.is_moe_layer(i)) {
-            p.dense_mlp += dense_layer;
-            continue;
+            p.dense_mlp += n * dense_layer;
+            return;
         }
-        p.routed_experts += m.moe.routed_experts * expert;
-        p.shared_experts += shared;
-        p.router += router;
-        p.inactive_experts += (m.moe.routed_experts - m.moe.experts_per_token) * expert;
-    }
+        p.routed_experts += n * m.moe.routed_experts * expert;
+        p.shared_experts += n * shared;
+        p.router += n * router;
+        p.inactive_experts += n * (m.moe.routed_experts - m.moe.experts_per_token) * expert;
+    });
 
     p.norms = m.layers * m.norms_per_layer * norm_size + norm_size;
     p.embedding = m.vocab * h;

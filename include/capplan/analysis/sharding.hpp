@@ -36,6 +36,7 @@ struct device_parameters {
         routed_experts += o.routed_experts;
         return *this;
     }
+    device_parameters operator*(double n) const { return {block_linear * n, other * n, routed_experts * n}; }
 };
 
 // Layers by the cache each keeps per request (analysis/kv_cache.hpp): full attention, sliding-window attention, a
@@ -47,12 +48,12 @@ struct cache_layers {
 
 inline cache_layers count_cache_layers(const model_spec& m, std::int64_t first, std::int64_t count) {
     cache_layers c;
-    for (std::int64_t i = first; i < first + count; ++i) {
-        if (!m.has_mixer(i)) continue;
-        if (m.is_linear_layer(i)) ++c.linear;
-        else if (m.is_sliding_layer(i)) ++c.windowed;
-        else ++c.full;
-    }
+    m.for_layer_runs(first, count, [&](std::int64_t i, std::int64_t n) {
+        if (!m.has_mixer(i)) return;
+        if (m.is_linear_layer(i)) c.linear += n;
+        else if (m.is_sliding_layer(i)) c.windowed += n;
+        else c.full += n;
+    });
     return c;
 }
 
@@ -194,11 +195,11 @@ inline weight_sharding shard_weights(const model_spec& m, const parallelism_spec
         pipeline_stage st;
         st.first_layer = first;
         st.layers = counts[static_cast<std::size_t>(s)];
-        for (int i = first; i < first + st.layers; ++i) {  // alike layers hold alike parameters: each kind costed once
+        m.for_layer_runs(first, st.layers, [&](std::int64_t i, std::int64_t n) {  // alike layers: each kind costed once
             std::optional<device_parameters>& kind = per_kind[m.layer_kind(i)];
             if (!kind) kind = detail::layer_on_device(m, i, p);
-            st.params += *kind;
-        }
+            st.params += n == 1 ? *kind : *kind * static_cast<double>(n);
+        });
         st.cache = count_cache_layers(m, first, st.layers);
         st.has_embedding = s == 0;
         st.has_lm_head = s == pp - 1;

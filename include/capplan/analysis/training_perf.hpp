@@ -22,6 +22,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capplan/spec/scenario.hpp"
@@ -29,10 +30,16 @@
 
 namespace capplan {
 
+// Where a step's term spends its time, as the result's chain names the links: the compute units, the scale-up links
+// (tensor, context and expert parallelism; pipeline sends within a node), the scale-out network (data parallelism;
+// pipeline sends between nodes), idle in the pipeline bubble, or the optimizer's pass through GPU memory.
+enum class step_link { compute, scale_up, scale_out, bubble, optimizer };
+
 struct training_step_term {
-    std::string term;     // forward, backward, recompute, pipeline bubble, tp communication, dp gradients, ...
-    duration time;        // per step
-    duration exposed;     // what is not hidden behind compute
+    std::string_view term;  // forward, backward, recompute, pipeline bubble, tp communication, dp gradients, ...
+    duration time;          // per step
+    duration exposed;       // what is not hidden behind compute
+    step_link link = step_link::compute;
 };
 
 struct training_performance {
@@ -48,6 +55,9 @@ struct training_performance {
 // Throws config_error when the layout cannot run (batch not divisible, unknown peak); feasibility
 // of memory is the memory model's job.
 training_performance estimate_training_performance(const scenario& s, bool explain = true);
+struct weight_sharding;
+// The same with the model's sharding under the scenario's layout (shard_weights), made once by the caller.
+training_performance estimate_training_performance(const scenario& s, const weight_sharding& w, bool explain);
 
 struct perf_setup;
 struct step_breakdown;
@@ -56,7 +66,6 @@ struct batch_step;
 perf_setup training_perf_setup(const scenario& s, bool explain = true);
 // One micro-batch's forward as a step of the speed model (every rank routes its own tokens to the experts).
 batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, int cp);
-struct weight_sharding;
 // The step's parts as numbers, without the text of a breakdown: what a layout search ranks by.
 struct training_step_parts {
     std::int64_t micro_batches = 0;  // per pipeline, per step

@@ -43,7 +43,7 @@ struct sweep_table {
 // counts them as they finish; a stop request ends the sweep after the pieces of points under way (64 points each),
 // keeping the points before the first piece not started. `columns` empty: every column some point has; given, the
 // parts of the estimate none of them reads are not computed (estimate_parts: the memory limits, the cold start, the
-// checkpoint, the FLOPs, the cost), which leaves the figures read the same.
+// checkpoint, the FLOPs, the cost, the data reading), which leaves the figures read the same.
 // Throws config_error for a base that is not a JSON object, an empty axis, an unknown or repeated column, or a table
 // larger than half the machine's memory (8 bytes per point and column).
 sweep_table sweep_scenario(std::string_view base_json, const std::filesystem::path& base_dir,

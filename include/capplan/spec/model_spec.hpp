@@ -2,6 +2,7 @@
 // Built from a Hugging Face config.json (see hf_config.hpp) or a catalog entry.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -123,6 +124,27 @@ struct model_spec {
     static constexpr unsigned layer_kinds = 16;  // four yes/no traits
     unsigned layer_kind(std::int64_t i) const {
         return (is_moe_layer(i) ? 1u : 0u) | (is_linear_layer(i) ? 2u : 0u) | (has_mixer(i) ? 4u : 0u) | (has_ffn(i) ? 8u : 0u);
+    }
+    // Layers from this one on are alike in every trait above: no per-layer list reaches them (a dense model's all are).
+    std::int64_t alike_from() const {
+        const std::size_t listed = std::max({moe_layer.size(), sliding_layer.size(), linear_layer.size(),
+                                             mixer_free_layer.size(), ffn_free_layer.size()});
+        return std::min(layers, static_cast<std::int64_t>(listed));
+    }
+    // Drops each per-layer list's trailing entries that say what a layer beyond the list is anyway (no MoE, no sliding
+    // window, no linear attention, a mixer and an FFN): the same model, whose alike layers alike_from() then finds
+    // when its config lists every layer.
+    void trim_layer_lists() {
+        for (std::vector<bool>* list : {&moe_layer, &sliding_layer, &linear_layer, &mixer_free_layer, &ffn_free_layer})
+            while (!list->empty() && !list->back()) list->pop_back();
+    }
+    // f(i, n) over the layers [first, first + count): each layer before alike_from() alone (n = 1), then the alike
+    // ones at once, n layers like layer i (per-layer sums become one product).
+    template <class F>
+    void for_layer_runs(std::int64_t first, std::int64_t count, F&& f) const {
+        const std::int64_t end = first + count, alike = std::max(first, alike_from());
+        for (std::int64_t i = first; i < std::min(end, alike); ++i) f(i, std::int64_t{1});
+        if (end > alike) f(alike, end - alike);
     }
     std::int64_t moe_layer_count() const;
     std::int64_t ffn_free_layer_count() const;
