@@ -296,7 +296,8 @@ void note_prefix_cache(const scenario& s, const inference_setup& engine, const p
 // Fills inference.{ttft_s, tpot_s, e2e_latency_s, throughput_tokens_per_s}, the decode step's chain
 // (GPU memory, compute, scale-up network, engine overhead) and its bottleneck.
 // explain: the notes on the engine and the speed model (the figures are the same without them).
-void estimate_inference_speed(const scenario& s, const inference_setup& engine, estimate_result& r, bool explain) {
+void estimate_inference_speed(const scenario& s, const inference_setup& engine, estimate_result& r, bool explain,
+                              bool roofline_ops) {
     const inference_spec& inf = *s.inference;
     perf_setup setup;
     try {
@@ -358,10 +359,11 @@ void estimate_inference_speed(const scenario& s, const inference_setup& engine, 
     roof.memory_bytes_per_s = setup.memory_bandwidth.si();
     roof.gemm_efficiency = setup.efficiency.gemm;
     roof.memory_efficiency = setup.efficiency.memory;
-    for (const auto* phase : {&e.prefill, &e.decode})
-        for (const auto& op : phase->ops)
-            roof.ops.push_back({phase == &e.prefill ? "prefill" : "decode", std::string(op.op), op.flops.si(), op.bytes.si(),
-                                op.time.si(), op.compute_bound});
+    if (roofline_ops)
+        for (const auto* phase : {&e.prefill, &e.decode})
+            for (const auto& op : phase->ops)
+                roof.ops.push_back({phase == &e.prefill ? "prefill" : "decode", std::string(op.op), op.flops.si(),
+                                    op.bytes.si(), op.time.si(), op.compute_bound});
     duration memory, compute;
     for (const auto& op : e.decode.ops) (op.compute_bound ? compute : memory) += op.time;
     const duration step = e.decode.total();
@@ -888,7 +890,7 @@ estimate_result estimate_plan(const scenario& s, const catalog& cat, const estim
     if (s.inference) {
         const inference_setup engine = inference_setup::from(s, shards);
         estimate_inference_memory(s, engine, r, parts.memory_limits);
-        estimate_inference_speed(s, engine, r, parts.notes);
+        estimate_inference_speed(s, engine, r, parts.notes, parts.roofline_ops);
         if (parts.cold_start) estimate_cold_start(s, cat, r);
     }
     if (s.training) {

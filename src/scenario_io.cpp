@@ -754,13 +754,23 @@ void set_scenario_key(nlohmann::json& doc, std::string_view key, const nlohmann:
     }
 }
 
-void scenario_sections::keep(scenario&& s, const nlohmann::json& doc) {
+void scenario_sections::keep_docs(const nlohmann::json& doc) {
     const json& m = doc.at("model");
     const json& sys = doc.at("system");
     if (model_doc != m) model_doc = m;
     if (system_doc != sys) system_doc = sys;
+}
+
+void scenario_sections::keep(scenario&& s, const nlohmann::json& doc) {
+    keep_docs(doc);
     model = std::move(s.model);
     system = std::move(s.system);
+}
+
+void scenario_sections::keep(const scenario& s, const nlohmann::json& doc) {
+    keep_docs(doc);
+    model = s.model;
+    system = s.system;
 }
 
 scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const std::filesystem::path& base_dir,

@@ -22,9 +22,10 @@ struct estimate_parts {
     bool cost = true;           // when the scenario asks for one
     bool notes = true;          // the explanations beside the figures (result.notes); reasons and warnings always
     bool data_pipeline = true;  // a training job's data reading from the system's storage (training.data.*)
+    bool roofline_ops = true;   // where each operator of a step sits on the roofline (roofline.ops: a table, no column)
 
     // Only what every estimate computes: feasibility and its reasons, memory, latency, throughput, step time, MFU.
-    static constexpr estimate_parts headline() { return {false, false, false, false, false, false, false, false}; }
+    static constexpr estimate_parts headline() { return {false, false, false, false, false, false, false, false, false}; }
 };
 estimate_result estimate(const scenario& s, const catalog& cat, const estimate_parts& parts);
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Dict, Union
 
 from . import _core
-from ._args import config_error
+from ._args import config_error, mapping
 from .result import Result
 from .units import Quantity
 
@@ -96,12 +96,9 @@ class Scenario:
         """A new scenario with each dotted key (``"system.count"``, ``"inference.batch"``) set to its value; None keeps
         this one's. As ``capplan.sweep`` applies its grid: a preset name refined by ``"system.count"`` becomes
         ``{"preset": name, "count": ...}``."""
-        from ._args import mapping, text
-        items = mapping(changes, "/changes", "a dict of dotted keys -> values")
-        pairs = [(text(k, "/changes", "dotted scenario keys"), json.dumps(_jsonable(v, f"/{k}")))
-                 for k, v in items.items()]
+        items = changes if type(changes) is dict else mapping(changes, "/changes", "a dict of dotted keys -> values")
         out = Scenario.__new__(Scenario)
-        out._parsed = self._parsed.replace(pairs)
+        out._parsed = self._parsed.replace(items, _json_text)  # keys checked and values read in the core
         return out
 
     def to_dict(self) -> Dict[str, Any]:

@@ -146,18 +146,27 @@ void register_typed(py::module_& m) {
     py::class_<parsed_scenario>(m, "ParsedScenario", "A scenario read into the core's typed form once.")
         .def("to_json", [](const parsed_scenario& s) { return s.doc.dump(); }, "The scenario as JSON text.")
         .def("base_dir", [](const parsed_scenario& s) { return s.base_dir; })
-        .def("replace", [](const parsed_scenario& s, const std::vector<std::pair<std::string, std::string>>& changes) {
+        .def("replace", [](const parsed_scenario& s, const py::dict& changes, const py::function& as_text) {
+                std::vector<std::pair<std::string, nlohmann::json>> values;
+                for (auto [k, v] : changes) {
+                    if (!py::isinstance<py::str>(k))
+                        throw config_error("/changes", py::repr(k).cast<std::string>(),
+                                           "a " + py::type::of(k).attr("__name__").cast<std::string>() + " is not text",
+                                           "dotted scenario keys");
+                    std::string key = k.cast<std::string>();
+                    nlohmann::json value = json_of(v, "/" + key, as_text);
+                    values.emplace_back(std::move(key), std::move(value));
+                }
                 py::gil_scoped_release release;
                 nlohmann::json doc = s.doc;  // the copy the variant keeps
-                for (const auto& [key, value] : changes) {
-                    const nlohmann::json v = parse_scenario_json(value, "/" + key);
-                    if (!v.is_null()) set_scenario_key(doc, key, v);
-                }
+                for (const auto& [key, value] : values)
+                    if (!value.is_null()) set_scenario_key(doc, key, value);
                 scenario_sections reuse;  // this scenario's model and system, where the changes leave them
-                reuse.keep(scenario(*s.value), s.doc);
+                reuse.keep(*s.value, s.doc);
                 return parse(std::move(doc), s.base_dir, &reuse);
-            }, py::arg("changes"),
-            "A new parsed scenario with each dotted key set to its value (JSON text; null keeps this one's).");
+            }, py::arg("changes"), py::arg("as_text"),
+            "A new parsed scenario with each dotted key set to its value (a Python value, as parse_scenario_object "
+            "reads them; None keeps this one's).");
     m.def("parse_scenario_object", [](py::handle scenario, const std::filesystem::path& base_dir, const py::function& as_text) {
             nlohmann::json doc = json_of(scenario, "", as_text);
             py::gil_scoped_release release;

@@ -27,8 +27,12 @@ struct scenario_sections {
     std::optional<model_spec> model;
     std::optional<system_spec> system;
 
-    // Keeps `s`'s model and system, which were read from `doc`.
+    // Keeps `s`'s model and system, which were read from `doc` (moved, or copied from a scenario kept as it is).
     void keep(scenario&& s, const nlohmann::json& doc);
+    void keep(const scenario& s, const nlohmann::json& doc);
+
+private:
+    void keep_docs(const nlohmann::json& doc);
 };
 
 // read_scenario (spec/scenario_io.hpp) without the text: the same rules and errors. With `reuse`, its model and system
