@@ -481,7 +481,7 @@ void estimate_training_speed(const scenario& s, const weight_sharding& shards, e
         out.data_bottleneck = d.bottleneck;
     }
     r.training = out;
-    std::array<duration, 5> on;  // exposed time per step_link
+    std::array<duration, step_links> on;  // exposed time per step_link
     for (const auto& term : tp.terms) on[static_cast<std::size_t>(term.link)] += term.exposed;
     const duration step = tp.step;
     auto stage = [&](const char* name, step_link link) {
@@ -551,12 +551,11 @@ void estimate_training_memory_result(const scenario& s, const weight_sharding& s
     }
     const data_size reserve = default_runtime_reserve(s.parallelism.tp * s.parallelism.pp * s.parallelism.dp).total();
     // explain: the notes; the alternatives tried for a plan that does not fit need only their totals.
+    // The alternatives tried keep tp, pp and ep, and with them the weights' sharding.
     auto run = [&](const training_spec& spec, const parallelism_spec& par, bool explain) {
-        std::optional<weight_sharding> other;  // the alternatives tried keep the tensor-parallel split
-        const weight_sharding& w = par.tp == s.parallelism.tp ? shards : other.emplace(shard_weights(s.model, par));
         training_memory_options o = memory_options_for(spec);
         o.explain = explain;
-        return estimate_training_memory(s.model, w, s.precision, par, spec, o);
+        return estimate_training_memory(s.model, shards, s.precision, par, spec, o);
     };
     const training_memory tm = run(t, s.parallelism, explain);
     const data_size total = tm.total() + reserve;

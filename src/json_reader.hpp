@@ -230,21 +230,25 @@ private:
         known_ += key;
         known_ += '\0';
     }
-    bool asked(std::string_view key) const {
+    // f(key) for each key asked for, in order, until f returns true; whether one did.
+    template <class F>
+    bool any_known(F&& f) const {
         for (std::size_t at = 0; at < known_.size();) {
             const std::size_t end = known_.find('\0', at);
-            if (std::string_view(known_).substr(at, end - at) == key) return true;
+            if (f(std::string_view(known_).substr(at, end - at))) return true;
             at = end + 1;
         }
         return false;
     }
+    bool asked(std::string_view key) const {
+        return any_known([&](std::string_view k) { return k == key; });
+    }
     std::vector<std::string> known() const {
         std::vector<std::string> out;
-        for (std::size_t at = 0; at < known_.size();) {
-            const std::size_t end = known_.find('\0', at);
-            out.push_back(known_.substr(at, end - at));
-            at = end + 1;
-        }
+        any_known([&](std::string_view k) {
+            out.emplace_back(k);
+            return false;
+        });
         return out;
     }
     template <class Names>

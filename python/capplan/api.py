@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Dict, Union
 
 from . import _core
-from ._args import config_error, mapping
+from ._args import config_error, mapping, text
 from .result import Result
 from .units import Quantity
 
@@ -97,8 +97,10 @@ class Scenario:
         this one's. As ``capplan.sweep`` applies its grid: a preset name refined by ``"system.count"`` becomes
         ``{"preset": name, "count": ...}``."""
         items = changes if type(changes) is dict else mapping(changes, "/changes", "a dict of dotted keys -> values")
+        if any(type(k) is not str for k in items):  # numpy text as str, anything else a ConfigError naming /changes
+            items = {text(k, "/changes", "dotted scenario keys"): v for k, v in items.items()}
         out = Scenario.__new__(Scenario)
-        out._parsed = self._parsed.replace(items, _json_text)  # keys checked and values read in the core
+        out._parsed = self._parsed.replace(items, _json_text)  # the values read in the core
         return out
 
     def to_dict(self) -> Dict[str, Any]:

@@ -325,61 +325,31 @@ def _blanked(data: Any, rows: List[int]) -> Any:
 
 def _column_frame(values: Dict[str, List[Any]], table: Dict[str, Any], infeasible_speed: bool):
     """The columnar sweep's rows: the inputs as given, feasible, reasons, the figures, error, versions; a DataFrame
-    when pandas is installed, else a dict of lists."""
+    when pandas is installed, else a dict of lists. Built from numpy arrays unless a point has an error or a gap in
+    ``feasible`` (then row by row, as lists)."""
     try:
+        import numpy
         import pandas
     except ImportError:
-        return _column_lists(values, table, infeasible_speed)
-    import numpy
+        pandas = None
     n = table["points"]
-    out: Dict[str, Any] = {}
-    repeat = math.prod(len(v) for v in values.values())
-    at = numpy.arange(n)
-    for key, vals in values.items():  # itertools.product's order: the last key varies fastest
-        repeat //= len(vals)
-        typed = pandas.Series(list(vals), dtype=None).to_numpy()  # the dtype pandas gives the values as a row list
-        if typed.dtype == object:  # dicts, lists, None: each value an element, never broadcast
-            typed = numpy.empty(len(vals), dtype=object)
-            typed[:] = [None] * len(vals)
-            for j, v in enumerate(vals):
-                typed[j] = v
-        out[key] = typed[(at // repeat) % len(vals)]
     columns = {key: data for key, _, data in table["columns"]}
-    errors, reasons = table["errors"], table["reasons"]
     feasible = columns.pop("feasible", None)
-    if errors or not isinstance(feasible, numpy.ndarray) or feasible.dtype != bool:  # gaps: row by row, as lists
-        return pandas.DataFrame(_column_lists(values, table, infeasible_speed))
-    # As the full sweep's rows: feasible True unless the core found a reason, reasons "" or their JSON list.
-    out["feasible"] = feasible
-    out["reasons"] = numpy.full(n, "", dtype=object)
-    for i, why in reasons.items():
-        out["reasons"][i] = json.dumps(why)
-    blank = [] if infeasible_speed else numpy.flatnonzero(~feasible)
-    for key, data in columns.items():
-        if len(blank) and key.startswith(_SPEED_PREFIXES):
-            data = _blanked(data, blank)
-        out["result." + key if key in out else key] = data
-    for key, version in _versions().items():
-        out[key] = numpy.full(n, version, dtype=object)
-    return pandas.DataFrame(out)
-
-
-def _column_lists(values: Dict[str, List[Any]], table: Dict[str, Any], infeasible_speed: bool) -> Dict[str, List[Any]]:
-    """_column_frame's rows as a dict of lists, point by point (without pandas, or with points that have errors)."""
-    n = table["points"]
-    out: Dict[str, List[Any]] = {}
-    repeat = math.prod(len(v) for v in values.values())
-    for key, vals in values.items():  # itertools.product's order: the last key varies fastest
-        repeat //= len(vals)
-        out[key] = [vals[(i // repeat) % len(vals)] for i in range(n)]
-    columns = {key: data for key, _, data in table["columns"]}
-    feasible = columns.pop("feasible", [None] * n)
-    feasible = feasible.tolist() if hasattr(feasible, "tolist") else feasible  # numpy bools: `is False` needs bool
     errors, reasons = table["errors"], table["reasons"]
+    arrays = pandas is not None and not errors and isinstance(feasible, numpy.ndarray) and feasible.dtype == bool
+    out = _input_columns(values, n, arrays)
     # As the full sweep's rows: feasible True unless the core found a reason, reasons "" or their JSON list.
-    out["feasible"] = [None if i in errors else (True if f is None else f) for i, f in enumerate(feasible)]
-    out["reasons"] = [None if i in errors else json.dumps(reasons[i]) if i in reasons else "" for i in range(n)]
-    blank = [] if infeasible_speed else [i for i, f in enumerate(out["feasible"]) if f is False]
+    if arrays:
+        out["feasible"] = feasible
+        out["reasons"] = numpy.full(n, "", dtype=object)
+        for i, why in reasons.items():
+            out["reasons"][i] = json.dumps(why)
+        blank = [] if infeasible_speed else numpy.flatnonzero(~feasible).tolist()
+    else:
+        feasible = [None] * n if feasible is None else feasible.tolist() if hasattr(feasible, "tolist") else feasible
+        out["feasible"] = [None if i in errors else (True if f is None else f) for i, f in enumerate(feasible)]
+        out["reasons"] = [None if i in errors else json.dumps(reasons[i]) if i in reasons else "" for i in range(n)]
+        blank = [] if infeasible_speed else [i for i, f in enumerate(out["feasible"]) if f is False]
     for key, data in columns.items():
         if blank and key.startswith(_SPEED_PREFIXES):
             data = _blanked(data, blank)
@@ -388,6 +358,29 @@ def _column_lists(values: Dict[str, List[Any]], table: Dict[str, Any], infeasibl
         out["error"] = [errors.get(i) for i in range(n)]
     for key, version in _versions().items():
         out[key] = [version] * n
+    return out if pandas is None else pandas.DataFrame(out)
+
+
+def _input_columns(values: Dict[str, List[Any]], n: int, arrays: bool) -> Dict[str, Any]:
+    """Each grid key's value per point, in itertools.product's order (the last key varies fastest): numpy arrays of
+    the dtype pandas gives the values (``arrays``), else lists."""
+    out: Dict[str, Any] = {}
+    repeat = math.prod(len(v) for v in values.values())
+    if arrays:
+        import numpy
+        import pandas
+        at = numpy.arange(n)
+    for key, vals in values.items():
+        repeat //= len(vals)
+        if not arrays:
+            out[key] = [vals[(i // repeat) % len(vals)] for i in range(n)]
+            continue
+        typed = pandas.Series(list(vals)).to_numpy()
+        if typed.dtype == object:  # dicts, lists, None: each value one element, never broadcast into the array
+            typed = numpy.empty(len(vals), dtype=object)
+            for j, v in enumerate(vals):
+                typed[j] = v
+        out[key] = typed[(at // repeat) % len(vals)]
     return out
 
 

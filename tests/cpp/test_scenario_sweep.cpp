@@ -109,6 +109,10 @@ TEST_CASE("result columns: each is the result JSON's value under its key, and ev
             if (c.kind == column_kind::text) CHECK(c.text(part) == c.text(whole));
             else CHECK(c.number(part) == c.number(whole));
         }
+        // The parts left out are not computed: the per-operator roofline table, a training job's data reading.
+        if (whole.roofline) CHECK((!whole.roofline->ops.empty() && part.roofline && part.roofline->ops.empty()));
+        if (whole.training && whole.training->data_read_bytes_per_s)
+            CHECK_FALSE(part.training->data_read_bytes_per_s.has_value());
     }
     const config_error e = test::error_of([] { result_column_named("inference.ttft", "/columns/0"); });
     CHECK(e.field() == "/columns/0");

@@ -34,6 +34,7 @@ namespace capplan {
 // (tensor, context and expert parallelism; pipeline sends within a node), the scale-out network (data parallelism;
 // pipeline sends between nodes), idle in the pipeline bubble, or the optimizer's pass through GPU memory.
 enum class step_link { compute, scale_up, scale_out, bubble, optimizer };
+inline constexpr std::size_t step_links = 5;
 
 struct training_step_term {
     std::string_view term;  // forward, backward, recompute, pipeline bubble, tp communication, dp gradients, ...
