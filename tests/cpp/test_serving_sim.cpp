@@ -321,6 +321,47 @@ TEST_CASE("percentile of (value, count) pairs is the percentile of the values re
     }
 }
 
+TEST_CASE("percentiles by selection are the percentiles of the sorted list, whatever the order and repeats") {
+    // np.percentile([3, 1, 2, 2, 5, 4], [50, 90, 99]) = 2.5, 4.5, 4.95 (sorted 1 2 2 3 4 5: h = 2.5, 4.5, 4.95).
+    std::vector<double> v{3, 1, 2, 2, 5, 4};
+    const std::vector<double> got = detail::percentiles_of(v, {50, 90, 99});
+    CHECK(got[0] == doctest::Approx(2.5));
+    CHECK(got[1] == doctest::Approx(4.5));
+    CHECK(got[2] == doctest::Approx(4.95));
+    std::vector<double> none;
+    CHECK(detail::percentiles_of(none, {50})[0] == 0.0);
+    // Ascending, descending, all equal, few distinct values and scrambled, as plain values and as (value, count)
+    // pairs: every percentile equal to the sorted list's, exactly (the same two order statistics, the same formula).
+    const std::vector<double> ps{0.0, 1.0, 37.5, 50.0, 90.0, 99.0, 99.9, 100.0};
+    for (int order = 0; order < 5; ++order) {
+        std::vector<double> values;
+        detail::value_counts pairs;
+        std::vector<double> written;
+        for (int i = 0; i < 3001; ++i) {
+            const double x = order == 0   ? i
+                             : order == 1 ? 3000 - i
+                             : order == 2 ? 7.0
+                             : order == 3 ? static_cast<double>(i % 3)
+                                          : static_cast<double>((i * 7919) % 3001) / 7.0;
+            const std::int64_t c = 1 + (i * 31) % 4;
+            values.push_back(x);
+            pairs.push_back({x, c});
+            written.insert(written.end(), static_cast<std::size_t>(c), x);
+        }
+        std::vector<double> sorted_values = values;
+        std::sort(sorted_values.begin(), sorted_values.end());
+        std::sort(written.begin(), written.end());
+        const std::vector<double> of_values = detail::percentiles_of(values, ps);
+        const std::vector<double> of_pairs = detail::percentiles_of_counts(pairs, ps);
+        for (std::size_t i = 0; i < ps.size(); ++i) {
+            CAPTURE(order);
+            CAPTURE(ps[i]);
+            CHECK(of_values[i] == detail::percentile_of_sorted(sorted_values, ps[i]));
+            CHECK(of_pairs[i] == detail::percentile_of_sorted(written, ps[i]));
+        }
+    }
+}
+
 TEST_CASE("inter-token latency: every token gap, pooled over requests, a prefill step showing in the tail") {
     // Steps cost 0.5 s when they run a prompt and 0.125 s otherwise. A (100 in, 4 out) arrives at 0, B
     // (the same) at 0.6 s. Steps: [0, 0.5] A's prefill (A's first token); [0.5, 0.625] A decodes;
