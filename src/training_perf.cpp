@@ -61,13 +61,13 @@ duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const w
     const data_size bytes = block * (s.precision.weights.bytes_per_element() + 2.0) * B;
     // One kernel per matrix: q, k, v, o and each MLP's (gate, up, down; the experts held on this device).
     double kernels = 0.0;
-    for (int i = st.first_layer; i < st.first_layer + st.layers; ++i) {
+    m.for_layer_runs(st.first_layer, st.layers, [&](std::int64_t i, std::int64_t n) {
         const double experts = m.is_moe_layer(i) ? static_cast<double>(m.moe.shared_experts) +
                                                        static_cast<double>(m.moe.routed_experts) / p.ep
                                                  : 1.0;
         const bool gated = m.is_moe_layer(i) ? m.moe.gated : m.gated_mlp;
-        kernels += 4.0 + experts * (gated ? 3.0 : 2.0);
-    }
+        for (std::int64_t j = 0; j < n; ++j) kernels += 4.0 + experts * (gated ? 3.0 : 2.0);  // per layer, as before
+    });
     const data_size per_kernel = bytes / std::max(1.0, kernels);
     return bytes / (perf.memory_bandwidth * perf.efficiency.memory_at(per_kernel.si())) + kernels * perf.efficiency.per_kernel;
 }

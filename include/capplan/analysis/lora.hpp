@@ -137,12 +137,11 @@ inline double lora_device_parameters(const model_spec& m, const lora_spec& l, in
     std::array<lora_parameters, model_spec::layer_kinds> kind{};
     std::array<bool, model_spec::layer_kinds> known{};
     double dense = 0.0, routed = 0.0;
-    for (std::int64_t i = first; i < first + count; ++i) {
+    m.for_layer_runs(first, count, [&](std::int64_t i, std::int64_t n) {
         const unsigned k = m.layer_kind(i);
         if (!known[k]) kind[k] = lora_layer_parameters(m, i, l), known[k] = true;
-        dense += kind[k].dense;
-        routed += kind[k].routed_experts;
-    }
+        for (std::int64_t j = 0; j < n; ++j) dense += kind[k].dense, routed += kind[k].routed_experts;  // per layer
+    });
     return dense / p.tp + routed / (static_cast<double>(p.ep) * p.etp);
 }
 

@@ -392,8 +392,9 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
         const double vocab_bytes = t.lora && prec.weights.quantized() ? 2.0 : block_bytes;
         double largest = 0.0;
         detail::by_layer_kind unit;
-        for (int i = st.first_layer; i < st.first_layer + st.layers; ++i)
+        m.for_layer_runs(st.first_layer, st.layers, [&](std::int64_t i, std::int64_t) {
             largest = std::max(largest, unit(m, i, [&] { return detail::layer_on_device(m, i, p).total() * block_bytes * units::B; }).in(units::B));
+        });
         if (st.has_embedding || st.has_lm_head)
             largest = std::max(largest, static_cast<double>(m.vocab * m.hidden) / p.tp * vocab_bytes);
         out.buffers += 2.0 * largest * units::B;
@@ -427,15 +428,15 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     out.in_flight_microbatches = static_cast<int>(std::ceil(out.layer_sets_in_flight - 1e-9));
     data_size per_set, largest_layer, largest_full;
     detail::by_layer_kind kept, whole;
-    for (int i = st.first_layer; i < st.first_layer + st.layers; ++i) {
+    m.for_layer_runs(st.first_layer, st.layers, [&](std::int64_t i, std::int64_t n) {
         const data_size l = kept(m, i, [&] { return layer_activation_bytes(m, i, t.seq_len, t.micro_batch, p, t.recompute, act, ao); });
-        per_set += l;
+        for (std::int64_t k = 0; k < n; ++k) per_set += l;  // layer by layer, so the sum rounds as a per-layer one
         largest_layer = std::max(largest_layer, l);
         if (t.recompute == recompute_kind::full)
             largest_full = std::max(largest_full, whole(m, i, [&] {
                 return layer_activation_bytes(m, i, t.seq_len, t.micro_batch, p, recompute_kind::none, act, ao);
             }));
-    }
+    });
     const double tokens = static_cast<double>(t.seq_len) * static_cast<double>(t.micro_batch) / p.cp;
     const double rep = p.sequence_parallel && p.tp > 1 ? static_cast<double>(p.tp) : 1.0;
     const double h = static_cast<double>(m.hidden);
