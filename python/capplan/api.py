@@ -8,6 +8,7 @@ from typing import Any, Dict, Union
 
 from . import _core
 from ._args import config_error, mapping, text
+from .catalog import Model  # (here, not in _jsonable: an import in a function costs microseconds a call)
 from .result import Result
 from .units import Quantity
 
@@ -18,7 +19,6 @@ def _jsonable(value: Any, field: str = "") -> Any:
     """Quantities become exact unit strings, a Model its name or inline config, numpy scalars and arrays
     (anything with .item() / .tolist() and a dtype) numbers and lists; anything else that is not JSON is a
     ConfigError naming its field."""
-    from .catalog import Model
     if isinstance(value, Quantity):
         return value.to_json_text()
     if isinstance(value, Model):

@@ -5,6 +5,8 @@ import html
 import json
 from typing import Any, Dict, Iterator, List, Tuple
 
+from . import _core
+from ._args import config_error, text
 from .units import BYTE_RATE, FLOP_RATE, FLOPS, SIZE, TIME, Quantity, format_count
 
 # Key suffix -> dimension of the number stored under it (the result JSON is in SI units).
@@ -111,13 +113,12 @@ class Result(Section):
     table, ``to_dict``); ``value(key)`` reads one figure without building it. Made from a dict, it is that dict."""
 
     def __init__(self, data: Any):
-        from . import _core
+        # (the imports at the top: one in a method costs microseconds a call, as much as the estimate it wraps)
         if isinstance(data, dict):
             super().__init__(data)
         elif isinstance(data, _core.EstimateResult):
             self.__dict__["_typed"] = data
         else:
-            from ._args import config_error
             raise config_error("/", data, f"a {type(data).__name__} is not a result",
                                "what capplan.estimate returns, or its to_dict()")
 
@@ -136,13 +137,10 @@ class Result(Section):
         """One figure by its dotted key, as ``capplan.sweep(..., columns=...)`` names them (``"inference.ttft_s"``,
         ``"memory.fits"``, ``"training.mfu"``): a number (SI units), a bool or a str, or None when the result has
         none. An unknown key is a ConfigError listing the keys."""
-        from ._args import text
         key = text(key, "/key", "a dotted result key")
         typed = self.__dict__.get("_typed")
         if typed is not None:
             return typed.value(key)
-        from . import _core
-        from ._args import config_error
         kinds = dict(_core.result_column_keys())
         if key not in kinds:
             raise config_error("/key", key, "not a column of a result", ", ".join(kinds))
