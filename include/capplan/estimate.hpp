@@ -25,7 +25,10 @@ struct estimate_parts {
     bool roofline_ops = true;   // where each operator of a step sits on the roofline (roofline.ops: a table, no column)
 
     // Only what every estimate computes: feasibility and its reasons, memory, latency, throughput, step time, MFU.
-    static constexpr estimate_parts headline() { return {false, false, false, false, false, false, false, false, false}; }
+    static constexpr estimate_parts headline() {
+        return {.memory_limits = false, .cold_start = false, .checkpoint = false, .flops = false, .ranges = false,
+                .cost = false, .notes = false, .data_pipeline = false, .roofline_ops = false};
+    }
 };
 estimate_result estimate(const scenario& s, const catalog& cat, const estimate_parts& parts);
 
