@@ -417,7 +417,7 @@ void estimate_inference_speed(const scenario& s, const inference_setup& engine, 
 
 // Start to first token: weights from the system's storage through host memory and the host link
 // into each GPU, then engine initialisation (cold_start.hpp).
-void estimate_cold_start(const scenario& s, const catalog& cat, estimate_result& r) {
+void estimate_cold_start(const scenario& s, const catalog& cat, estimate_result& r, bool explain) {
     if (!r.memory.weights) return;
     if (!s.system.storage) {
         r.notes.push_back("cold start not computed: the system names no storage tier (system.storage)");
@@ -430,6 +430,7 @@ void estimate_cold_start(const scenario& s, const catalog& cat, estimate_result&
     o.overlapped = s.cold_start.overlapped;
     o.connections = s.cold_start.connections;
     o.engine_init = s.cold_start.engine_init;
+    o.explain = explain;
     const int devices = std::min(s.system.per_node, s.system.count);
     const cold_start_result c = cold_start_time(*r.memory.weights, devices, s.system, o, cat);
     cold_start_summary out;
@@ -500,7 +501,7 @@ void estimate_training_speed(const scenario& s, const weight_sharding& shards, e
 
 // Checkpoint size and save/restore time on the system's storage, the Young/Daly interval for the
 // job's failure rate (Llama 3's, by default) and the expected goodput (checkpoint.hpp).
-void estimate_checkpoints(const scenario& s, const catalog& cat, estimate_result& r) {
+void estimate_checkpoints(const scenario& s, const catalog& cat, estimate_result& r, bool explain) {
     // The size does not depend on where the checkpoint goes (issue #20): always given.
     checkpoint_options how;
     how.fully_parallel_save = s.training->ckpt_fully_parallel_save;
@@ -518,7 +519,9 @@ void estimate_checkpoints(const scenario& s, const catalog& cat, estimate_result
                           "storage tier (system.storage); the size is");
         return;
     }
-    const checkpoint_io io = checkpoint_time(size, s.system, s.training->async_checkpoint, {}, cat);
+    checkpoint_io_options io_options;
+    io_options.explain = explain;
+    const checkpoint_io io = checkpoint_time(size, s.system, s.training->async_checkpoint, io_options, cat);
     for (const auto& n : io.notes) r.notes.push_back("checkpoint: " + n);
     const duration restart = io.restore + (r.cold_start ? r.cold_start->total - r.cold_start->load : duration{});
     std::optional<duration> step;
@@ -890,13 +893,13 @@ estimate_result estimate_plan(const scenario& s, const catalog& cat, const estim
         const inference_setup engine = inference_setup::from(s, shards);
         estimate_inference_memory(s, engine, r, parts.memory_limits);
         estimate_inference_speed(s, engine, r, parts.notes, parts.roofline_ops);
-        if (parts.cold_start) estimate_cold_start(s, cat, r);
+        if (parts.cold_start) estimate_cold_start(s, cat, r, parts.notes);
     }
     if (s.training) {
         estimate_training_memory_result(s, shards, r, parts.notes);
         estimate_training_speed(s, shards, r, parts.notes, parts.data_pipeline);
-        if (parts.cold_start || parts.checkpoint) estimate_cold_start(s, cat, r);  // a (re)start loads the weights too
-        if (parts.checkpoint) estimate_checkpoints(s, cat, r);
+        if (parts.cold_start || parts.checkpoint) estimate_cold_start(s, cat, r, parts.notes);  // a (re)start loads the weights too
+        if (parts.checkpoint) estimate_checkpoints(s, cat, r, parts.notes);
         if (!parts.cold_start) r.cold_start.reset();
     }
     if ((s.inference || s.training) && parts.flops) estimate_flops(s, r);

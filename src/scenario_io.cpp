@@ -720,7 +720,7 @@ void resolve_kv_offload(scenario& sc, const catalog& cat) {
     scope.drives_assumed = true;
     scope.nodes = sc.system.nodes();
     std::vector<std::string> notes;
-    const auto node = storage_node_rate(st, false, scope, notes);
+    const auto node = storage_node_rate(st, false, scope, detail::note_sink(notes));
     if (!node) throw config_error(field, "'" + st.name + "'", "the catalog does not know its read bandwidth");
     const double sharing = node->aggregate ? sc.system.count : std::min(sc.system.per_node, sc.system.count);
     const byte_rate per_device = node->rate / sharing;

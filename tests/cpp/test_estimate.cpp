@@ -100,7 +100,16 @@ TEST_CASE("an estimate without notes has the same figures, and no notes") {
           R"({"model": "Llama-3.1-70B", "system": {"preset": "HGX-H200", "count": 2}, "parallelism": {"tp": 2},
               "training": {"seq_len": 8192, "global_batch": 64}})",  // does not fit: its reasons stay
           R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 1},
-              "inference": {"input_tokens": 1000, "output_tokens": 200, "concurrency": 20}})"}) {
+              "inference": {"input_tokens": 1000, "output_tokens": 200, "concurrency": 20}})",
+          // Shared storage: a parallel file system's aggregate limit (its notes say how it binds), an object store
+          // over the nodes' NICs, and an NFS share without a known aggregate, for cold start and checkpoints.
+          R"({"model": "Llama-3.1-70B", "system": {"preset": "DGX-H100", "count": 64,
+              "storage": {"preset": "AMLFS-125", "capacity": "160 TiB"}},
+              "training": {"seq_len": 4096, "global_batch": 512}})",
+          R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16, "storage": "ObjectStore-S3"},
+              "training": {"seq_len": 4096, "global_batch": 256, "async_checkpoint": true}})",
+          R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16, "storage": "NFS"},
+              "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 8}})"}) {
         CAPTURE(text);
         const scenario sc = read_scenario(text, cat());
         estimate_parts quiet;

@@ -212,6 +212,7 @@ struct checkpoint_io_options {
     std::optional<int> sockets;                // per_socket storage (host DRAM): sockets per node (default 1)
     std::optional<byte_rate> storage_network;  // the node's network to remote storage (default: its scale-out NICs)
     std::optional<byte_rate> host_link_rate;   // one device's pinned copy rate to/from the host (default: catalog)
+    bool explain = true;                       // write the notes (an estimate that shows none skips their text)
 };
 
 struct checkpoint_stage {
@@ -240,29 +241,28 @@ namespace detail {
 // One device's copy rate to or from the host: the option, else the link's measured rate, else its raw rate x the
 // measured PCIe-Gen5 efficiency (as cold_start_time does), else unknown.
 inline std::optional<byte_rate> ck_host_link_rate(const system_spec& sys, const checkpoint_io_options& o,
-                                                  const catalog* cat_in, std::vector<std::string>& notes) {
+                                                  const catalog* cat_in, const note_sink& note) {
     if (o.host_link_rate) {
-        notes.push_back("host link: " + format(*o.host_link_rate) + " per device (given)");
+        note([&] { return "host link: " + format(*o.host_link_rate) + " per device (given)"; });
         return o.host_link_rate;
     }
     if (sys.preset.empty() && sys.accelerator.host_link.empty()) {
-        notes.push_back("host link unknown: device <-> host copy left out");
+        note("host link unknown: device <-> host copy left out");
         return std::nullopt;
     }
     const catalog& cat = cat_in ? *cat_in : default_catalog();
     const cold_start_host h = cold_start_host_of(sys, cat);
     if (!h.host_link) {
-        notes.push_back("host link unknown: device <-> host copy left out");
+        note("host link unknown: device <-> host copy left out");
         return std::nullopt;
     }
     const link_spec& l = *h.host_link;
     if (l.measured_bandwidth_per_direction && l.measured_bandwidth_per_direction->si() > 0) {
-        notes.push_back("host link " + l.name + ": measured " + format(*l.measured_bandwidth_per_direction) +
-                        " per device, pinned");
+        note([&] { return "host link " + l.name + ": measured " + format(*l.measured_bandwidth_per_direction) + " per device, pinned"; });
         return l.measured_bandwidth_per_direction;
     }
     if (!l.bandwidth_per_direction || !(l.bandwidth_per_direction->si() > 0)) {
-        notes.push_back("host link " + l.name + ": bandwidth unknown, device <-> host copy left out");
+        note([&] { return "host link " + l.name + ": bandwidth unknown, device <-> host copy left out"; });
         return std::nullopt;
     }
     byte_rate r = *l.bandwidth_per_direction;
@@ -272,22 +272,24 @@ inline std::optional<byte_rate> ck_host_link_rate(const system_spec& sys, const 
             if (g5.measured_bandwidth_per_direction && g5.bandwidth_per_direction) {
                 const double eff = *g5.measured_bandwidth_per_direction / *g5.bandwidth_per_direction;
                 r = eff * r;
-                notes.push_back("host link " + l.name + ": raw " + format(*l.bandwidth_per_direction) + " x " +
-                                ck_num(eff) + " (PCIe-Gen5 measured / raw) = " + format(r) + " per device");
+                note([&] {
+                    return "host link " + l.name + ": raw " + format(*l.bandwidth_per_direction) + " x " + ck_num(eff) +
+                           " (PCIe-Gen5 measured / raw) = " + format(r) + " per device";
+                });
                 return r;
             }
         } catch (const unknown_name_error&) {
         }
     }
-    notes.push_back("host link " + l.name + ": raw " + format(r) + " per device (optimistic)");
+    note([&] { return "host link " + l.name + ": raw " + format(r) + " per device (optimistic)"; });
     return r;
 }
 
 // The storage tier's write (or read) rate for the job, by its scope (storage_io.hpp).
 inline std::optional<storage_rate> ck_storage(const system_spec& sys, bool write, int ranks_per_node, int nodes,
-                                              const checkpoint_io_options& o, std::vector<std::string>& notes) {
+                                              const checkpoint_io_options& o, const note_sink& note) {
     if (!sys.storage) {
-        notes.push_back(std::string("no storage tier: storage left out of the ") + (write ? "write" : "read") + " chain");
+        note(write ? "no storage tier: storage left out of the write chain" : "no storage tier: storage left out of the read chain");
         return std::nullopt;
     }
     storage_scope sc;
@@ -297,22 +299,23 @@ inline std::optional<storage_rate> ck_storage(const system_spec& sys, bool write
     sc.sockets = o.sockets.value_or(1);
     sc.sockets_assumed = !o.sockets;
     sc.nodes = nodes;
-    return storage_node_rate(*sys.storage, write, sc, notes);
+    return storage_node_rate(*sys.storage, write, sc, note);
 }
 
-inline std::optional<byte_rate> ck_network(const system_spec& sys, const checkpoint_io_options& o,
-                                           std::vector<std::string>& notes) {
+inline std::optional<byte_rate> ck_network(const system_spec& sys, const checkpoint_io_options& o, const note_sink& note) {
     if (!sys.storage || !is_remote_storage(sys.storage->kind)) return std::nullopt;
     if (o.storage_network) return o.storage_network;
     if (sys.scale_out && sys.scale_out->nics_per_node > 0 && sys.scale_out->link.bandwidth_per_direction &&
         sys.scale_out->link.bandwidth_per_direction->si() > 0) {
         const byte_rate net =
             static_cast<double>(sys.scale_out->nics_per_node) * *sys.scale_out->link.bandwidth_per_direction;
-        notes.push_back("remote storage assumed to share the node's " + std::to_string(sys.scale_out->nics_per_node) +
-                        " scale-out NICs (" + format(net) + "); set storage_network for a separate front-end NIC");
+        note([&] {
+            return "remote storage assumed to share the node's " + std::to_string(sys.scale_out->nics_per_node) +
+                   " scale-out NICs (" + format(net) + "); set storage_network for a separate front-end NIC";
+        });
         return net;
     }
-    notes.push_back("the node's network to storage is unknown: remote storage not capped by it");
+    note("the node's network to storage is unknown: remote storage not capped by it");
     return std::nullopt;
 }
 
@@ -348,7 +351,7 @@ inline checkpoint_io checkpoint_time(const checkpoint_size& size, const system_s
 
     checkpoint_io r;
     r.async = async;
-    auto& notes = r.notes;
+    const note_sink note(r.notes, o.explain);
     const int per_node = sys.per_node;
     const int write_rpn = std::min(per_node, size.writers);
     const int read_rpn = std::min(per_node, size.ranks);
@@ -357,18 +360,17 @@ inline checkpoint_io checkpoint_time(const checkpoint_size& size, const system_s
     const data_size node_write = static_cast<double>(write_rpn) * size.per_rank_max;
     const data_size node_read = static_cast<double>(read_rpn) * size.restore_per_rank_max;
 
-    const std::optional<byte_rate> link = ck_host_link_rate(sys, o, cat, notes);
-    const std::optional<storage_rate> wst = ck_storage(sys, true, write_rpn, r.writing_nodes, o, notes);
-    const std::optional<storage_rate> rst = ck_storage(sys, false, read_rpn, r.nodes, o, notes);
-    const std::optional<byte_rate> net = ck_network(sys, o, notes);
+    const std::optional<byte_rate> link = ck_host_link_rate(sys, o, cat, note);
+    const std::optional<storage_rate> wst = ck_storage(sys, true, write_rpn, r.writing_nodes, o, note);
+    const std::optional<storage_rate> rst = ck_storage(sys, false, read_rpn, r.nodes, o, note);
+    const std::optional<byte_rate> net = ck_network(sys, o, note);
     const duration latency = sys.storage && sys.storage->latency ? *sys.storage->latency : duration{};
     if (sys.storage && is_remote_storage(sys.storage->kind) && !sys.storage->latency)
-        notes.push_back("storage " + sys.storage->name + ": first-byte latency unknown (null in the catalog), not added");
+        note([&] { return "storage " + sys.storage->name + ": first-byte latency unknown (null in the catalog), not added"; });
     if (sys.storage && sys.storage->kind == "local_nvme")
-        notes.push_back("local NVMe: a checkpoint on the node's own drives is lost with the node; copy it to "
-                        "shared storage (or replicate) to survive node failures");
-    if (sys.storage && sys.storage->kind == "host_dram")
-        notes.push_back("host-memory checkpoint: lost with the node unless replicated to peers");
+        note("local NVMe: a checkpoint on the node's own drives is lost with the node; copy it to "
+             "shared storage (or replicate) to survive node failures");
+    if (sys.storage && sys.storage->kind == "host_dram") note("host-memory checkpoint: lost with the node unless replicated to peers");
 
     auto stage = [](std::string name, data_size bytes, byte_rate bw) {
         return checkpoint_stage{std::move(name), bytes, bw, bytes.si() > 0 ? bytes / bw : duration{}};
@@ -397,9 +399,11 @@ inline checkpoint_io checkpoint_time(const checkpoint_size& size, const system_s
     if (async) {
         r.stall = link_time(r.save_stages);
         r.save = latency + r.stall + max_time(r.save_stages, true);
-        notes.push_back("async: training stalls for the device -> host copy into pinned host memory (" +
-                        ck_num(r.stall.in(s)) + " s); the write overlaps the next steps");
-        if (!link) notes.push_back("async without a known host link: the stall is counted as 0");
+        note([&] {
+            return "async: training stalls for the device -> host copy into pinned host memory (" + ck_num(r.stall.in(s)) +
+                   " s); the write overlaps the next steps";
+        });
+        if (!link) note("async without a known host link: the stall is counted as 0");
     } else {
         r.save = latency + max_time(r.save_stages, false);
         r.stall = r.save;
@@ -410,8 +414,8 @@ inline checkpoint_io checkpoint_time(const checkpoint_size& size, const system_s
     const duration wt = r.save - latency, rt = r.restore - latency;
     if (wt.si() > 0) r.write_rate = size.total / wt;
     if (rt.si() > 0) r.read_rate = size.restore_total / rt;
-    notes.push_back("stages stream (the longest bounds the transfer); host DRAM bandwidth, PCIe switches shared "
-                    "with NICs and file-system metadata are not modelled");
+    note("stages stream (the longest bounds the transfer); host DRAM bandwidth, PCIe switches shared "
+         "with NICs and file-system metadata are not modelled");
     return r;
 }
 

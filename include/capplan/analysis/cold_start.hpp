@@ -66,6 +66,7 @@ struct cold_start_options {
     std::optional<byte_rate> pageable_rate;    // per device (default: default_pageable_rate())
     std::optional<duration> engine_init;       // replaces default_engine_init()
     std::optional<cold_start_host> host;       // replaces what the catalog says, field by field
+    bool explain = true;                       // write the notes (an estimate that shows none skips their text)
 };
 
 struct chain_stage_time {
@@ -148,7 +149,7 @@ inline cold_start_result cold_start_time(data_size weights_per_device, int devic
         throw config_error("/cold_start/host/sockets", std::to_string(o.host->sockets), "must be >= 0");
 
     cold_start_result r;
-    auto note = [&](std::string n) { r.notes.push_back(std::move(n)); };
+    const detail::note_sink note(r.notes, o.explain);
     auto cat = [&]() -> const catalog& { return cat_in ? *cat_in : default_catalog(); };
 
     // The host: options first, the catalog for what they leave out.
@@ -172,9 +173,8 @@ inline cold_start_result cold_start_time(data_size weights_per_device, int devic
             "GPUDirect Storage reads files (NVMe, NFS over RDMA, parallel file systems); an object store "
             "answers HTTP into host memory: gpudirect_storage ignored");
     }
-    note(std::string("loader: ") + (o.overlapped
-                                        ? "overlapped (a streaming loader reads, copies and DMAs at once)"
-                                        : "sequential (vLLM's safetensors loader: read, then copy, tensor by tensor)"));
+    note(o.overlapped ? "loader: overlapped (a streaming loader reads, copies and DMAs at once)"
+                      : "loader: sequential (vLLM's safetensors loader: read, then copy, tensor by tensor)");
     const int sockets = std::max(1, host.sockets);
     if (host.sockets == 0 && host.memory_per_socket) note("host sockets unknown: one socket's DRAM assumed");
 
@@ -201,9 +201,7 @@ inline cold_start_result cold_start_time(data_size weights_per_device, int devic
             sc.connections = o.connections;
             sc.sockets = sockets;
             sc.nodes = nodes;
-            std::vector<std::string> scope_notes;
-            found = storage_node_rate(*st, false, sc, scope_notes);
-            for (const auto& n : scope_notes) note(n);
+            found = storage_node_rate(*st, false, sc, note);
         }
         if (!st) {
             note("the system has no storage tier: storage left out of the chain");
@@ -212,24 +210,28 @@ inline cold_start_result cold_start_time(data_size weights_per_device, int devic
             // An aggregate service is shared by the nodes loading at once.
             byte_rate bw = sr.aggregate ? sr.rate / static_cast<double>(nodes) : sr.rate;
             if (sr.aggregate)
-                note("storage " + st->name + ": aggregate " + format(sr.rate) + " shared by the " + std::to_string(nodes) +
-                     " nodes loading at once");
+                note([&] {
+                    return "storage " + st->name + ": aggregate " + format(sr.rate) + " shared by the " +
+                           std::to_string(nodes) + " nodes loading at once";
+                });
             if (detail::is_remote_storage(st->kind)) {
                 std::optional<byte_rate> net = o.storage_network;
                 if (!net && sys.scale_out && sys.scale_out->nics_per_node > 0 &&
                     sys.scale_out->link.bandwidth_per_direction) {
                     net = static_cast<double>(sys.scale_out->nics_per_node) *
                           *sys.scale_out->link.bandwidth_per_direction;
-                    note("remote storage assumed to share the node's " + std::to_string(sys.scale_out->nics_per_node) +
-                         " scale-out NICs (" + format(*net) + "); set storage_network for a separate front-end NIC");
+                    note([&] {
+                        return "remote storage assumed to share the node's " + std::to_string(sys.scale_out->nics_per_node) +
+                               " scale-out NICs (" + format(*net) + "); set storage_network for a separate front-end NIC";
+                    });
                 }
                 if (!net) note("the node's network to storage is unknown: remote storage not capped by it");
                 if (net && *net < bw) {
-                    note("storage capped by the node's network: " + format(*net) + " < " + format(bw));
+                    note([&] { return "storage capped by the node's network: " + format(*net) + " < " + format(bw); });
                     bw = *net;
                 }
                 if (!st->latency)
-                    note("storage " + st->name + ": first-byte latency unknown (null in the catalog), not added");
+                    note([&] { return "storage " + st->name + ": first-byte latency unknown (null in the catalog), not added"; });
             }
             if (st->latency) latency = *st->latency;
             stages.push_back({"storage", node_bytes, bw});
@@ -248,8 +250,10 @@ inline cold_start_result cold_start_time(data_size weights_per_device, int devic
             const bool storage_ran = !stages.empty();
             const double k = o.overlapped ? 2.0 + 1.0 + (storage_ran ? 1.0 : 0.0) : 2.0;
             stages.push_back({"host_memory", k * node_bytes, *dram});
-            note("host memory: " + std::to_string(sockets) + " x " + format(*host.memory_per_socket->read_bandwidth) +
-                 " = " + format(*dram) + ", " + cs_num(k) + " B of DRAM traffic per weight byte");
+            note([&] {
+                return "host memory: " + std::to_string(sockets) + " x " + format(*host.memory_per_socket->read_bandwidth) +
+                       " = " + format(*dram) + ", " + cs_num(k) + " B of DRAM traffic per weight byte";
+            });
         }
     }
 
@@ -259,21 +263,23 @@ inline cold_start_result cold_start_time(data_size weights_per_device, int devic
     } else {
         const link_spec& l = *host.host_link;
         std::string how;
-        std::optional<byte_rate> per = host_link_rate(l, cat(), &how);
-        if (!how.empty()) note(how);
+        std::optional<byte_rate> per = host_link_rate(l, cat(), note ? &how : nullptr);
+        if (!how.empty()) note([&] { return how; });
         if (!per || !(per->si() > 0)) {
-            note("host link " + l.name + ": bandwidth unknown, host-to-device copy left out of the chain");
+            note([&] { return "host link " + l.name + ": bandwidth unknown, host-to-device copy left out of the chain"; });
         } else {
             if (!o.pinned && !gds) {
                 const byte_rate pg = o.pageable_rate.value_or(default_pageable_rate());
                 if (pg < *per) {
-                    note("pageable host memory: " + format(pg) + " per device instead of " + format(*per));
+                    note([&] { return "pageable host memory: " + format(pg) + " per device instead of " + format(*per); });
                     per = pg;
                 }
             }
             byte_rate node_rate = static_cast<double>(d) * *per;
             if (!gds && !o.overlapped && dram && *dram < node_rate) {
-                note("host-to-device DMA of " + std::to_string(d) + " devices capped by host DRAM: " + format(*dram));
+                note([&] {
+                    return "host-to-device DMA of " + std::to_string(d) + " devices capped by host DRAM: " + format(*dram);
+                });
                 node_rate = *dram;
             }
             stages.push_back({"host_link", node_bytes, node_rate});
@@ -293,9 +299,11 @@ inline cold_start_result cold_start_time(data_size weights_per_device, int devic
     }
     const duration engine = o.engine_init.value_or(default_engine_init());
     if (!o.engine_init)
-        note("engine init " + cs_num(engine.in(s)) +
-             " s: vLLM 0.10.1.1 with nothing cached (process start, "
-             "torch.compile, memory profiling, CUDA graphs); override with engine_init");
+        note([&] {
+            return "engine init " + cs_num(engine.in(s)) +
+                   " s: vLLM 0.10.1.1 with nothing cached (process start, "
+                   "torch.compile, memory profiling, CUDA graphs); override with engine_init";
+        });
     r.load = latency + transfer;
     r.total = r.load + engine;
 

@@ -47,7 +47,7 @@ inline data_pipeline_result data_pipeline(const model_spec& m, const system_spec
     r.needed = o.sample_size ? *o.sample_size * samples_per_s / s : per_token * tokens_per_s / s;
     r.needed_iops = o.files_per_sample > 0 ? samples_per_s * o.files_per_sample : (r.needed * (1.0 * s)) / o.read_size;
     const int nodes = sys.nodes();
-    const auto st = detail::ck_storage(sys, false, sys.per_node, nodes, {}, r.notes);
+    const auto st = detail::ck_storage(sys, false, sys.per_node, nodes, {}, detail::note_sink(r.notes));
     if (!st) {
         r.bottleneck = "unknown (no storage tier)";
         return r;

@@ -15,11 +15,11 @@ namespace capplan {
 
 // `how`, when given, says which of the three it was.
 inline std::optional<byte_rate> host_link_rate(const link_spec& l, const catalog& cat, std::string* how = nullptr) {
-    auto say = [&](const std::string& text) {
-        if (how) *how = text;
+    auto say = [&](auto make) {  // the text built only when asked for
+        if (how) *how = make();
     };
     if (l.measured_bandwidth_per_direction) {
-        say("host link " + l.name + ": measured " + format(*l.measured_bandwidth_per_direction) + " per device");
+        say([&] { return "host link " + l.name + ": measured " + format(*l.measured_bandwidth_per_direction) + " per device"; });
         return *l.measured_bandwidth_per_direction;
     }
     if (!l.bandwidth_per_direction) return std::nullopt;
@@ -33,12 +33,17 @@ inline std::optional<byte_rate> host_link_rate(const link_spec& l, const catalog
         }
     }
     if (!eff) {
-        say("host link " + l.name + ": no measured rate; raw " + format(*l.bandwidth_per_direction) + " per device (optimistic)");
+        say([&] {
+            return "host link " + l.name + ": no measured rate; raw " + format(*l.bandwidth_per_direction) +
+                   " per device (optimistic)";
+        });
         return *l.bandwidth_per_direction;
     }
     const byte_rate per = *eff * *l.bandwidth_per_direction;
-    say("host link " + l.name + ": no measured rate; raw " + format(*l.bandwidth_per_direction) + " x " +
-        format_number(*eff) + " (PCIe-Gen5 measured / raw) = " + format(per) + " per device");
+    say([&] {
+        return "host link " + l.name + ": no measured rate; raw " + format(*l.bandwidth_per_direction) + " x " +
+               format_number(*eff) + " (PCIe-Gen5 measured / raw) = " + format(per) + " per device";
+    });
     return per;
 }
 

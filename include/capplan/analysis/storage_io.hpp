@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "capplan/detail/note_sink.hpp"
 #include "capplan/spec/hardware_spec.hpp"
 #include "capplan/units_parse.hpp"
 
@@ -30,86 +31,98 @@ struct storage_rate {
 };
 
 // The deployment's aggregate limit in one direction: given, or rate per TiB x capacity (empty: unknown).
-inline std::optional<byte_rate> storage_aggregate_limit(const storage_spec& st, bool write, std::string& how) {
+inline std::optional<byte_rate> storage_aggregate_limit(const storage_spec& st, bool write) {
     const std::optional<byte_rate>& given = write ? st.aggregate_write_bandwidth : st.aggregate_read_bandwidth;
-    if (given) {
-        how = "the deployment's aggregate " + format(*given);
-        return given;
-    }
+    if (given) return given;
     if (!st.aggregate_bandwidth_per_tib || !st.capacity) return std::nullopt;
-    const double tib = st.capacity->in(units::TiB);
-    const byte_rate limit = tib * *st.aggregate_bandwidth_per_tib;
-    how = "the deployment's aggregate " + format(*st.aggregate_bandwidth_per_tib) + " per TiB x " + format_number(tib) +
-          " TiB = " + format(limit);
-    return limit;
+    return st.capacity->in(units::TiB) * *st.aggregate_bandwidth_per_tib;
+}
+
+// How that limit comes about, for a note.
+inline std::string storage_aggregate_text(const storage_spec& st, bool write) {
+    const std::optional<byte_rate>& given = write ? st.aggregate_write_bandwidth : st.aggregate_read_bandwidth;
+    if (given) return "the deployment's aggregate " + format(*given);
+    const double tib = st.capacity ? st.capacity->in(units::TiB) : 0.0;
+    return "the deployment's aggregate " + format(*st.aggregate_bandwidth_per_tib) + " per TiB x " + format_number(tib) +
+           " TiB = " + format(*storage_aggregate_limit(st, write));
 }
 
 // The node's rate by the tier's scope; empty when the tier's figure is unknown (null in the catalog).
 inline std::optional<storage_rate> storage_scope_rate(const storage_spec& st, bool write, const storage_scope& sc,
-                                                      std::vector<std::string>& notes) {
+                                                      const detail::note_sink& note) {
     const char* dir = write ? "write" : "read";
     const std::optional<byte_rate>& bw = write ? st.write_bandwidth : st.read_bandwidth;
     if (!bw || !(bw->si() > 0)) return std::nullopt;
     storage_rate r{*bw, false};
-    const std::string rate = format(*bw);
-    const std::string head = "storage " + st.name + " (" + dir + "): ";
+    auto head = [&] { return "storage " + st.name + " (" + dir + "): "; };
     if (st.scope == "per_drive") {
         r.rate = static_cast<double>(sc.drives) * *bw;
-        notes.push_back(head + std::to_string(sc.drives) + " drives x " + rate + " per node" +
-                        (sc.drives_assumed ? " (one drive per device assumed)" : ""));
+        note([&] {
+            return head() + std::to_string(sc.drives) + " drives x " + format(*bw) + " per node" +
+                   (sc.drives_assumed ? " (one drive per device assumed)" : "");
+        });
     } else if (st.scope == "per_connection") {
         r.rate = static_cast<double>(sc.connections) * *bw;
-        notes.push_back(head + std::to_string(sc.connections) + " connections x " + rate + " per node");
+        note([&] { return head() + std::to_string(sc.connections) + " connections x " + format(*bw) + " per node"; });
     } else if (st.scope == "per_socket") {
         r.rate = static_cast<double>(sc.sockets) * *bw;
-        notes.push_back(head + std::to_string(sc.sockets) + " socket(s) x " + rate +
-                        (sc.sockets_assumed ? " (one socket assumed)" : ""));
+        note([&] {
+            return head() + std::to_string(sc.sockets) + " socket(s) x " + format(*bw) +
+                   (sc.sockets_assumed ? " (one socket assumed)" : "");
+        });
     } else if (st.scope == "aggregate") {
         r.aggregate = true;
-        notes.push_back(head + "aggregate " + rate + " shared by the whole job (other jobs' traffic not modelled)");
+        note([&] { return head() + "aggregate " + format(*bw) + " shared by the whole job (other jobs' traffic not modelled)"; });
     } else {
-        notes.push_back(head + rate + " per node (" + st.scope + ": one mount per node)");
+        note([&] { return head() + format(*bw) + " per node (" + st.scope + ": one mount per node)"; });
     }
     return r;
 }
 
 // Empty (with a note) when neither the tier's own figure nor an aggregate limit is known.
 inline std::optional<storage_rate> storage_node_rate(const storage_spec& st, bool write, const storage_scope& sc,
-                                                     std::vector<std::string>& notes) {
+                                                     const detail::note_sink& note) {
     const std::string dir = write ? "write" : "read";
-    const std::string head = "storage " + st.name + " (" + dir + "): ";
-    std::optional<storage_rate> r = storage_scope_rate(st, write, sc, notes);
+    auto head = [&] { return "storage " + st.name + " (" + dir + "): "; };
+    std::optional<storage_rate> r = storage_scope_rate(st, write, sc, note);
     if (r && r->aggregate) return r;
-    std::string how;
-    const std::optional<byte_rate> limit = storage_aggregate_limit(st, write, how);
+    const std::optional<byte_rate> limit = storage_aggregate_limit(st, write);
     const int nodes = std::max(1, sc.nodes);
     if (!limit) {
         if (!r && st.aggregate_bandwidth_per_tib) {
-            notes.push_back("storage " + st.name + ": " + dir + " bandwidth unknown: the tier's aggregate is " +
-                            format(*st.aggregate_bandwidth_per_tib) + " per TiB; give the deployment's capacity "
-                            "({\"preset\": \"" + st.name + "\", \"capacity\": ...}), left out");
+            note([&] {
+                return "storage " + st.name + ": " + dir + " bandwidth unknown: the tier's aggregate is " +
+                       format(*st.aggregate_bandwidth_per_tib) + " per TiB; give the deployment's capacity "
+                       "({\"preset\": \"" + st.name + "\", \"capacity\": ...}), left out";
+            });
         } else if (!r) {
-            notes.push_back("storage " + st.name + ": " + dir + " bandwidth unknown (null in the catalog), left out");
+            note([&] { return "storage " + st.name + ": " + dir + " bandwidth unknown (null in the catalog), left out"; });
         } else if (nodes > 1 && (st.kind == "parallel_fs" || st.kind == "nfs" || st.kind == "object_store")) {
-            notes.push_back(head + "no aggregate limit known: " + std::to_string(nodes) + " nodes x " + format(r->rate) +
-                            " assumed available at once (optimistic for a shared service; give the deployment's "
-                            "aggregate_" + dir + "_bandwidth, or its capacity where the tier has a rate per TiB)");
+            note([&] {
+                return head() + "no aggregate limit known: " + std::to_string(nodes) + " nodes x " + format(r->rate) +
+                       " assumed available at once (optimistic for a shared service; give the deployment's "
+                       "aggregate_" + dir + "_bandwidth, or its capacity where the tier has a rate per TiB)";
+            });
         }
         return r;
     }
     const byte_rate share = *limit / static_cast<double>(nodes);
     if (!r) {
-        notes.push_back(head + "per-client rate unknown (null in the catalog): " + how + " shared by " +
-                        std::to_string(nodes) + " node(s) = " + format(share) + " each");
+        note([&] {
+            return head() + "per-client rate unknown (null in the catalog): " + storage_aggregate_text(st, write) +
+                   " shared by " + std::to_string(nodes) + " node(s) = " + format(share) + " each";
+        });
         return storage_rate{share, false, true};
     }
     if (share < r->rate) {
         r->rate = share;
         r->aggregate_bound = true;
-        notes.push_back(head + how + " shared by " + std::to_string(nodes) + " node(s) = " + format(share) +
-                        " each, below the per-node rate: the aggregate limit binds");
+        note([&] {
+            return head() + storage_aggregate_text(st, write) + " shared by " + std::to_string(nodes) +
+                   " node(s) = " + format(share) + " each, below the per-node rate: the aggregate limit binds";
+        });
     } else {
-        notes.push_back(head + how + " / " + std::to_string(nodes) + " node(s) does not bind");
+        note([&] { return head() + storage_aggregate_text(st, write) + " / " + std::to_string(nodes) + " node(s) does not bind"; });
     }
     return r;
 }
