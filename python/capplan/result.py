@@ -5,7 +5,7 @@ import html
 import json
 from typing import Any, Dict, Iterator, List, Tuple
 
-from . import _core
+from . import _core  # (at the top: an import inside a method costs microseconds a call, as much as an estimate)
 from ._args import config_error, text
 from .units import BYTE_RATE, FLOP_RATE, FLOPS, SIZE, TIME, Quantity, format_count
 
@@ -113,7 +113,6 @@ class Result(Section):
     table, ``to_dict``); ``value(key)`` reads one figure without building it. Made from a dict, it is that dict."""
 
     def __init__(self, data: Any):
-        # (the imports at the top: one in a method costs microseconds a call, as much as the estimate it wraps)
         if isinstance(data, dict):
             super().__init__(data)
         elif isinstance(data, _core.EstimateResult):

@@ -774,7 +774,9 @@ private:
         replica& R = reps_[r];
         if (R.busy || R.running.empty() || R.prefilling > 0 || !may_run(R)) return;
         const std::int64_t B = R.spec->kv_block_tokens, n = static_cast<std::int64_t>(R.running.size());
-        if (!(plan_.replica == r && plan_.at == now_ && plan_.requests == n)) {  // not gathered by the step that ended
+        // Gathered by the step that just ended (always, today: arrivals and hand-overs stop runs, and a second replica
+        // ending at the same time makes two dirty); gathered here otherwise, so a run never reads a stale plan.
+        if (!(plan_.replica == r && plan_.at == now_ && plan_.requests == n)) {
             plan_begin(r, B);
             for (const std::int32_t id : R.running) plan_add(reqs_[static_cast<std::size_t>(id)], id, B);
         }
@@ -859,7 +861,8 @@ private:
 
     // Starts gathering; not ok (nothing gathered) when no run could start.
     void plan_begin(std::size_t r, std::int64_t B) {
-        plan_ = {r, now_, may_run(reps_[r]), 0, std::numeric_limits<std::int64_t>::max(), 0, 0};
+        plan_ = {.replica = r, .at = now_, .ok = may_run(reps_[r]), .requests = 0,
+                 .steps = std::numeric_limits<std::int64_t>::max(), .context = 0, .measured = 0};
         if (!plan_.ok) return;
         due_.assign(static_cast<std::size_t>(B), 0);
         later_.clear();

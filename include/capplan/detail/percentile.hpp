@@ -63,7 +63,9 @@ inline void order_statistics(value_counts::iterator first, value_counts::iterato
 inline std::vector<std::int64_t> percentile_positions(std::int64_t n, const std::vector<double>& ps) {
     std::vector<std::int64_t> ks;
     for (double p : ps) {
-        const auto lo = static_cast<std::int64_t>(std::floor((static_cast<double>(n) - 1.0) * p / 100.0));
+        const double q = std::clamp(p, 0.0, 100.0);  // (NaN and out-of-range p read as the nearest end; callers pass 0-100)
+        const double at = (static_cast<double>(n) - 1.0) * (q == q ? q : 0.0) / 100.0;
+        const std::int64_t lo = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::floor(at)), 0, n - 1);
         ks.push_back(lo), ks.push_back(std::min(lo + 1, n - 1));
     }
     return ks;

@@ -139,7 +139,8 @@ struct model_spec {
             while (!list->empty() && !list->back()) list->pop_back();
     }
     // f(i, n) over the layers [first, first + count): each layer before alike_from() alone (n = 1), then the alike
-    // ones at once, n layers like layer i (per-layer sums become one product).
+    // ones at once, n layers like layer i (a layer's value computed once; a caller that must round as a per-layer
+    // sum still adds it n times).
     template <class F>
     void for_layer_runs(std::int64_t first, std::int64_t count, F&& f) const {
         const std::int64_t end = first + count, alike = std::max(first, alike_from());
