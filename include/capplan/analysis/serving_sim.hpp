@@ -782,16 +782,16 @@ private:
         }
         if (!plan_.ok) return;
         const std::int64_t steps = plan_.steps, context = plan_.context, measured = plan_.measured;
-        std::sort(later_.begin(), later_.end());
+        std::sort(plan_.later.begin(), plan_.later.end());
         batch_step b;
         b.decode_requests = n;
         std::size_t joined = 0;
         const double next_event = events_.empty() ? std::numeric_limits<double>::infinity() : events_.top().t;
         std::int64_t k = 0;
         std::size_t slot = 0;  // k mod B, kept without a division a step
-        for (;; ++k, slot = slot + 1 == due_.size() ? 0 : slot + 1) {
-            for (; joined < later_.size() && later_[joined] == k; ++joined) ++due_[slot];
-            const std::int64_t blocks = due_[slot];
+        for (;; ++k, slot = slot + 1 == plan_.due.size() ? 0 : slot + 1) {
+            for (; joined < plan_.later.size() && plan_.later[joined] == k; ++joined) ++plan_.due[slot];
+            const std::int64_t blocks = plan_.due[slot];
             if (blocks > R.free_blocks) break;  // a preemption: steps k on run the usual way
             b.context_tokens = context + k * n;
             const double dt = step_seconds(R, b);
@@ -845,13 +845,14 @@ private:
     // What a decode run starting now needs of the running requests, gathered by the pass that brought them up to
     // date (end_step, end_run) so that the run does not walk them once more: the steps before the first one that
     // finishes a request, the step's context tokens, the measured requests, and when each crosses into a new
-    // block (at step d, then every B steps; due_[j]: requests crossing at steps = j mod B; later_: d >= B).
+    // block (at step d, then every B steps; due[j]: requests crossing at steps = j mod B; later: d >= B).
     // Valid for that replica at that time only; not ok when a request cannot join a run.
     struct run_plan {
         std::size_t replica = 0;
         double at = -1;
         bool ok = false;
         std::int64_t requests = 0, steps = 0, context = 0, measured = 0;
+        std::vector<std::int64_t> due, later;  // requests crossing into a block at steps j mod B; at d >= B
     };
 
     // Whether a decode run could start on this replica when its step ends (nothing waiting to be admitted).
@@ -861,11 +862,11 @@ private:
 
     // Starts gathering; not ok (nothing gathered) when no run could start.
     void plan_begin(std::size_t r, std::int64_t B) {
-        plan_ = {.replica = r, .at = now_, .ok = may_run(reps_[r]), .requests = 0,
-                 .steps = std::numeric_limits<std::int64_t>::max(), .context = 0, .measured = 0};
+        plan_.replica = r, plan_.at = now_, plan_.ok = may_run(reps_[r]), plan_.requests = 0;
+        plan_.steps = std::numeric_limits<std::int64_t>::max(), plan_.context = 0, plan_.measured = 0;
+        plan_.due.clear(), plan_.later.clear();  // (kept allocated: a run is gathered hundreds of thousands of times)
         if (!plan_.ok) return;
-        due_.assign(static_cast<std::size_t>(B), 0);
-        later_.clear();
+        plan_.due.assign(static_cast<std::size_t>(B), 0);
     }
 
     void plan_add(const request& q, std::int32_t id, std::int64_t B) {
@@ -879,8 +880,8 @@ private:
         plan_.steps = std::min(plan_.steps, q.output - q.generated - 1);
         plan_.context += q.computed + 1;
         if (id >= w_.warmup_requests) ++plan_.measured;
-        if (d < B) ++due_[static_cast<std::size_t>(d)];
-        else later_.push_back(d);
+        if (d < B) ++plan_.due[static_cast<std::size_t>(d)];
+        else plan_.later.push_back(d);
     }
 
     // Tokens a request can still compute in the blocks it holds (its decode at step d of a run takes a new block).
@@ -1054,7 +1055,6 @@ private:
     std::vector<replica> reps_;
     std::vector<std::size_t> dirty_;
     run_plan plan_;                          // run_decodes: the running requests, gathered
-    std::vector<std::int64_t> due_, later_;  // run_decodes: requests crossing into a block, by step
     bool decode_runs_ = true;
     std::int64_t run_steps_ = 0;
     value_counts itl_;  // (token gap, how many), measured requests only
