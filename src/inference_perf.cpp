@@ -371,7 +371,7 @@ step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st
     for (int k = 0; k < lk.n; ++k) {
         const std::int64_t i = lk.kinds[k].first;
         op_totals proj, ffn_op, norms;
-        duration tp_allreduce, ep_alltoall;
+        duration tp_allreduce, ep_alltoall, routed;
         if (!m.has_mixer(i)) {
             // A feed-forward block alone (Nemotron-H's MLP and MoE blocks): no attention work.
         } else if (m.is_linear_layer(i)) {
@@ -433,9 +433,11 @@ step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st
                 // GEMMs are grouped kernels (at most the catalog's grouped_matmul efficiency); the
                 // router and the shared experts dense ones.
                 const bool has_shared = m.moe.shared_experts > 0;
+                const duration before = ffn_op.time;
                 cost.charge(ffn_op, unit::grouped_matrix, 2.0 * slots * expert * FLOP,
                             (touched * expert * be + slots * (2.0 * h + (m.moe.gated ? 3.0 : 2.0) * m.moe.expert_intermediate / p.etp) * ba) * B, 2,
                             touched * expert, su.expert_dequant_ops);
+                routed = ffn_op.time - before;
                 // Training routes only the rank's sequence shard (the router is replicated, not split).
                 const double routed_tokens = st.experts_route_rank_tokens ? tokens / tp : tokens;
                 cost.charge(ffn_op, unit::matrix, 2.0 * (tokens * shared + routed_tokens * router) * FLOP,
@@ -467,6 +469,10 @@ step_token_costs step_token_costs::of(const perf_setup& su, const batch_step& st
         add_layers(out.norms, norms, n);
         out.tp_allreduce += n * tp_allreduce;
         out.ep_alltoall += n * ep_alltoall;
+        if (m.is_moe_layer(i)) {
+            out.moe_layers += n * (proj.time + ffn_op.time + norms.time);
+            out.routed_experts += n * routed;
+        }
     }
     // LM head for the sampled positions (fp32 logits), embedding lookups for every token.
     const double sampled = sh.decode_tokens * sh.decode_share + static_cast<double>(st.prefill_requests) * sh.prefill_share;
@@ -495,6 +501,8 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st, c
     out.tp_allreduce = token_costs.tp_allreduce;
     out.ep_alltoall = token_costs.ep_alltoall;
     out.pipeline_send = token_costs.pipeline_send;
+    out.moe_layers = token_costs.moe_layers;
+    out.routed_experts = token_costs.routed_experts;
     out.communication = out.tp_allreduce + out.ep_alltoall + out.pipeline_send;
 
     const std::pair<const char*, const op_totals*> ops[] = {

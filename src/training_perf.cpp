@@ -209,7 +209,35 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
     return {pass(fwd, fwd_kernels), pass(bwd, bwd_kernels), pass(logits * per_logit, loss_kernels)};
 }
 
+// The MoE layers' part of the attention cores: their share of the softmax-attention layers (each costed alike).
+double moe_attention_share(const model_spec& m) {
+    double moe = 0.0, all = 0.0;
+    m.for_layer_runs(0, m.layers, [&](std::int64_t i, std::int64_t n) {
+        if (!m.has_mixer(i) || m.is_linear_layer(i)) return;
+        all += static_cast<double>(n);
+        if (m.is_moe_layer(i)) moe += static_cast<double>(n);
+    });
+    return all > 0.0 ? moe / all : 0.0;
+}
+
 }  // namespace
+
+// One MoE layer's forward (of one micro-batch) beside another micro-batch's backward of it, as Megatron-Core's
+// combined 1F1B runs them (--overlap-moe-expert-parallel-comm; megatron/core/models/common/
+// model_chunk_schedule_plan.py, TransformerLayerSchedulePlan.run, at NVIDIA/Megatron-LM d98e8a6):
+//   comm stream:    combine_bwd      | dispatch_fwd -> dispatch_bwd         | combine_fwd
+//   compute stream: pre_dispatch_fwd | mlp_bwd -> mlp_bwd_dw -> mlp_fwd     | pre_dispatch_bwd
+// pre_dispatch is the attention, shared experts and router; mlp the routed experts with their permutations
+// (fine_grained_callables.py). Each phase lasts as long as its longer stream; in the middle one mlp_fwd waits for
+// dispatch_fwd and dispatch_bwd for mlp_bwd's input gradients. All four all-to-alls move the same rows.
+duration overlapped_moe_layer::exposed() const {
+    const duration first = std::max(attention_forward, alltoall);
+    const duration compute_end = std::max(experts_input_grads + experts_weight_grads, alltoall) + experts_forward;
+    const duration comm_end = std::max(alltoall, experts_input_grads) + alltoall;
+    const duration last = std::max(attention_backward, alltoall);
+    const duration compute = attention_forward + attention_backward + experts_forward + experts_input_grads + experts_weight_grads;
+    return first + std::max(compute_end, comm_end) + last - compute;
+}
 
 training_step_parts training_step_time(const scenario& s, const perf_setup& perf, const step_breakdown& f,
                                        const weight_sharding& w) {
@@ -268,8 +296,11 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // (Materialised attention keeps its scores: its backward is 2 x its forward like the rest.)
     // LoRA (lora.hpp): the frozen weights need no weight gradients, so the backward is the input gradients only,
     // one forward's worth (the attention core still 2.5x its forward with FlashAttention, 2x without).
-    duration backward = t.lora ? forward + (perf.flash_attention ? 1.5 : 1.0) * attention_forward
-                                     : 2.0 * forward + (perf.flash_attention ? 0.5 * attention_forward : duration{});
+    auto backward_of = [&](duration fwd, duration core_fwd) {
+        return t.lora ? fwd + (perf.flash_attention ? 1.5 : 1.0) * core_fwd
+                      : 2.0 * fwd + (perf.flash_attention ? 0.5 * core_fwd : duration{});
+    };
+    duration backward = backward_of(forward, attention_forward);
     const elementwise_passes passes = training_elementwise_passes(s, perf, tokens);
     forward += passes.forward / stages;
     backward += passes.backward / stages;
@@ -401,7 +432,22 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // DualPipe overlaps a forward chunk with a backward chunk so that each one's all-to-alls run under the other's
     // compute (DeepSeek-V3 §3.2.1), as ep_comm_overlap does.
     const bool ep_hidden = t.ep_comm_overlap || p.dualpipe();
-    const duration ep_exposed = ep_hidden ? std::max(duration{}, ep_comm - (forward + backward)) : ep_comm;
+    duration ep_exposed = ep_hidden ? std::max(duration{}, ep_comm - (forward + backward)) : ep_comm;
+    if (t.ep_comm_overlap && !p.dualpipe() && m.is_moe() && f.ep_alltoall > duration{}) {
+        // Megatron-Core pairs them layer by layer, not over the whole micro-batch (below): the larger of the two.
+        const double moe_layers = static_cast<double>(m.moe_layer_count());
+        const double share = moe_attention_share(m);
+        const duration attention = (attention_core + attention_16bit_extra) * share / moe_layers;
+        const duration other = (f.moe_layers - f.routed_experts) / moe_layers + attention;  // attention, shared, router
+        const duration permute = moe_permute * stages / (2.0 * (moe_layers + t.mtp_layers));  // one direction
+        const overlapped_moe_layer layer{.attention_forward = other,
+                                         .attention_backward = backward_of(other, attention),
+                                         .experts_forward = f.routed_experts / moe_layers + permute,
+                                         .experts_input_grads = f.routed_experts / moe_layers + permute,
+                                         .experts_weight_grads = t.lora ? duration{} : f.routed_experts / moe_layers,
+                                         .alltoall = f.ep_alltoall / (2.0 * moe_layers)};
+        ep_exposed = std::max(ep_exposed, moe_layers / stages * layer.exposed());
+    }
     const duration per_mb = straggler * (forward + backward + recompute + fp8_casts + moe_permute + loss) + tp_exposed + pp_exposed + cp_exposed + ep_exposed;
     const duration compute = static_cast<double>(mb) * per_mb;
     // Bubbles (DeepSeek-V3 Table 2): 1F1B (pp - 1)(F + B), interleaved / v; DualPipe (pp/2 - 1)(F&B + B - 3W), with the

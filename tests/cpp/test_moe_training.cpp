@@ -264,3 +264,57 @@ TEST_CASE("training's expert GEMMs per rank: its sequence shard over the expert-
         CHECK(experts == doctest::Approx(32.0 * (routed / tp + router / tp)));
     }
 }
+
+TEST_CASE("expert-parallel overlap by phase (Megatron-Core combined 1F1B): each phase as long as its longer stream") {
+    using namespace units;
+    // Phases: max(Af, a2a) + max(max(Mbd + Mbw, a2a) + Mf, max(a2a, Mbd) + a2a) + max(Ab, a2a), less the compute.
+    // Attention-heavy: the first phase waits 0.5 ms on the combine although the layer's 9.5 ms of compute exceeds its
+    // 4 x 1.5 ms of all-to-alls: 1.5 + max(4 + 2, 2 + 1.5) + 2.5 - 9.5 = 0.5 ms.
+    overlapped_moe_layer a{.attention_forward = 1.0 * ms, .attention_backward = 2.5 * ms, .experts_forward = 2.0 * ms,
+                           .experts_input_grads = 2.0 * ms, .experts_weight_grads = 2.0 * ms, .alltoall = 1.5 * ms};
+    CHECK(a.exposed().si() == doctest::Approx(0.5e-3));
+    // Light experts between all-to-alls: the middle phase is the communication's, max(3, 1) + 3 = 6 against 1 + 1 + 1:
+    // 4 + 6 + 8 - 15 = 3 ms, where the whole-micro-batch bound (12 ms of all-to-alls under 15 ms) hides everything.
+    overlapped_moe_layer b{.attention_forward = 4.0 * ms, .attention_backward = 8.0 * ms, .experts_forward = 1.0 * ms,
+                           .experts_input_grads = 1.0 * ms, .experts_weight_grads = 1.0 * ms, .alltoall = 3.0 * ms};
+    CHECK(b.exposed().si() == doctest::Approx(3e-3));
+    // Communication throughout: 10 + (10 + 10) + 10 - 5 = 35 ms, the whole-micro-batch bound 4 x 10 - 5 exactly.
+    overlapped_moe_layer c{.attention_forward = 1.0 * ms, .attention_backward = 1.0 * ms, .experts_forward = 1.0 * ms,
+                           .experts_input_grads = 1.0 * ms, .experts_weight_grads = 1.0 * ms, .alltoall = 10.0 * ms};
+    CHECK(c.exposed().si() == doctest::Approx(35e-3));
+    // No all-to-all: nothing exposed.
+    c.alltoall = duration{};
+    CHECK(c.exposed().si() == doctest::Approx(0.0));
+}
+
+TEST_CASE("expert-parallel overlap: a training step exposes the larger of the phase and whole-micro-batch bounds") {
+    // DeepSeek-V3 on 256 H100s, pp 8, ep 32, 1F1B all-to-all overlap, bf16: its 58 MoE layers' pieces from the
+    // forward breakdown (attention, shared experts and router; the routed GEMMs and their permutations), as
+    // training_step_time assembles them, and the step's exposed all-to-all is what the phases leave, / pp.
+    const std::string par = R"({"tp": 1, "pp": 8, "ep": 32})";
+    const scenario s = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 1024, "ep_comm_overlap": true})", 256);
+    const scenario plain = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 1024})", 256);
+    const perf_setup perf = training_perf_setup(s);
+    const step_breakdown f = step_time_breakdown(perf, training_micro_batch(1, 4096, 1));
+    const training_step_parts o = parts(s), n = parts(plain);
+    CHECK(o.ep_comm.si() == doctest::Approx(n.ep_comm.si()));
+    const double layers = 58.0, stages = 8.0;
+    duration core;
+    for (const auto& op : f.ops)
+        if (op.op == "attention core") core = op.time;
+    const duration attention = f.moe_layers - f.routed_experts + core * (58.0 / 61.0), attn_core = core * (58.0 / 61.0);
+    const duration permute = o.moe_permute * stages / (2.0 * layers);
+    const overlapped_moe_layer layer{.attention_forward = attention / layers,
+                                     .attention_backward = (2.0 * attention + 0.5 * attn_core) / layers,
+                                     .experts_forward = f.routed_experts / layers + permute,
+                                     .experts_input_grads = f.routed_experts / layers + permute,
+                                     .experts_weight_grads = f.routed_experts / layers,
+                                     .alltoall = f.ep_alltoall / (2.0 * layers)};
+    const duration whole = std::max(duration{}, o.ep_comm - (o.forward + o.backward));
+    const duration phased = layers / stages * layer.exposed();
+    CHECK(phased > whole);  // this layout's phases expose more than the micro-batch bound
+    CHECK(o.ep_exposed.si() == doctest::Approx(phased.si()).epsilon(1e-9));
+    CHECK(o.ep_exposed < n.ep_exposed);
+    CHECK(f.routed_experts > duration{});
+    CHECK(f.moe_layers > f.routed_experts);
+}

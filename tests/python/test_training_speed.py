@@ -443,7 +443,7 @@ MOE = [r for r in _TRAINING_ROWS if r.get("recipe")]
 @pytest.mark.parametrize("row", MOE, ids=[r["id"] for r in MOE])
 def test_moe_training_rows_as_their_recipes_ran_them(row):
     # Issue #20 item 2: nine Megatron-Bridge MoE rows with their recipes' recompute modules, MTP, overlap and
-    # dispatcher. All fast today (-4% to -40%, docs/validation.md: a documented gap); this pins the direction and the
+    # dispatcher. All fast today (-1% to -38%, docs/validation.md: a documented gap); this pins the direction and the
     # bound so a change that widens the gap, or flips it, is seen.
     from published_support import training_published
     scenario, published, key = training_published(row)

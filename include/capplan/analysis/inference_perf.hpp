@@ -103,6 +103,9 @@ struct step_breakdown {
     duration overhead;         // per-step engine overhead
     duration kv_reload;        // offloaded KV blocks the step attends, back over the host link (overlapped)
     double kernels = 0.0;      // kernels launched (all layers)
+    // Of `compute`: the MoE layers' operators outside the attention core, and of those the routed experts' grouped
+    // GEMMs (training's combined 1F1B pairs them with the all-to-alls phase by phase).
+    duration moe_layers, routed_experts;
     // The reload is prefetched layer by layer under the step's kernels: the slower of the two sets the pace.
     duration total() const { return std::max(compute + communication, kv_reload) + overhead; }
 };
@@ -210,6 +213,7 @@ struct op_totals {
 struct step_token_costs {
     op_totals projections, mlp, norms, head;
     duration tp_allreduce, ep_alltoall, pipeline_send;
+    duration moe_layers, routed_experts;  // as step_breakdown's
     static step_token_costs of(const perf_setup& s, const batch_step& step, const layer_kinds& kinds);
 };
 

@@ -88,6 +88,17 @@ struct training_step_parts {
     duration step;
 };
 
+// One MoE layer of one micro-batch forward beside another's backward under expert-parallel overlap (Megatron-Core's
+// combined 1F1B): its pieces' times, and the all-to-all time the layer's three phases leave exposed
+// (docs/formulas.md §15, "Expert-parallel overlap by phase").
+struct overlapped_moe_layer {
+    duration attention_forward, attention_backward;  // attention, shared experts and router (pre_dispatch)
+    duration experts_forward;                        // routed experts and their permutations (mlp)
+    duration experts_input_grads, experts_weight_grads;
+    duration alltoall;  // one dispatch or combine
+    duration exposed() const;
+};
+
 // From pieces a search computes once and reuses: the speed setup (per tp), one micro-batch's forward
 // breakdown (per tp, micro-batch, cp) and the weight sharding (per tp, pp, ep).
 training_step_parts training_step_time(const scenario& s, const perf_setup& perf, const step_breakdown& forward,
