@@ -691,3 +691,22 @@ TEST_CASE("decode runs in a disaggregated decode pool give the step-by-step resu
     plain.step_by_step();
     require_identical(fast, plain.run());
 }
+
+TEST_CASE("simulations on a thread reuse its kept buffers without carrying state over: interleaved and nested runs") {
+    scheduler_spec sc;
+    sc.max_num_seqs = 32, sc.max_batched_tokens = 1024, sc.kv_capacity_tokens = 20000, sc.replicas = 2;
+    const sim_result first = simulate(lognormal_poisson(30, 2000, 42), sc, affine);
+    const sim_result other = simulate(lognormal_poisson(60, 500, 7), sc, affine);  // a smaller one in the kept buffers
+    require_identical(first, simulate(lognormal_poisson(30, 2000, 42), sc, affine));
+    // A step function that simulates in turn: the outer run holds the buffers, so the inner ones allocate their own.
+    int nested = 0;
+    const step_time_fn simulating = [&](const batch_step& b) {
+        if (nested < 3) {
+            ++nested;
+            require_identical(other, simulate(lognormal_poisson(60, 500, 7), sc, affine));
+        }
+        return affine(b);
+    };
+    require_identical(first, simulate(lognormal_poisson(30, 2000, 42), sc, simulating));
+    CHECK(nested == 3);
+}

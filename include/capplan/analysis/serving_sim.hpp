@@ -359,11 +359,19 @@ using capplan::detail::ceil_div;
 
 class simulator {
 public:
-    simulator(const workload_spec& w, const scheduler_spec& s, const step_time_fn& f) : w_(w), s_(s), f_(f) {}
+    simulator(const workload_spec& w, const scheduler_spec& s, const step_time_fn& f) : w_(w), s_(s), f_(f) { take_scratch(); }
     // Disaggregated: `s` and `f` are the decode pool's; the prefill pool's come here.
     simulator(const workload_spec& w, const disaggregated_scheduler& d, const step_time_fn& prefill,
               const step_time_fn& decode)
-        : w_(w), s_(d.decode), f_(decode), prefill_(&d.prefill), prefill_f_(&prefill), transfer_(d.kv_transfer) {}
+        : w_(w), s_(d.decode), f_(decode), prefill_(&d.prefill), prefill_f_(&prefill), transfer_(d.kv_transfer) {
+        take_scratch();
+    }
+    simulator(const simulator&) = delete;
+    simulator& operator=(const simulator&) = delete;
+    ~simulator() {
+        keep(scratch().reqs, reqs_);
+        keep(scratch().itl, itl_);
+    }
 
     // Every step scheduled one by one (no decode runs): the reference run_decodes must match, for tests.
     void step_by_step() { decode_runs_ = false; }
@@ -394,6 +402,31 @@ private:
         bool kv_ready = false;       // disaggregated: its cache arrived from a prefill replica, ready to decode
     };
     struct work { std::int32_t id; std::int64_t tokens; };
+
+    // The two largest buffers, kept between the simulations a thread runs: a 100,000-request simulation fills ~28 MB
+    // of them, and fresh memory costs a page fault per 4 KiB (~15% of that simulation's time, docs/performance.md),
+    // which a sweep of simulations then pays once. A simulation takes them (a step function that simulates in turn
+    // finds none and allocates its own) and gives them back emptied, up to kept_bytes each.
+    struct scratch_buffers {
+        std::vector<request> reqs;
+        value_counts itl;
+    };
+    static constexpr std::size_t kept_bytes = std::size_t{64} << 20;
+    static scratch_buffers& scratch() {
+        thread_local scratch_buffers buffers;
+        return buffers;
+    }
+    void take_scratch() {
+        reqs_ = std::move(scratch().reqs);
+        itl_ = std::move(scratch().itl);
+        reqs_.clear(), itl_.clear();
+    }
+    template <class T>
+    static void keep(std::vector<T>& slot, std::vector<T>& v) {
+        if (v.capacity() * sizeof(T) > kept_bytes || v.capacity() <= slot.capacity()) return;
+        v.clear();
+        slot = std::move(v);
+    }
     struct replica {
         const scheduler_spec* spec = nullptr;  // its pool's engine
         const step_time_fn* step_time = nullptr;
