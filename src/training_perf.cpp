@@ -227,14 +227,16 @@ double moe_attention_share(const model_spec& m) {
 // model_chunk_schedule_plan.py, TransformerLayerSchedulePlan.run, at NVIDIA/Megatron-LM d98e8a6):
 //   comm stream:    combine_bwd      | dispatch_fwd -> dispatch_bwd         | combine_fwd
 //   compute stream: pre_dispatch_fwd | mlp_bwd -> mlp_bwd_dw -> mlp_fwd     | pre_dispatch_bwd
-// pre_dispatch is the attention, shared experts and router; mlp the routed experts with their permutations
-// (fine_grained_callables.py). Each phase lasts as long as its longer stream; in the middle one mlp_fwd waits for
-// dispatch_fwd and dispatch_bwd for mlp_bwd's input gradients. All four all-to-alls move the same rows.
+// pre_dispatch is the attention, shared experts and router; mlp the routed experts (fine_grained_callables.py).
+// Each phase lasts as long as its longer stream; in the middle one mlp_fwd waits for dispatch_fwd, and dispatch_bwd
+// for mlp_bwd's input gradients: the weight gradients come after them (mlp_bwd_dw), as with delay_wgrad_compute,
+// which Megatron-Bridge sets with the overlap (its moe_a2a_overlap override). A dispatch or combine moves the same
+// rows forward and backward.
 duration overlapped_moe_layer::exposed() const {
-    const duration first = std::max(attention_forward, alltoall);
-    const duration compute_end = std::max(experts_input_grads + experts_weight_grads, alltoall) + experts_forward;
-    const duration comm_end = std::max(alltoall, experts_input_grads) + alltoall;
-    const duration last = std::max(attention_backward, alltoall);
+    const duration first = std::max(attention_forward, combine);
+    const duration compute_end = std::max(experts_input_grads + experts_weight_grads, dispatch) + experts_forward;
+    const duration comm_end = std::max(dispatch, experts_input_grads) + dispatch;
+    const duration last = std::max(attention_backward, combine);
     const duration compute = attention_forward + attention_backward + experts_forward + experts_input_grads + experts_weight_grads;
     return first + std::max(compute_end, comm_end) + last - compute;
 }
@@ -394,11 +396,19 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // token); the DeepEP manager permutes after its dispatch and unpermutes before its combine; HybridEP fuses both
     // into its kernels (moe_permute_fusion_into_hybridep). The backward mirrors each copy.
     duration moe_permute;
+    // Of those rows, the shares the alltoall dispatcher moves before its dispatch (the permutation, in pre_dispatch)
+    // and after its combine (the unpermutation, on the communication stream; moe_layer.py combine_postprocess); the
+    // rest (DeepEP's, and the sorts) runs beside the experts. For the overlap by phase below.
+    double permute_before_dispatch = 0.0, permute_after_combine = 0.0;
     if (m.is_moe() && p.ep > 1 && t.moe_dispatcher != "hybridep") {
         const double imbalance = p.expert_imbalance;
         const double copies = imbalance * tokens / p.tp * static_cast<double>(m.moe.experts_per_token);  // this rank's
         const bool sorted = t.moe_dispatcher == "alltoall" && m.moe.routed_experts / p.ep > 1;
         const double rows = t.moe_dispatcher == "alltoall" ? (sorted ? 7.0 : 3.0) * copies + tokens / p.tp : 4.0 * copies;
+        if (t.moe_dispatcher == "alltoall") {
+            permute_before_dispatch = 2.0 * copies / rows;
+            permute_after_combine = (copies + tokens / p.tp) / rows;
+        }
         const double e = s.precision.activations.bytes_per_element();
         const data_size per_layer = rows * static_cast<double>(m.hidden) * e * B;
         const double layers = static_cast<double>(m.moe_layer_count()) + t.mtp_layers;
@@ -434,19 +444,24 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     const bool ep_hidden = t.ep_comm_overlap || p.dualpipe();
     duration ep_exposed = ep_hidden ? std::max(duration{}, ep_comm - (forward + backward)) : ep_comm;
     if (t.ep_comm_overlap && !p.dualpipe() && m.is_moe() && f.ep_alltoall > duration{}) {
-        // Megatron-Core pairs them layer by layer, not over the whole micro-batch (below): the larger of the two.
+        // Megatron-Core pairs them layer by layer, not over the whole micro-batch (overlapped_moe_layer), for the
+        // mean MoE layer; the MTP module's and the reruns' all-to-alls stay serial. The larger of the two bounds.
         const double moe_layers = static_cast<double>(m.moe_layer_count());
         const double share = moe_attention_share(m);
         const duration attention = (attention_core + attention_16bit_extra) * share / moe_layers;
         const duration other = (f.moe_layers - f.routed_experts) / moe_layers + attention;  // attention, shared, router
         const duration permute = moe_permute * stages / (2.0 * (moe_layers + t.mtp_layers));  // one direction
-        const overlapped_moe_layer layer{.attention_forward = other,
-                                         .attention_backward = backward_of(other, attention),
-                                         .experts_forward = f.routed_experts / moe_layers + permute,
-                                         .experts_input_grads = f.routed_experts / moe_layers + permute,
+        const duration before = permute_before_dispatch * permute, after = permute_after_combine * permute;
+        const duration experts = f.routed_experts / moe_layers + (permute - before - after);
+        const overlapped_moe_layer layer{.attention_forward = other + before,
+                                         .attention_backward = backward_of(other, attention) + before,
+                                         .experts_forward = experts,
+                                         .experts_input_grads = experts,
                                          .experts_weight_grads = t.lora ? duration{} : f.routed_experts / moe_layers,
-                                         .alltoall = f.ep_alltoall / (2.0 * moe_layers)};
-        ep_exposed = std::max(ep_exposed, moe_layers / stages * layer.exposed());
+                                         .dispatch = f.ep_alltoall / (2.0 * moe_layers),
+                                         .combine = f.ep_alltoall / (2.0 * moe_layers) + after};
+        const duration serial = ep_comm - 2.0 * f.ep_alltoall / stages;  // the MTP module's and reruns' all-to-alls
+        ep_exposed = std::max(ep_exposed, moe_layers / stages * (layer.exposed() - 2.0 * after) + serial);
     }
     const duration per_mb = straggler * (forward + backward + recompute + fp8_casts + moe_permute + loss) + tp_exposed + pp_exposed + cp_exposed + ep_exposed;
     const duration compute = static_cast<double>(mb) * per_mb;

@@ -271,50 +271,66 @@ TEST_CASE("expert-parallel overlap by phase (Megatron-Core combined 1F1B): each 
     // Attention-heavy: the first phase waits 0.5 ms on the combine although the layer's 9.5 ms of compute exceeds its
     // 4 x 1.5 ms of all-to-alls: 1.5 + max(4 + 2, 2 + 1.5) + 2.5 - 9.5 = 0.5 ms.
     overlapped_moe_layer a{.attention_forward = 1.0 * ms, .attention_backward = 2.5 * ms, .experts_forward = 2.0 * ms,
-                           .experts_input_grads = 2.0 * ms, .experts_weight_grads = 2.0 * ms, .alltoall = 1.5 * ms};
+                           .experts_input_grads = 2.0 * ms, .experts_weight_grads = 2.0 * ms, .dispatch = 1.5 * ms, .combine = 1.5 * ms};
     CHECK(a.exposed().si() == doctest::Approx(0.5e-3));
     // Light experts between all-to-alls: the middle phase is the communication's, max(3, 1) + 3 = 6 against 1 + 1 + 1:
     // 4 + 6 + 8 - 15 = 3 ms, where the whole-micro-batch bound (12 ms of all-to-alls under 15 ms) hides everything.
     overlapped_moe_layer b{.attention_forward = 4.0 * ms, .attention_backward = 8.0 * ms, .experts_forward = 1.0 * ms,
-                           .experts_input_grads = 1.0 * ms, .experts_weight_grads = 1.0 * ms, .alltoall = 3.0 * ms};
+                           .experts_input_grads = 1.0 * ms, .experts_weight_grads = 1.0 * ms, .dispatch = 3.0 * ms, .combine = 3.0 * ms};
     CHECK(b.exposed().si() == doctest::Approx(3e-3));
     // Communication throughout: 10 + (10 + 10) + 10 - 5 = 35 ms, the whole-micro-batch bound 4 x 10 - 5 exactly.
     overlapped_moe_layer c{.attention_forward = 1.0 * ms, .attention_backward = 1.0 * ms, .experts_forward = 1.0 * ms,
-                           .experts_input_grads = 1.0 * ms, .experts_weight_grads = 1.0 * ms, .alltoall = 10.0 * ms};
+                           .experts_input_grads = 1.0 * ms, .experts_weight_grads = 1.0 * ms, .dispatch = 10.0 * ms, .combine = 10.0 * ms};
     CHECK(c.exposed().si() == doctest::Approx(35e-3));
     // No all-to-all: nothing exposed.
-    c.alltoall = duration{};
+    c.dispatch = c.combine = duration{};
     CHECK(c.exposed().si() == doctest::Approx(0.0));
+    // A combine longer than the dispatch (the alltoall dispatcher unpermutes after it, on its stream) binds the first
+    // phase only: max(2, 2.5) + max(max(2, 1) + 1, max(1, 1) + 1) + max(4, 2.5) - 9 = 0.5 ms.
+    overlapped_moe_layer d{.attention_forward = 2.0 * ms, .attention_backward = 4.0 * ms, .experts_forward = 1.0 * ms,
+                           .experts_input_grads = 1.0 * ms, .experts_weight_grads = 1.0 * ms, .dispatch = 1.0 * ms,
+                           .combine = 2.5 * ms};
+    CHECK(d.exposed().si() == doctest::Approx(0.5e-3));
 }
 
 TEST_CASE("expert-parallel overlap: a training step exposes the larger of the phase and whole-micro-batch bounds") {
-    // DeepSeek-V3 on 256 H100s, pp 8, ep 32, 1F1B all-to-all overlap, bf16: its 58 MoE layers' pieces from the
-    // forward breakdown (attention, shared experts and router; the routed GEMMs and their permutations), as
-    // training_step_time assembles them, and the step's exposed all-to-all is what the phases leave, / pp.
+    // DeepSeek-V3 on 256 H100s, pp 8, ep 32, 1F1B all-to-all overlap, bf16, the alltoall dispatcher: its 58 MoE
+    // layers' pieces from the forward breakdown (attention, shared experts and router; the routed GEMMs), as
+    // training_step_time assembles them, and the step's exposed all-to-all is what the phases leave, / pp. The
+    // dispatcher's rows per layer and direction (8 local experts, so sorted): 7 x 32,768 copies + 4,096 tokens; the
+    // permutation's 2 x 32,768 go before the dispatch (pre_dispatch), the unpermutation's 32,768 + 4,096 after the
+    // combine (its stream), the sorts' 4 x 32,768 with the experts.
     const std::string par = R"({"tp": 1, "pp": 8, "ep": 32})";
-    const scenario s = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 1024, "ep_comm_overlap": true})", 256);
-    const scenario plain = read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 1024})", 256);
+    auto read_with = [&](const std::string& extra) {
+        return read("DeepSeek-V3", par, R"({"seq_len": 4096, "global_batch": 1024)" + extra + "}", 256);
+    };
+    const scenario s = read_with(R"(, "ep_comm_overlap": true)");
     const perf_setup perf = training_perf_setup(s);
     const step_breakdown f = step_time_breakdown(perf, training_micro_batch(1, 4096, 1));
-    const training_step_parts o = parts(s), n = parts(plain);
+    const training_step_parts o = parts(s), n = parts(read_with(""));
     CHECK(o.ep_comm.si() == doctest::Approx(n.ep_comm.si()));
-    const double layers = 58.0, stages = 8.0;
+    const double layers = 58.0, stages = 8.0, rows = 7.0 * 32768 + 4096;
     duration core;
     for (const auto& op : f.ops)
         if (op.op == "attention core") core = op.time;
-    const duration attention = f.moe_layers - f.routed_experts + core * (58.0 / 61.0), attn_core = core * (58.0 / 61.0);
+    const duration attn_core = core * (58.0 / 61.0), attention = f.moe_layers - f.routed_experts + attn_core;
     const duration permute = o.moe_permute * stages / (2.0 * layers);
-    const overlapped_moe_layer layer{.attention_forward = attention / layers,
-                                     .attention_backward = (2.0 * attention + 0.5 * attn_core) / layers,
-                                     .experts_forward = f.routed_experts / layers + permute,
-                                     .experts_input_grads = f.routed_experts / layers + permute,
+    const duration before = permute * (2.0 * 32768 / rows), after = permute * ((32768.0 + 4096) / rows);
+    const duration experts = f.routed_experts / layers + permute * (4.0 * 32768 / rows);
+    const overlapped_moe_layer layer{.attention_forward = attention / layers + before,
+                                     .attention_backward = (2.0 * attention + 0.5 * attn_core) / layers + before,
+                                     .experts_forward = experts,
+                                     .experts_input_grads = experts,
                                      .experts_weight_grads = f.routed_experts / layers,
-                                     .alltoall = f.ep_alltoall / (2.0 * layers)};
+                                     .dispatch = f.ep_alltoall / (2.0 * layers),
+                                     .combine = f.ep_alltoall / (2.0 * layers) + after};
     const duration whole = std::max(duration{}, o.ep_comm - (o.forward + o.backward));
-    const duration phased = layers / stages * layer.exposed();
+    const duration phased = layers / stages * (layer.exposed() - 2.0 * after);
     CHECK(phased > whole);  // this layout's phases expose more than the micro-batch bound
     CHECK(o.ep_exposed.si() == doctest::Approx(phased.si()).epsilon(1e-9));
     CHECK(o.ep_exposed < n.ep_exposed);
-    CHECK(f.routed_experts > duration{});
     CHECK(f.moe_layers > f.routed_experts);
+    // An MTP module's dispatch and combine (one MoE layer's, forward and backward) stay outside the phases, serial.
+    const training_step_parts mtp = parts(read_with(R"(, "ep_comm_overlap": true, "mtp_layers": 1)"));
+    CHECK((mtp.ep_exposed - o.ep_exposed).si() == doctest::Approx((2.0 * f.ep_alltoall / layers / stages).si()).epsilon(1e-9));
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -709,4 +710,12 @@ TEST_CASE("simulations on a thread reuse its kept buffers without carrying state
     };
     require_identical(first, simulate(lognormal_poisson(30, 2000, 42), sc, simulating));
     CHECK(nested == 3);
+    // A simulation stopped by its step function's error leaves nothing behind for the next one.
+    int calls = 0;
+    const step_time_fn failing = [&](const batch_step& b) {
+        if (++calls == 500) throw std::runtime_error("step function failed");
+        return affine(b);
+    };
+    CHECK_THROWS_AS(simulate(lognormal_poisson(30, 2000, 42), sc, failing), std::runtime_error);
+    require_identical(first, simulate(lognormal_poisson(30, 2000, 42), sc, affine));
 }

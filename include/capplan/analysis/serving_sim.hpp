@@ -369,8 +369,10 @@ public:
     simulator(const simulator&) = delete;
     simulator& operator=(const simulator&) = delete;
     ~simulator() {
-        keep(scratch().reqs, reqs_);
-        keep(scratch().itl, itl_);
+        scratch_buffers* kept = scratch();
+        if (!kept) return;  // the thread's buffers are gone (a simulation run from a thread-exit destructor)
+        keep(kept->reqs, reqs_);
+        keep(kept->itl, itl_);
     }
 
     // Every step scheduled one by one (no decode runs): the reference run_decodes must match, for tests.
@@ -410,16 +412,22 @@ private:
     struct scratch_buffers {
         std::vector<request> reqs;
         value_counts itl;
+        bool* alive;
+        ~scratch_buffers() { *alive = false; }
     };
     static constexpr std::size_t kept_bytes = std::size_t{64} << 20;
-    static scratch_buffers& scratch() {
-        thread_local scratch_buffers buffers;
-        return buffers;
+    // This thread's buffers; nullptr once the thread is destroying them.
+    static scratch_buffers* scratch() {
+        thread_local bool alive = true;
+        thread_local scratch_buffers buffers{{}, {}, &alive};
+        return alive ? &buffers : nullptr;
     }
     void take_scratch() {
-        reqs_ = std::move(scratch().reqs);
-        itl_ = std::move(scratch().itl);
-        reqs_.clear(), itl_.clear();
+        if (scratch_buffers* kept = scratch()) {
+            reqs_ = std::exchange(kept->reqs, {});
+            itl_ = std::exchange(kept->itl, {});
+            reqs_.clear(), itl_.clear();
+        }
     }
     template <class T>
     static void keep(std::vector<T>& slot, std::vector<T>& v) {

@@ -89,13 +89,14 @@ struct training_step_parts {
 };
 
 // One MoE layer of one micro-batch forward beside another's backward under expert-parallel overlap (Megatron-Core's
-// combined 1F1B): its pieces' times, and the all-to-all time the layer's three phases leave exposed
+// combined 1F1B): its pieces' times, and what its three phases take beyond the compute stream's work
 // (docs/formulas.md §15, "Expert-parallel overlap by phase").
 struct overlapped_moe_layer {
     duration attention_forward, attention_backward;  // attention, shared experts and router (pre_dispatch)
-    duration experts_forward;                        // routed experts and their permutations (mlp)
+    duration experts_forward;                        // routed experts and the permutations beside them (mlp)
     duration experts_input_grads, experts_weight_grads;
-    duration alltoall;  // one dispatch or combine
+    duration dispatch, combine;  // each, forward or backward (combine with what follows it on its stream)
+    // The phases' time less the compute stream's work: the communication stream's part left exposed (>= 0).
     duration exposed() const;
 };
 
