@@ -114,10 +114,10 @@ inline void require(bool ok, const std::string& what, std::int64_t got) {
 inline matmul_parameters active_matmul_parameters(const model_spec& m) {
     const parameter_breakdown p = count_parameters(m);
     std::int64_t linear_layers = 0, attention_layers = 0, dense_layers = 0;
-    for (std::int64_t i = 0; i < m.layers; ++i) {
-        if (m.has_mixer(i)) (m.is_linear_layer(i) ? linear_layers : attention_layers) += 1;
-        if (m.has_ffn(i) && !m.is_moe_layer(i)) ++dense_layers;
-    }
+    m.for_layer_runs(0, m.layers, [&](std::int64_t i, std::int64_t n) {  // n layers like layer i
+        if (m.has_mixer(i)) (m.is_linear_layer(i) ? linear_layers : attention_layers) += n;
+        if (m.has_ffn(i) && !m.is_moe_layer(i)) dense_layers += n;
+    });
     const std::int64_t moe_layers = m.moe_layer_count();
     const std::int64_t mlp_bias = m.mlp_bias ? ((m.gated_mlp ? 3 : 2) - 1) * m.intermediate + m.hidden : 0;
     const std::int64_t router_bias = m.moe.router_bias ? m.moe.routed_experts : 0;
@@ -148,20 +148,20 @@ inline forward_flops chunk_forward_flops(const model_spec& m, std::int64_t cache
     std::int64_t indexed = 0;  // DSA: keys the indexer scores (all of the causal context)
     std::int64_t linear = 0;   // linear-attention layers
     const std::int64_t end = cached + new_tokens;
-    for (std::int64_t i = 0; i < m.layers; ++i) {
-        if (!m.has_mixer(i)) continue;
+    m.for_layer_runs(0, m.layers, [&](std::int64_t i, std::int64_t n) {  // n layers like layer i, counted n times
+        if (!m.has_mixer(i)) return;
         if (m.is_linear_layer(i)) {
-            ++linear;
-            continue;
+            linear += n;
+            return;
         }
         // DSA's core attends to the indexer's top-k keys: a window of k in key count.
         const std::int64_t window = m.is_sliding_layer(i) ? m.sliding_window : m.sparse.topk;
         if (m.is_sliding_layer(i) && m.chunked_local)
-            keys += detail::chunked_keys(end, window) - detail::chunked_keys(cached, window);
+            keys += n * (detail::chunked_keys(end, window) - detail::chunked_keys(cached, window));
         else
-            keys += detail::causal_keys(end, window) - detail::causal_keys(cached, window);
-        if (m.sparse.active()) indexed += detail::causal_keys(end, 0) - detail::causal_keys(cached, 0);
-    }
+            keys += n * (detail::causal_keys(end, window) - detail::causal_keys(cached, window));
+        if (m.sparse.active()) indexed += n * (detail::causal_keys(end, 0) - detail::causal_keys(cached, 0));
+    });
 
     forward_flops f;
     f.lm_head = 2.0 * static_cast<double>(w.lm_head) * head_tokens * units::FLOP;
