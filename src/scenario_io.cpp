@@ -754,11 +754,9 @@ void set_scenario_key(nlohmann::json& doc, std::string_view key, const nlohmann:
     }
 }
 
-void scenario_sections::keep_docs(const nlohmann::json& doc) {
-    const json& m = doc.at("model");
-    const json& sys = doc.at("system");
-    if (model_doc != m) model_doc = m;
-    if (system_doc != sys) system_doc = sys;
+void scenario_sections::keep_docs(const nlohmann::json& doc, bool model, bool system) {
+    if (const json& m = doc.at("model"); model && model_doc != m) model_doc = m;
+    if (const json& sys = doc.at("system"); system && system_doc != sys) system_doc = sys;
 }
 
 void scenario_sections::keep(scenario&& s, const nlohmann::json& doc) {
@@ -767,10 +765,10 @@ void scenario_sections::keep(scenario&& s, const nlohmann::json& doc) {
     system = std::move(s.system);
 }
 
-void scenario_sections::keep(const scenario& s, const nlohmann::json& doc) {
-    keep_docs(doc);
-    model = s.model;
-    system = s.system;
+void scenario_sections::keep(const scenario& s, const nlohmann::json& doc, bool keep_model, bool keep_system) {
+    keep_docs(doc, keep_model, keep_system);
+    if (keep_model) model = s.model;
+    if (keep_system) system = s.system;
 }
 
 scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const std::filesystem::path& base_dir,

@@ -155,10 +155,19 @@ void register_typed(py::module_& m) {
                 }
                 py::gil_scoped_release release;
                 nlohmann::json doc = s.doc;  // the copy the variant keeps
-                for (const auto& [key, value] : values)
-                    if (!value.is_null()) set_scenario_key(doc, key, value);
-                scenario_sections reuse;  // this scenario's model and system, where the changes leave them
-                reuse.keep(*s.value, s.doc);
+                bool model = true, system = true;  // sections no change reaches, kept rather than read again
+                for (const auto& [key, value] : values) {
+                    if (value.is_null()) continue;
+                    set_scenario_key(doc, key, value);
+                    auto reaches = [&k = key](std::string_view section) {
+                        return k.compare(0, section.size(), section) == 0 &&
+                               (k.size() == section.size() || k[section.size()] == '.');
+                    };
+                    model = model && !reaches("model");
+                    system = system && !reaches("system");
+                }
+                scenario_sections reuse;
+                reuse.keep(*s.value, s.doc, model, system);
                 return parse(std::move(doc), s.base_dir, &reuse);
             }, py::arg("changes"), py::arg("as_text"),
             "A new parsed scenario with each dotted key set to its value (a Python value, as parse_scenario_object "

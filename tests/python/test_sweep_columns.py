@@ -115,6 +115,10 @@ def test_a_scenario_read_once_estimates_as_its_dict_does():
     assert s.to_dict()["system"]["count"] == 16  # a variant leaves its origin as it was
     preset = capplan.Scenario(STATIC).replace({"system.count": 4})
     assert preset.to_dict()["system"] == {"preset": "HGX-H100", "count": 4}
+    # A variant whose change reaches the model (or the system) reads that section again; the other is kept.
+    other = s.replace({"model": "Mistral-7B"})
+    assert capplan.estimate(other).to_dict() == capplan.estimate(dict(TRAINING, model="Mistral-7B")).to_dict()
+    assert capplan.estimate(other.replace({"model": TRAINING["model"]})).to_dict() == capplan.estimate(s).to_dict()
 
 
 def repr_free(d):

@@ -27,12 +27,13 @@ struct scenario_sections {
     std::optional<model_spec> model;
     std::optional<system_spec> system;
 
-    // Keeps `s`'s model and system, which were read from `doc` (moved, or copied from a scenario kept as it is).
+    // Keeps `s`'s model and system, which were read from `doc` (moved, or copied from a scenario kept as it is; a
+    // caller about to change a section copies only the other, `model` / `system` false).
     void keep(scenario&& s, const nlohmann::json& doc);
-    void keep(const scenario& s, const nlohmann::json& doc);
+    void keep(const scenario& s, const nlohmann::json& doc, bool model = true, bool system = true);
 
 private:
-    void keep_docs(const nlohmann::json& doc);
+    void keep_docs(const nlohmann::json& doc, bool model = true, bool system = true);
 };
 
 // read_scenario (spec/scenario_io.hpp) without the text: the same rules and errors. With `reuse`, its model and system
