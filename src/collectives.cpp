@@ -145,6 +145,7 @@ collective_result collective_time(collective_op op, data_size size, const system
     const duration overhead = launch_overhead(system.accelerator);
 
     std::vector<candidate> cands;
+    cands.reserve(16);  // every algorithm and protocol this op may try: one allocation a call
     byte_rate tier_up = up, tier_out = parts > 1 ? out : byte_rate{};  // set per algorithm before add()
     auto add = [&](coll_algorithm a, coll_protocol p, double lat_us, byte_rate bw) {
         if (options.algorithm && *options.algorithm != a) return;
@@ -292,9 +293,10 @@ collective_result collective_time(collective_op op, data_size size, const system
         r.time = r.latency + (size * f) / *options.calibrated_bus_bandwidth;
     }
     const double load = op == collective_op::send_recv ? 1.0 : f;
-    if (n > 1 && domain > 1 && best->up_tier.si() > 0)
-        r.tiers.push_back({"scale-up", v.up_link, best->up_tier, (size * load) / best->up_tier});
-    if (best->out_tier.si() > 0) r.tiers.push_back({"scale-out", v.out_link, best->out_tier, (size * load) / best->out_tier});
+    const bool up_tier = n > 1 && domain > 1 && best->up_tier.si() > 0, out_tier = best->out_tier.si() > 0;
+    r.tiers.reserve(static_cast<std::size_t>(up_tier) + static_cast<std::size_t>(out_tier));
+    if (up_tier) r.tiers.push_back({"scale-up", std::string(v.up_link), best->up_tier, (size * load) / best->up_tier});
+    if (out_tier) r.tiers.push_back({"scale-out", std::string(v.out_link), best->out_tier, (size * load) / best->out_tier});
     r.algbw = r.time.si() > 0 ? size / r.time : byte_rate{};
     r.busbw = r.algbw * f;
     return r;

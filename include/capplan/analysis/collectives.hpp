@@ -15,6 +15,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capplan/analysis/collective_ops.hpp"
@@ -149,11 +150,10 @@ struct topology_view {
     bool nvlink = false;       // NCCL's NVLink latency class: direct GPU-to-GPU links (else PCI)
     bool nvls = false;
     int domain = 1;            // GPUs sharing the scale-up fabric (NVL72: 72 across trays)
-    std::string up_link;
+    std::string_view up_link;              // names in the system_spec viewed (no copy a call)
     std::optional<byte_rate> nic_per_gpu;  // scale-out share of one GPU
     bool collnet = false;
-    std::string out_link;
-    std::vector<int> torus;
+    std::string_view out_link;
 };
 
 inline byte_rate link_rate(const link_spec& l) { return l.bandwidth_per_direction.value_or(byte_rate{}); }
@@ -162,7 +162,6 @@ inline topology_view view(const system_spec& s, int group_gpus_in_domain) {
     topology_view v;
     const auto& a = s.accelerator;
     v.domain = std::max(1, s.scale_up_domain);
-    v.torus = s.torus_shape;
     if (s.scale_up) {
         v.up_link = s.scale_up->name;
         const byte_rate link = link_rate(*s.scale_up);
