@@ -506,7 +506,9 @@ void estimate_checkpoints(const scenario& s, const catalog& cat, estimate_result
     checkpoint_options how;
     how.fully_parallel_save = s.training->ckpt_fully_parallel_save;
     how.fully_parallel_load = s.training->ckpt_fully_parallel_load;
+    how.explain = explain;
     const checkpoint_size size = checkpoint_bytes(s.model, r.model.breakdown, s.precision, *s.training, s.parallelism, how);
+    for (const auto& n : size.notes) r.notes.push_back("checkpoint: " + n);
     const duration mtbf = system_mtbf(default_failure_model(), s.system.count, s.system.per_node);
     if (!s.system.storage) {
         checkpoint_summary c;

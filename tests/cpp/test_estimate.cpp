@@ -109,7 +109,12 @@ TEST_CASE("an estimate without notes has the same figures, and no notes") {
           R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16, "storage": "ObjectStore-S3"},
               "training": {"seq_len": 4096, "global_batch": 256, "async_checkpoint": true}})",
           R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16, "storage": "NFS"},
-              "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 8}})"}) {
+              "inference": {"input_tokens": 1000, "output_tokens": 200, "batch": 8}})",
+          // A LoRA fine-tune's checkpoint (the adapters alone), and a save not fully parallel.
+          R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8, "storage": "NFS"},
+              "training": {"seq_len": 4096, "global_batch": 64, "lora": {"rank": 16, "targets": "all_linear"}}})",
+          R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16, "storage": "NFS"},
+              "training": {"seq_len": 4096, "global_batch": 256, "ckpt_fully_parallel_save": false}})"}) {
         CAPTURE(text);
         const scenario sc = read_scenario(text, cat());
         estimate_parts quiet;

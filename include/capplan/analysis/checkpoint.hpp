@@ -44,6 +44,7 @@
 #include "capplan/analysis/storage_io.hpp"
 #include "capplan/analysis/training_memory.hpp"
 #include "capplan/catalog.hpp"
+#include "capplan/detail/note_sink.hpp"
 #include "capplan/error.hpp"
 #include "capplan/spec/hardware_spec.hpp"
 #include "capplan/spec/model_spec.hpp"
@@ -68,6 +69,7 @@ struct checkpoint_options {
     bool fully_parallel_save = true;   // replicated shards written once, spread over their replicas (Megatron default)
     bool fully_parallel_load = false;  // read once and exchanged among replicas (Megatron --ckpt-fully-parallel-load)
     std::optional<data_size> rng_per_rank;  // default: default_rng_state_per_rank()
+    bool explain = true;                     // write the notes (an estimate that shows none skips their text)
 };
 
 struct checkpoint_size {
@@ -103,7 +105,7 @@ inline void ck_finite_positive(duration d, const char* field) {
 // the base model's files, as PEFT's save_pretrained writes adapter_model.safetensors alone). Spread evenly over
 // the ranks on save; on restore every model-parallel rank reads its tp x pp share, replicas the same bytes.
 inline checkpoint_size lora_checkpoint(const model_spec& m, const lora_spec& l, const state_bytes& b,
-                                       const parallelism_spec& p, data_size rng, checkpoint_size& out) {
+                                       const parallelism_spec& p, data_size rng, checkpoint_size& out, const note_sink& note) {
     using namespace units;
     const double adapters = lora_model_parameters(m, l).total(), saved = b.weights + b.optimizer + b.master;
     out.weights = adapters * b.weights * B;
@@ -114,9 +116,11 @@ inline checkpoint_size lora_checkpoint(const model_spec& m, const lora_spec& l, 
     out.restore_per_rank_max = adapters * saved / (static_cast<double>(p.tp) * p.pp) * B + rng;
     out.restore_total = static_cast<double>(out.ranks) * out.restore_per_rank_max;
     out.writers = out.ranks;
-    out.notes.push_back("LoRA: " + ck_num(adapters) + " adapter parameters and their optimizer states; the frozen base "
-                        "is not saved (read again from the base model's files); every rank writes an even share and "
-                        "reads its tp x pp share back (ckpt_fully_parallel_save/load do not change so small a save)");
+    note([&] {
+        return "LoRA: " + ck_num(adapters) + " adapter parameters and their optimizer states; the frozen base is not "
+               "saved (read again from the base model's files); every rank writes an even share and reads its tp x pp "
+               "share back (ckpt_fully_parallel_save/load do not change so small a save)";
+    });
     return out;
 }
 
@@ -141,7 +145,7 @@ inline checkpoint_size checkpoint_bytes(const model_spec& m, const parameter_bre
         throw config_error("/checkpoint/rng_per_rank", detail::ck_num(rng.in(B)) + " B", "must be a finite size >= 0");
 
     checkpoint_size out;
-    auto note = [&](std::string n) { out.notes.push_back(std::move(n)); };
+    const detail::note_sink note(out.notes, o.explain);
     const state_bytes b = bytes_per_parameter(prec, t);
     const double saved = b.weights + b.optimizer + b.master;
     out.bytes_per_parameter = saved;
@@ -153,17 +157,19 @@ inline checkpoint_size checkpoint_bytes(const model_spec& m, const parameter_bre
     out.master_weights = P * b.master * B;
     out.rng_and_metadata = static_cast<double>(world) * rng;
     out.total = out.weights + out.optimizer + out.master_weights + out.rng_and_metadata;
-    note("saved per parameter: weights " + detail::ck_num(b.weights) + " B + optimizer " +
-         detail::ck_num(b.optimizer) + " B + master " + detail::ck_num(b.master) + " B = " + detail::ck_num(saved) +
-         " B; gradients are not saved (DeepSpeed model_states + optim_states files; Megatron distributed "
-         "optimizer: fp32 param, exp_avg, exp_avg_sq)");
-    note("RNG states and metadata: " + format(rng, true) + " per rank x " + std::to_string(world) + " ranks");
+    note([&] {
+        return "saved per parameter: weights " + detail::ck_num(b.weights) + " B + optimizer " +
+               detail::ck_num(b.optimizer) + " B + master " + detail::ck_num(b.master) + " B = " + detail::ck_num(saved) +
+               " B; gradients are not saved (DeepSpeed model_states + optim_states files; Megatron distributed "
+               "optimizer: fp32 param, exp_avg, exp_avg_sq)";
+    });
+    note([&] { return "RNG states and metadata: " + format(rng, true) + " per rank x " + std::to_string(world) + " ranks"; });
 
-    if (t.lora) return detail::lora_checkpoint(m, *t.lora, b, p, rng, out);
+    if (t.lora) return detail::lora_checkpoint(m, *t.lora, b, p, rng, out, note);
 
     // Per rank, stage by stage.
     const weight_sharding w = shard_weights(m, p);
-    for (const auto& pr : w.problems) note("layout: " + pr);
+    for (const auto& pr : w.problems) note([&] { return "layout: " + pr; });
     const double stage_ranks = static_cast<double>(p.tp) * p.dp * p.cp;
     for (std::size_t s = 0; s < w.stages.size(); ++s) {
         const device_parameters& d = w.stages[s].params;
@@ -183,8 +189,10 @@ inline checkpoint_size checkpoint_bytes(const model_spec& m, const parameter_bre
     // Writers.
     if (o.fully_parallel_save) {
         out.writers = world;
-        note("fully parallel save: each replicated shard written once, balanced over its " +
-             std::to_string(p.dp * p.cp) + " data-parallel replicas (Megatron default)");
+        note([&] {
+            return "fully parallel save: each replicated shard written once, balanced over its " +
+                   std::to_string(p.dp * p.cp) + " data-parallel replicas (Megatron default)";
+        });
     } else {
         const bool sharded = t.zero >= 1 || t.distributed_optimizer;
         const int group = (t.shard_group > 0 && !t.distributed_optimizer ? t.shard_group : p.dp) * p.cp;
@@ -192,8 +200,9 @@ inline checkpoint_size checkpoint_bytes(const model_spec& m, const parameter_bre
         int writers = world / replicas;
         if (m.is_moe() && !sharded) writers = std::max(writers, p.pp * p.ep * p.etp);
         out.writers = std::clamp(writers, 1, world);
-        note("save not fully parallel: the first data-parallel replica writes all it holds" +
-             std::string(sharded ? ", every rank its optimizer shard" : ""));
+        note(sharded ? "save not fully parallel: the first data-parallel replica writes all it holds, every rank its "
+                       "optimizer shard"
+                     : "save not fully parallel: the first data-parallel replica writes all it holds");
     }
     if (o.fully_parallel_load)
         note("fully parallel load: each rank reads its share once; the exchange among replicas is not modelled");
