@@ -706,7 +706,7 @@ prefix_cache_spec read_prefix_cache(std::string_view json_text, std::int64_t inp
 void resolve_kv_offload(scenario& sc, const catalog& cat) {
     kv_offload_spec& k = *sc.inference->kv_offload;
     const std::string field = "/inference/kv_offload/tier";
-    const cold_start_host host = cold_start_host_of(sc.system, cat);
+    const cold_start_host_entries host = cold_start_host_in(sc.system, cat);
     std::optional<byte_rate> link;
     if (host.host_link) link = host_link_rate(*host.host_link, cat, &k.how);
     if (!link || !(link->si() > 0))

@@ -260,7 +260,7 @@ inline std::optional<byte_rate> ck_host_link_rate(const system_spec& sys, const 
         return std::nullopt;
     }
     const catalog& cat = cat_in ? *cat_in : default_catalog();
-    const cold_start_host h = cold_start_host_of(sys, cat);
+    const cold_start_host_entries h = cold_start_host_in(sys, cat);
     if (!h.host_link) {
         note("host link unknown: device <-> host copy left out");
         return std::nullopt;

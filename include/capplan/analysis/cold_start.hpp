@@ -110,15 +110,30 @@ inline bool is_remote_storage(const std::string& kind) {
 
 // The host of `s` from the catalog: the preset's host_link (else the accelerator's), its
 // host.memory_per_socket and host.sockets. Missing facts stay empty.
-inline cold_start_host cold_start_host_of(const system_spec& s, const catalog& cat) {
-    cold_start_host h;
+// The same facts as the catalog's own entries (no copies: an estimate looks them up several times).
+struct cold_start_host_entries {
+    const link_spec* host_link = nullptr;
+    const storage_spec* memory_per_socket = nullptr;
+    int sockets = 0;
+};
+inline cold_start_host_entries cold_start_host_in(const system_spec& s, const catalog& cat) {
+    cold_start_host_entries h;
     if (!s.preset.empty()) {
         const system_entry& e = cat.system_preset(s.preset);
-        if (!e.host_link.empty()) h.host_link = cat.link(e.host_link);
-        if (!e.host_memory.empty()) h.memory_per_socket = cat.storage(e.host_memory);
+        if (!e.host_link.empty()) h.host_link = &cat.link(e.host_link);
+        if (!e.host_memory.empty()) h.memory_per_socket = &cat.storage(e.host_memory);
         h.sockets = e.host_sockets;
     }
-    if (!h.host_link && !s.accelerator.host_link.empty()) h.host_link = cat.link(s.accelerator.host_link);
+    if (!h.host_link && !s.accelerator.host_link.empty()) h.host_link = &cat.link(s.accelerator.host_link);
+    return h;
+}
+
+inline cold_start_host cold_start_host_of(const system_spec& s, const catalog& cat) {
+    const cold_start_host_entries e = cold_start_host_in(s, cat);
+    cold_start_host h;
+    if (e.host_link) h.host_link = *e.host_link;
+    if (e.memory_per_socket) h.memory_per_socket = *e.memory_per_socket;
+    h.sockets = e.sockets;
     return h;
 }
 
@@ -153,10 +168,15 @@ inline cold_start_result cold_start_time(data_size weights_per_device, int devic
     auto cat = [&]() -> const catalog& { return cat_in ? *cat_in : default_catalog(); };
 
     // The host: options first, the catalog for what they leave out.
-    cold_start_host host = o.host.value_or(cold_start_host{});
+    cold_start_host_entries host;
+    if (o.host) {
+        if (o.host->host_link) host.host_link = &*o.host->host_link;
+        if (o.host->memory_per_socket) host.memory_per_socket = &*o.host->memory_per_socket;
+        host.sockets = o.host->sockets;
+    }
     if ((!host.host_link || !host.memory_per_socket || host.sockets == 0) &&
         (!sys.preset.empty() || !sys.accelerator.host_link.empty())) {
-        const cold_start_host c = cold_start_host_of(sys, cat());
+        const cold_start_host_entries c = cold_start_host_in(sys, cat());
         if (!host.host_link) host.host_link = c.host_link;
         if (!host.memory_per_socket) host.memory_per_socket = c.memory_per_socket;
         if (host.sockets == 0) host.sockets = c.sockets;
