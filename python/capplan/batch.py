@@ -336,6 +336,8 @@ def _column_frame(values: Dict[str, List[Any]], table: Dict[str, Any], infeasibl
     columns = {key: data for key, _, data in table["columns"]}
     feasible = columns.pop("feasible", None)
     errors, reasons = table["errors"], table["reasons"]
+    if pandas is not None and not errors and isinstance(feasible, numpy.ndarray) and feasible.dtype == object:
+        feasible = feasible != False  # noqa: E712 (elementwise): unset (None) has nothing against it, as in full rows
     arrays = pandas is not None and not errors and isinstance(feasible, numpy.ndarray) and feasible.dtype == bool
     out = _input_columns(values, n, arrays)
     # As the full sweep's rows: feasible True unless the core found a reason, reasons "" or their JSON list.

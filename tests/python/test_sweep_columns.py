@@ -46,11 +46,14 @@ def assert_same_figures(columnar, full):
     (STATIC, {"parallelism.tp": [1, 3, 8], "inference.batch": [1, 64], "inference.input_tokens": [1000, 100000]}),
     (SERVING, {"inference.concurrency": [1, 4, 16], "inference.output_tokens": [8, 16]}),
     (TRAINING, {"parallelism.tp": [1, 2, 4], "training.micro_batch": [1, 2]}),
-], ids=["static-batch", "serving", "training"])
+    # No error, plans that fit and one that does not (the core leaves feasible unset where nothing is against it).
+    (STATIC, {"inference.batch": [1, 64], "inference.input_tokens": [1000, 100000]}),
+], ids=["static-batch", "serving", "training", "static-batch-mixed"])
 def test_a_columnar_sweep_gives_the_full_sweeps_figures(scenario, grid):
     full = capplan.sweep(scenario, grid, progress=False)
     columnar = capplan.sweep(scenario, grid, progress=False, columns="all")
     assert_same_figures(columnar, full)
+    assert columnar["feasible"].dtype == full["feasible"].dtype
     assert list(columnar.columns[:len(grid) + 2]) == list(grid) + ["feasible", "reasons"]
     assert list(columnar.columns[-2:]) == ["capplan_version", "catalog_version"]
     # Only figures: no lists, names or notes.
