@@ -461,7 +461,10 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                          .dispatch = f.ep_alltoall / (2.0 * moe_layers),
                                          .combine = f.ep_alltoall / (2.0 * moe_layers) + after};
         const duration serial = ep_comm - 2.0 * f.ep_alltoall / stages;  // the MTP module's and reruns' all-to-alls
-        ep_exposed = std::max(ep_exposed, moe_layers / stages * (layer.exposed() - 2.0 * after) + serial);
+        // (An unpermutation hidden under the attention would make the phase term negative: no credit taken, so it
+        // cannot cancel the serial all-to-alls.)
+        const duration phases = std::max(duration{}, layer.exposed() - 2.0 * after);
+        ep_exposed = std::max(ep_exposed, moe_layers / stages * phases + serial);
     }
     const duration per_mb = straggler * (forward + backward + recompute + fp8_casts + moe_permute + loss) + tp_exposed + pp_exposed + cp_exposed + ep_exposed;
     const duration compute = static_cast<double>(mb) * per_mb;

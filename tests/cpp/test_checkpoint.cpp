@@ -448,3 +448,24 @@ TEST_CASE("a shared file system's aggregate limit binds beside its per-client ra
     pfs.storage->aggregate_write_bandwidth = 500.0 * GB / s;
     CHECK(checkpoint_time(four, pfs, false, {}, cat()).save.in(s) == doctest::Approx(node4 / gbps(96)));
 }
+
+TEST_CASE("checkpoint size notes are made only when kept, the figures the same either way") {
+    checkpoint_options quiet;
+    quiet.explain = false;
+    for (const bool parallel : {true, false}) {
+        CAPTURE(parallel);
+        checkpoint_options loud;
+        loud.fully_parallel_save = quiet.fully_parallel_save = parallel;
+        const checkpoint_size with = size_of("Llama-3.1-70B", layout(8, 4, 2), {}, loud);
+        const checkpoint_size without = size_of("Llama-3.1-70B", layout(8, 4, 2), {}, quiet);
+        CHECK_FALSE(with.notes.empty());
+        CHECK(without.notes.empty());
+        CHECK(without.total.si() == with.total.si());
+        CHECK(without.per_rank_max.si() == with.per_rank_max.si());
+        CHECK(without.restore_total.si() == with.restore_total.si());
+        CHECK(without.writers == with.writers);
+    }
+    // "saved per parameter": 2 B weights + 8 B Adam moments + 4 B fp32 master = 14 B, the first note.
+    CHECK(size_of("Llama-3.1-8B", layout(1, 8)).notes.front().rfind("saved per parameter: weights 2 B + optimizer 8 B + "
+                                                                     "master 4 B = 14 B", 0) == 0);
+}

@@ -346,3 +346,35 @@ TEST_CASE("published: vLLM loading from a warm page cache on an H100 NVL") {
     const auto b = cold_start_time(24.28 * GiB, 1, sys, o, cat());
     CHECK(b.load.in(s) == doctest::Approx(3.16).epsilon(0.20));
 }
+
+TEST_CASE("a partial host override keeps the catalog's facts for the fields it leaves out") {
+    const data_size w = llama70b_tp8();
+    const system_spec base = cat().system("HGX-H200");
+    const cold_start_host full = cold_start_host_of(base, cat());
+    REQUIRE(full.host_link);
+    REQUIRE(full.memory_per_socket);
+    cold_start_options catalog_only, only_sockets, only_link, everything;
+    only_sockets.host = cold_start_host{std::nullopt, std::nullopt, 1};
+    cold_start_host link = full;
+    link.memory_per_socket.reset(), link.sockets = 0;
+    link.host_link->measured_bandwidth_per_direction = 0.5 * *full.host_link->measured_bandwidth_per_direction;
+    only_link.host = link;
+    cold_start_host all = full;
+    all.sockets = 1;
+    all.host_link = link.host_link;
+    everything.host = all;
+    for (auto* o : {&catalog_only, &only_sockets, &only_link, &everything}) o->pinned = true;
+    auto total = [&](const cold_start_options& o) { return cold_start_time(w, 8, base, o, cat()).total.si(); };
+    // One socket given, the rest from the catalog = the catalog's host with one socket; likewise a slower link.
+    cold_start_host one_socket = full;
+    one_socket.sockets = 1;
+    cold_start_options spelled = catalog_only;
+    spelled.host = one_socket;
+    CHECK(total(only_sockets) == total(spelled));
+    cold_start_host slower = full;
+    slower.host_link = link.host_link;
+    spelled.host = slower;
+    CHECK(total(only_link) == total(spelled));
+    CHECK(total(only_link) > total(catalog_only));
+    CHECK(total(everything) >= total(only_link));
+}

@@ -128,3 +128,16 @@ TEST_CASE("an estimate without notes has the same figures, and no notes") {
         CHECK(to_json(without) == to_json(with));
     }
 }
+
+TEST_CASE("a training estimate lists its checkpoint's size notes, not its layout's problems again") {
+    const estimate_result r = run(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16},
+        "training": {"seq_len": 4096, "global_batch": 256}})");
+    auto listed = [&](const std::string& start) {
+        int n = 0;
+        for (const auto& note : r.notes) n += note.rfind(start, 0) == 0;
+        return n;
+    };
+    CHECK(listed("checkpoint: saved per parameter: weights 2 B + optimizer 8 B + master 4 B = 14 B") == 1);
+    CHECK(listed("checkpoint: RNG states and metadata") == 1);
+    CHECK(listed("checkpoint: layout: ") == 0);
+}

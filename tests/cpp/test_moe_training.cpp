@@ -333,4 +333,7 @@ TEST_CASE("expert-parallel overlap: a training step exposes the larger of the ph
     // An MTP module's dispatch and combine (one MoE layer's, forward and backward) stay outside the phases, serial.
     const training_step_parts mtp = parts(read_with(R"(, "ep_comm_overlap": true, "mtp_layers": 1)"));
     CHECK((mtp.ep_exposed - o.ep_exposed).si() == doctest::Approx((2.0 * f.ep_alltoall / layers / stages).si()).epsilon(1e-9));
+    // So does the rerun of a recomputed MoE module (the forward's dispatch and combine once more, / pp).
+    const training_step_parts moe = parts(read_with(R"(, "ep_comm_overlap": true, "recompute_modules": ["moe"])"));
+    CHECK((moe.ep_exposed - o.ep_exposed).si() == doctest::Approx((f.ep_alltoall / stages).si()).epsilon(1e-9));
 }

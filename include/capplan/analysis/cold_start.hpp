@@ -116,6 +116,7 @@ struct cold_start_host_entries {
     const storage_spec* memory_per_socket = nullptr;
     int sockets = 0;
 };
+inline cold_start_host_entries cold_start_host_in(const system_spec& s, const catalog&& cat) = delete;  // it would dangle
 inline cold_start_host_entries cold_start_host_in(const system_spec& s, const catalog& cat) {
     cold_start_host_entries h;
     if (!s.preset.empty()) {

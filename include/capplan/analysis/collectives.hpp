@@ -158,6 +158,8 @@ struct topology_view {
 
 inline byte_rate link_rate(const link_spec& l) { return l.bandwidth_per_direction.value_or(byte_rate{}); }
 
+// The view names the system's links without owning them: it lives no longer than `s`.
+inline topology_view view(system_spec&& s, int group_gpus_in_domain) = delete;
 inline topology_view view(const system_spec& s, int group_gpus_in_domain) {
     topology_view v;
     const auto& a = s.accelerator;

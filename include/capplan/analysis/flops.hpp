@@ -148,19 +148,19 @@ inline forward_flops chunk_forward_flops(const model_spec& m, std::int64_t cache
     std::int64_t indexed = 0;  // DSA: keys the indexer scores (all of the causal context)
     std::int64_t linear = 0;   // linear-attention layers
     const std::int64_t end = cached + new_tokens;
-    m.for_layer_runs(0, m.layers, [&](std::int64_t i, std::int64_t n) {  // n layers like layer i, counted n times
+    m.for_layer_runs(0, m.layers, [&](std::int64_t i, std::int64_t alike) {  // `alike` layers like layer i
         if (!m.has_mixer(i)) return;
         if (m.is_linear_layer(i)) {
-            linear += n;
+            linear += alike;
             return;
         }
         // DSA's core attends to the indexer's top-k keys: a window of k in key count.
         const std::int64_t window = m.is_sliding_layer(i) ? m.sliding_window : m.sparse.topk;
         if (m.is_sliding_layer(i) && m.chunked_local)
-            keys += n * (detail::chunked_keys(end, window) - detail::chunked_keys(cached, window));
+            keys += alike * (detail::chunked_keys(end, window) - detail::chunked_keys(cached, window));
         else
-            keys += n * (detail::causal_keys(end, window) - detail::causal_keys(cached, window));
-        if (m.sparse.active()) indexed += n * (detail::causal_keys(end, 0) - detail::causal_keys(cached, 0));
+            keys += alike * (detail::causal_keys(end, window) - detail::causal_keys(cached, window));
+        if (m.sparse.active()) indexed += alike * (detail::causal_keys(end, 0) - detail::causal_keys(cached, 0));
     });
 
     forward_flops f;
