@@ -508,8 +508,7 @@ void estimate_checkpoints(const scenario& s, const catalog& cat, estimate_result
     how.fully_parallel_load = s.training->ckpt_fully_parallel_load;
     how.explain = explain;
     const checkpoint_size size = checkpoint_bytes(s.model, r.model.breakdown, s.precision, *s.training, s.parallelism, how);
-    for (const auto& n : size.notes)  // (a layout's problems are the estimate's reasons already)
-        if (n.rfind("layout: ", 0) != 0) r.notes.push_back("checkpoint: " + n);
+    for (const auto& n : size.notes) r.notes.push_back("checkpoint: " + n);
     const duration mtbf = system_mtbf(default_failure_model(), s.system.count, s.system.per_node);
     if (!s.system.storage) {
         checkpoint_summary c;

@@ -240,7 +240,9 @@ void add_layers(op_totals& sum, const op_totals& layer, double n) {
 }
 
 // The attention cores of every layer (the one operator that reads the contexts).
-op_totals attention_core(const perf_setup& su, const batch_step& st, const step_shape& sh, const layer_kinds& lk) {
+// The step's attention cores, all layers; `moe`: the MoE layers' part of their time.
+op_totals attention_core(const perf_setup& su, const batch_step& st, const step_shape& sh, const layer_kinds& lk,
+                         duration& moe) {
     const model_spec& m = *su.model;
     const parallelism_spec& p = su.parallelism;
     const op_costing cost{su};
@@ -328,6 +330,7 @@ op_totals attention_core(const perf_setup& su, const batch_step& st, const step_
                         kv_bytes + tokens * 2.0 * sh.q_out * ba * units::B + scores, m.mla ? 3 : 2);
         }
         add_layers(sum, layer, static_cast<double>(lk.kinds[k].count));
+        if (m.is_moe_layer(i)) moe += static_cast<double>(lk.kinds[k].count) * layer.time;
     }
     return sum;
 }
@@ -497,7 +500,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st, c
     if (st.prefill_tokens > 0) out.overhead += su.efficiency.per_prefill_step;
     const step_shape sh(su, st);
     if (sh.step_tokens <= 0) return out;
-    const op_totals core = attention_core(su, st, sh, lk);
+    const op_totals core = attention_core(su, st, sh, lk, out.moe_attention_core);
     out.tp_allreduce = token_costs.tp_allreduce;
     out.ep_alltoall = token_costs.ep_alltoall;
     out.pipeline_send = token_costs.pipeline_send;

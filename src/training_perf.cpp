@@ -209,17 +209,6 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
     return {pass(fwd, fwd_kernels), pass(bwd, bwd_kernels), pass(logits * per_logit, loss_kernels)};
 }
 
-// The MoE layers' part of the attention cores: their share of the softmax-attention layers (each costed alike).
-double moe_attention_share(const model_spec& m) {
-    double moe = 0.0, all = 0.0;
-    m.for_layer_runs(0, m.layers, [&](std::int64_t i, std::int64_t n) {
-        if (!m.has_mixer(i) || m.is_linear_layer(i)) return;
-        all += static_cast<double>(n);
-        if (m.is_moe_layer(i)) moe += static_cast<double>(n);
-    });
-    return all > 0.0 ? moe / all : 0.0;
-}
-
 }  // namespace
 
 // One MoE layer's forward (of one micro-batch) beside another micro-batch's backward of it, as Megatron-Core's
@@ -447,8 +436,9 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         // Megatron-Core pairs them layer by layer, not over the whole micro-batch (overlapped_moe_layer), for the
         // mean MoE layer; the MTP module's and the reruns' all-to-alls stay serial. The larger of the two bounds.
         const double moe_layers = static_cast<double>(m.moe_layer_count());
-        const double share = moe_attention_share(m);
-        const duration attention = (attention_core + attention_16bit_extra) * share / moe_layers;
+        // The MoE layers' attention cores, with their share of FP8 training's 16-bit extra.
+        const double share = attention_core > duration{} ? f.moe_attention_core / attention_core : 0.0;
+        const duration attention = (f.moe_attention_core + attention_16bit_extra * share) / moe_layers;
         const duration other = (f.moe_layers - f.routed_experts) / moe_layers + attention;  // attention, shared, router
         const duration permute = moe_permute * stages / (2.0 * (moe_layers + t.mtp_layers));  // one direction
         const duration before = permute_before_dispatch * permute, after = permute_after_combine * permute;

@@ -155,16 +155,17 @@ void register_typed(py::module_& m) {
                 }
                 py::gil_scoped_release release;
                 nlohmann::json doc = s.doc;  // the copy the variant keeps
+                // Whether a dotted key sets a section or a key inside it.
+                auto reaches = [](std::string_view key, std::string_view section) {
+                    return key.substr(0, section.size()) == section &&
+                           (key.size() == section.size() || key[section.size()] == '.');
+                };
                 bool model = true, system = true;  // sections no change reaches, kept rather than read again
                 for (const auto& [key, value] : values) {
                     if (value.is_null()) continue;
                     set_scenario_key(doc, key, value);
-                    auto reaches = [&k = key](std::string_view section) {
-                        return k.compare(0, section.size(), section) == 0 &&
-                               (k.size() == section.size() || k[section.size()] == '.');
-                    };
-                    model = model && !reaches("model");
-                    system = system && !reaches("system");
+                    model = model && !reaches(key, "model");
+                    system = system && !reaches(key, "system");
                 }
                 scenario_sections reuse;
                 reuse.keep(*s.value, s.doc, model, system);

@@ -50,6 +50,14 @@ cold_start_options no_engine() {
 // A rate in B/s from GB/s, for the hand arithmetic below.
 double rate(double gb_per_s) { return (gb_per_s * GB / s).in(B / s); }
 
+// HGX-H200's host from the catalog: its host link and one socket's DRAM, both known.
+cold_start_host hgx_h200_host() {
+    const cold_start_host h = cold_start_host_of(cat().system("HGX-H200"), cat());
+    REQUIRE(h.host_link);
+    REQUIRE(h.memory_per_socket);
+    return h;
+}
+
 }  // namespace
 
 TEST_CASE("Llama-3.1-70B bf16 over 8x H200 from 8x NVMe Gen4: every link by hand") {
@@ -232,9 +240,7 @@ TEST_CASE("storage scopes: per drive, per client, aggregate shared by nodes") {
 TEST_CASE("never faster with less bandwidth") {
     const data_size w = llama70b_tp8();
     const system_spec base = cat().system("HGX-H200");
-    const cold_start_host host = cold_start_host_of(base, cat());
-    REQUIRE(host.host_link);
-    REQUIRE(host.memory_per_socket);
+    const cold_start_host host = hgx_h200_host();
     CHECK(host.sockets == 2);
     for (int mode = 0; mode < 16; ++mode) {
         cold_start_options o;
@@ -350,9 +356,7 @@ TEST_CASE("published: vLLM loading from a warm page cache on an H100 NVL") {
 TEST_CASE("a partial host override keeps the catalog's facts for the fields it leaves out") {
     const data_size w = llama70b_tp8();
     const system_spec base = cat().system("HGX-H200");
-    const cold_start_host full = cold_start_host_of(base, cat());
-    REQUIRE(full.host_link);
-    REQUIRE(full.memory_per_socket);
+    const cold_start_host full = hgx_h200_host();
     cold_start_options catalog_only, only_sockets, only_link, everything;
     only_sockets.host = cold_start_host{std::nullopt, std::nullopt, 1};
     cold_start_host link = full;

@@ -313,6 +313,8 @@ TEST_CASE("expert-parallel overlap: a training step exposes the larger of the ph
     duration core;
     for (const auto& op : f.ops)
         if (op.op == "attention core") core = op.time;
+    // The 58 MoE layers' cores: 58 of the 61 alike full-attention layers'.
+    CHECK(f.moe_attention_core.si() == doctest::Approx((core * (58.0 / 61.0)).si()).epsilon(1e-12));
     const duration attn_core = core * (58.0 / 61.0), attention = f.moe_layers - f.routed_experts + attn_core;
     const duration permute = o.moe_permute * stages / (2.0 * layers);
     const duration before = permute * (2.0 * 32768 / rows), after = permute * ((32768.0 + 4096) / rows);

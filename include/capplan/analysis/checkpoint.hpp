@@ -167,9 +167,8 @@ inline checkpoint_size checkpoint_bytes(const model_spec& m, const parameter_bre
 
     if (t.lora) return detail::lora_checkpoint(m, *t.lora, b, p, rng, out, note);
 
-    // Per rank, stage by stage.
+    // Per rank, stage by stage. (A layout's problems are shard_weights' to report: an estimate gives them as reasons.)
     const weight_sharding w = shard_weights(m, p);
-    for (const auto& pr : w.problems) note([&] { return "layout: " + pr; });
     const double stage_ranks = static_cast<double>(p.tp) * p.dp * p.cp;
     for (std::size_t s = 0; s < w.stages.size(); ++s) {
         const device_parameters& d = w.stages[s].params;

@@ -103,9 +103,9 @@ struct step_breakdown {
     duration overhead;         // per-step engine overhead
     duration kv_reload;        // offloaded KV blocks the step attends, back over the host link (overlapped)
     double kernels = 0.0;      // kernels launched (all layers)
-    // Of `compute`: the MoE layers' operators outside the attention core, and of those the routed experts' grouped
-    // GEMMs (training's combined 1F1B pairs them with the all-to-alls phase by phase).
-    duration moe_layers, routed_experts;
+    // Of `compute`: the MoE layers' operators outside the attention core, of those the routed experts' grouped GEMMs,
+    // and the MoE layers' attention cores (training's combined 1F1B pairs them with the all-to-alls phase by phase).
+    duration moe_layers, routed_experts, moe_attention_core;
     // The reload is prefetched layer by layer under the step's kernels: the slower of the two sets the pace.
     duration total() const { return std::max(compute + communication, kv_reload) + overhead; }
 };
