@@ -39,6 +39,8 @@ ALLREDUCE = ROOT / "tests" / "data" / "published_engine_allreduce.json"  # engin
 CHECKPOINT = ROOT / "tests" / "data" / "published_checkpoint.json"  # checkpoints on a shared file system (issue #20)
 LORA = ROOT / "tests" / "data" / "published_lora.json"  # LoRA / QLoRA fine-tuning peak memory (issue #20)
 TRAINING = ROOT / "tests" / "data" / "published_training.json"  # pre-training step time and MFU (issue #20)
+GPU = ROOT / "tests" / "data" / "gpu"  # steps measured on this project's H200 (issue #24, scripts/device_check.sh)
+CALIBRATIONS = ROOT / "models" / "calibration"
 DOC = ROOT / "docs" / "validation.md"
 BANDS = ROOT / "models" / "uncertainty.json"  # the error bands estimates carry as ranges (issue #22 item 5)
 # The quantities whose held-out errors become an estimate's ranges, and the fewest rows a band needs.
@@ -50,7 +52,7 @@ ROLES = ("fitted", "held_out")
 QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_loop", "throughput_static",
               "speculative_speedup", "throughput_pool", "kv_offload", "prefix_cache", "engine_allreduce",
               "training_step", "training_mfu", "checkpoint_size", "checkpoint_save", "checkpoint_restore", "lora_memory",
-              "collective_busbw")
+              "collective_busbw", "gpu_step", "gpu_step_calibrated")
 # Issue #18's targets on held-out rows: median |error| per quantity, and no row beyond ROW_LIMIT
 # without a documented cause.
 TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput_static": 0.15,
@@ -363,6 +365,64 @@ def _lora_rows(data):
     return out
 
 
+# A measured step whose wall time exceeds the sum of its kernels' times by more than this was paced by the
+# measuring program's host (Python dispatch of a prefill that no CUDA graph holds): not the GPU's time, so no row.
+HOST_BOUND = 0.15
+_NO_ENGINE = {"step": "0 s", "prefill_step": "0 s", "prefill_kernel": "0 s"}  # the measured steps run in no engine
+
+
+def gpu_steps(kind):
+    """The steps scripts/device_step.py measured (kind "compiled" or "eager"), one dict per prompt or decode batch:
+    model, slug, phase, tokens, batch, measured_ms, kernels_ms (the profiler's sum), kinds_ms, host_bound."""
+    out = []
+    for f in sorted(GPU.glob(f"h200_step_{kind}_*.json")):
+        d = json.loads(f.read_text())
+        slug = f.stem.split(f"h200_step_{kind}_")[1]
+        for phase, points in (("prefill", d["prefill"]), ("decode", d["decode"])):
+            for p in points:
+                kernels = sum(p["profile"]["kinds_ms"].values())
+                out.append({"model": d["model"], "slug": slug, "phase": phase, "batch": p["batch"],
+                            "tokens": p["tokens"] if phase == "prefill" else p["context"], "measured_ms": p["median_ms"],
+                            "kernels_ms": kernels, "kinds_ms": p["profile"]["kinds_ms"],
+                            "host_bound": p["median_ms"] > (1 + HOST_BOUND) * kernels, "file": f.name})
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_predicted(model, slug, phase, tokens, batch, calibrated):
+    """capplan's step for a measured one: (ms, {op: ms}); the prefill of one prompt or one decode step at the batch,
+    no engine around it; calibrated: with the model's own H200 calibration (models/calibration)."""
+    scenario = {"model": model, "system": {"accelerator": "H200", "count": 1},
+                "inference": {"input_tokens": tokens, "output_tokens": 2, "batch": batch, "engine_overhead": _NO_ENGINE}}
+    cal = CALIBRATIONS / f"h200-cuda-{slug}.json"
+    d = (capplan.estimate(scenario, calibration=cal) if calibrated else capplan.estimate(scenario)).to_dict()
+    ops = {o["op"]: 1e3 * o["time_s"] for o in d["roofline"]["ops"] if o["phase"] == phase}
+    return 1e3 * (d["inference"]["ttft_s"] if phase == "prefill" else d["inference"]["tpot_s"]), ops
+
+
+def _gpu_both(s):
+    """A measured step's predictions: (catalog, calibrated), each (ms, {op: ms})."""
+    return tuple(gpu_predicted(s["model"], s["slug"], s["phase"], s["tokens"], s["batch"], c) for c in (False, True))
+
+
+def _gpu_label(s):
+    shape = f"{s['tokens']}-token prompt" if s["phase"] == "prefill" else f"decode batch {s['batch']} at {s['tokens']}"
+    return f"{s['model']} bf16 H200 {shape}"
+
+
+def _gpu_rows():
+    # Held out: no constant of capplan was chosen with them (the calibration measures its own probes).
+    out = []
+    for s in gpu_steps("compiled"):
+        if s["host_bound"]:
+            continue
+        for quantity, (modelled, _) in zip(("gpu_step", "gpu_step_calibrated"), _gpu_both(s)):
+            out.append(_entry(f"measured_gpu[{s['slug']} {s['phase']} {s['tokens'] if s['phase'] == 'prefill' else s['batch']}]",
+                              _gpu_label(s), quantity, "ms per step", s["measured_ms"], modelled, {"role": "held_out"},
+                              f"tests/data/gpu/{s['file']}"))
+    return out
+
+
 def _new_model_saturated(row, shape):
     # As _saturated for the TensorRT-LLM tables, with the row's own precision and parallelism.
     inp, out = (int(x) for x in shape.split("/"))
@@ -449,6 +509,7 @@ def collect(data=None, serving=None):
     out += _lora_rows(json.loads(LORA.read_text()))
     out += _training_rows(json.loads(TRAINING.read_text()))
     out += _collective_rows()
+    out += _gpu_rows()
     for n, row in _compared(data["latency_measurements"]):
         for quantity, metric, modelled, published in _modelled(row):
             out.append(_entry(f"latency_measurements[{n}]", _label(row), quantity, metric, published, modelled, row,
@@ -580,6 +641,7 @@ def render(rows, provenance, data):
     if gaps:
         lines += ["", "## Documented gaps of the training model", ""]
         lines += [f"- {', '.join(ids)}: {gap}" for gap, ids in gaps.items()]
+    lines += _gpu_section()
     lines += ["", "## Every row", "",
               "| row | label | quantity | metric | published | modelled | error | role | source |",
               "|---|---|---|---|---:|---:|---:|---|---|"]
@@ -587,6 +649,77 @@ def render(rows, provenance, data):
         lines.append(f"| {r['id']} | {r['label']} | {r['quantity']} | {r['metric']} | {r['published']:.4g} | "
                      f"{r['modelled']:.4g} | {pct(r['error'])} | {r['role']} | {r['source']} |")
     return "\n".join(lines) + "\n"
+
+
+_GEMM_OPS = ("attention projections", "mlp / experts", "lm head and embedding")
+
+
+def _gpu_section():
+    """docs/validation.md's account of the steps measured on the H200 (issue #24): the calibration's layer check,
+    each step against both predictions, per operator, and the unfused harness's steps for context."""
+    pct = lambda x: f"{100 * x:+.1f}%"
+    cals = sorted(CALIBRATIONS.glob("h200-cuda-*.json"))
+    if not cals:
+        return []
+    first = json.loads(cals[0].read_text())
+    toolchain = (GPU / "logs" / "toolchain.txt").read_text().splitlines()
+    torch_line = next((t for t in toolchain if t.startswith("torch")), "torch: not recorded")
+    lines = ["", "## Measured on an H200 here (issue #24)", "",
+             f"`scripts/device_check.sh` ran on this project's lent {first['provenance']['device']} "
+             f"({first['provenance']['runtime']}; {torch_line}; clocks {first['provenance']['clocks']}) on "
+             f"{first['provenance']['date'][:10]}; its logs are in `tests/data/gpu/logs`. `capplan calibrate --backend cuda` "
+             "measured each model's layer GEMMs (cuBLASLt, the L2 flushed before each run), copies and launches "
+             "(`models/calibration/h200-cuda-<model>.json`). `scripts/device_step.py` then ran each model's prefill and "
+             "decode step with random bf16 weights: cuBLAS GEMMs, cuDNN's fused attention through "
+             "`scaled_dot_product_attention`, decode replayed from a CUDA graph, and the element-wise work fused by "
+             "`torch.compile` as vLLM V1 runs it (*compiled*; the rows `gpu_step` and `gpu_step_calibrated`) or left as "
+             "PyTorch's separate kernels (*eager*: more kernels than an engine launches; context only, no rows). "
+             "capplan predicts the same step with no engine around it (`inference.engine_overhead` zero): with the "
+             "catalog's H200 efficiencies (`gpu_step`) and with the model's calibration (`gpu_step_calibrated`). A step "
+             f"whose wall time exceeds the sum of its kernels by more than {100 * HOST_BOUND:.0f}% was paced by the "
+             "script's Python dispatch (a short prefill outside a CUDA graph): shown, not compared.",
+             "", "### The calibration's layer check (one layer at a 2,048-token prompt, the GEMMs measured alone)", "",
+             "| model | operator | measured | catalog | error | calibrated | error |", "|---|---|---:|---:|---:|---:|---:|"]
+    for f in cals:
+        report = json.loads(f.read_text())["report"]
+        lines += [f"| {report['model']} | {o['op']} | {1e3 * o['measured_s']:.3f} ms | {1e3 * o['predicted_before_s']:.3f} ms | "
+                  f"{pct(o['error_before'])} | {1e3 * o['predicted_after_s']:.3f} ms | {pct(o['error_after'])} |"
+                  for o in report["ops"]]
+    lines += ["", "These operators are the ones the calibration fitted, so the calibrated column only shows the fit "
+              "reproduces them; the catalog column is a held-out check of the catalog's GEMM efficiency.", "",
+              "### Steps (compiled)", "",
+              "| step | measured | kernels | catalog | error | calibrated | error | compared |",
+              "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for st in gpu_steps("compiled"):
+        (cat, _), (cal, _) = _gpu_both(st)
+        m = st["measured_ms"]
+        lines.append(f"| {_gpu_label(st)} | {m:.2f} ms | {st['kernels_ms']:.2f} ms | {cat:.2f} ms | {pct(cat / m - 1)} | "
+                     f"{cal:.2f} ms | {pct(cal / m - 1)} | {'no: host-bound' if st['host_bound'] else 'yes'} |")
+    lines += ["", "### Per operator (compiled, GPU-bound steps): the profiler's kernel times against capplan's operators",
+              "", "GEMM = the attention projections, the MLP and the LM head; attention = the attention core; "
+              "norms and element-wise = everything else the profiler saw (rotary, residual adds, SiLU, KV-cache "
+              "writes, copies).", "",
+              "| step | operator | measured | catalog | calibrated |", "|---|---|---:|---:|---:|"]
+    for st in gpu_steps("compiled"):
+        if st["host_bound"]:
+            continue
+        (_, cat), (_, cal) = _gpu_both(st)
+        k = st["kinds_ms"]
+        for name, measured, ops in (("GEMM", k.get("gemm", 0.0), _GEMM_OPS),
+                                    ("attention", k.get("attention", 0.0), ("attention core",)),
+                                    ("norms and element-wise", k.get("norm", 0.0) + k.get("other", 0.0),
+                                     ("norms and elementwise",))):
+            c, a = sum(cat.get(o, 0.0) for o in ops), sum(cal.get(o, 0.0) for o in ops)
+            lines.append(f"| {_gpu_label(st)} | {name} | {measured:.2f} ms | {c:.2f} ms ({pct(c / measured - 1)}) | "
+                         f"{a:.2f} ms ({pct(a / measured - 1)}) |")
+    lines += ["", "### The unfused harness (eager; context, no rows)", "",
+              "| step | measured | kernels | catalog | calibrated |", "|---|---:|---:|---:|---:|"]
+    for st in gpu_steps("eager"):
+        (cat, _), (cal, _) = _gpu_both(st)
+        m = st["measured_ms"]
+        lines.append(f"| {_gpu_label(st)} | {m:.2f} ms | {st['kernels_ms']:.2f} ms | {cat:.2f} ms ({pct(cat / m - 1)}) | "
+                     f"{cal:.2f} ms ({pct(cal / m - 1)}) |")
+    return lines
 
 
 def bands(rows):

@@ -130,7 +130,7 @@ measurement cuda_decode_attention(std::int64_t batch, std::int64_t context, std:
 
 measurement cuda_launch_latency(const measure_options& o, int device) {
     props(device);
-    return run("kernel launch", "launch", o, [&] { return cuda::launch(device); });
+    return run("kernel in a CUDA graph", "launch", o, [&] { return cuda::launch(device); });
 }
 
 provenance cuda_provenance(int device) {
@@ -202,6 +202,7 @@ calibration_run calibrate_cuda(const model_spec& m, const accelerator_spec& a, c
                     cuda_decode_attention(batch, context, m.kv_heads, m.head_dim, o.probe, o.device));
     const measurement launch = cuda_launch_latency(o.probe, o.device);
     run.measurements.push_back(launch);
+    if (o.on_measured) o.on_measured(run);
 
     run.table = fit_efficiency_table(run.measurements, peaks, "cuda " + dev.name + " " + run.where.date, a.name,
                                      "capplan calibrate --backend cuda, layer shapes of " + m.name);

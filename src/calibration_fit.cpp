@@ -31,6 +31,24 @@ std::vector<efficiency_point> samples(const std::vector<measurement>& ms, const 
     return out;
 }
 
+// The GEMM samples of a format whose arithmetic intensity reaches the ridge (peak FLOP/s over peak
+// bytes/s; Williams et al. 2009): below it a GEMM's time is its memory time, which the step model
+// takes from the memory curve (the larger of the two, inference_perf.hpp). Counted in, such samples
+// make the efficiency two-valued at one size (a 16-token GEMM of a large matrix as slow per FLOP as
+// a 128-token GEMM of a small matrix is fast) and the spline's knots negative between them. All the
+// samples when none reaches the ridge (a slow memory, or no memory peak to compare with).
+std::vector<efficiency_point> compute_bound_gemms(const std::vector<measurement>& ms, const std::string& format,
+                                                  flop_rate peak, byte_rate memory) {
+    std::vector<efficiency_point> all = samples(ms, "gemm", format, peak.si(), 1.0), above;
+    if (memory.si() <= 0) return all;
+    const double ridge = peak.si() / memory.si();
+    for (const auto& m : ms)
+        if (m.kind == "gemm" && m.format == format && m.time.si() > 0 && m.work.bytes.si() > 0 &&
+            m.work.flops.si() / m.work.bytes.si() >= ridge)
+            above.push_back({m.work.flops.si(), m.achieved_flops().si() / peak.si()});
+    return above.empty() ? all : above;
+}
+
 // The fastest round's median: interference from other work on the machine only ever adds time, so
 // the least disturbed round is the best estimate of the kernel's own time (for probes and layer alike).
 measurement best_round(const std::vector<std::vector<measurement>>& rounds, std::size_t i) {
@@ -57,7 +75,7 @@ efficiency_table fit_efficiency_table(const std::vector<measurement>& ms, const 
     t.source = std::move(source);
     for (const auto& [format, peak] : peaks.flops) {
         if (peak.si() <= 0) continue;
-        if (auto s = samples(ms, "gemm", format, peak.si(), 1.0); !s.empty()) {
+        if (auto s = compute_bound_gemms(ms, format, peak, peaks.memory); !s.empty()) {
             t.gemm[format] = fit_efficiency_curve(std::move(s));
             t.peak_flops[format] = peak;
         }

@@ -229,7 +229,8 @@ def calibrate_cuda(model, accelerator: Optional[str] = None, layer_tokens: int =
     host copies pinned and pageable, decode attention, kernel launch latency; curves fitted as
     fractions of the catalog ``accelerator``'s peaks (default: the catalog entry named like the
     device). Returns the calibration file as a dict, written to ``output`` when given. Raises
-    DeviceError where there is no GPU or the CUDA backend was not built."""
+    DeviceError where there is no GPU or the CUDA backend was not built, and where the fit fails
+    (the raw measurements are then in ``output`` + ".measurements.json")."""
     from .units import TIME, quantity
     ref, is_config = _model_ref(model)
     device = _args.integer(device, "/device", 0, 1023)
@@ -242,7 +243,8 @@ def calibrate_cuda(model, accelerator: Optional[str] = None, layer_tokens: int =
                                      _args.integer(layer_tokens, "/layer_tokens", 1, _TOKENS), _token_list(gemm_tokens, "/gemm_tokens"),
                                      _formats(formats), quantity(max_time, TIME, "/max_time").si, device,
                                      _args.optional_text(command, "/command") or
-                                     f"capplan.calibration.calibrate_cuda({ref if not is_config else 'config'!r})")
+                                     f"capplan.calibration.calibrate_cuda({ref if not is_config else 'config'!r})",
+                                     "" if output is None else str(output) + ".measurements.json")
     if output is not None:
         Path(output).write_text(text + "\n")
     return CalibrationResult(json.loads(text))

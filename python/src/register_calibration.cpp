@@ -1,5 +1,6 @@
 #include <pybind11/stl.h>
 
+#include <fstream>
 #include <tuple>
 
 #include "capplan/calibration/cpu_backend.hpp"
@@ -58,7 +59,7 @@ void register_calibration(py::module_& m) {
         "calibrate_cuda_json",
         [](const std::string& model, bool is_config, const std::string& name, const std::string& accelerator, std::int64_t layer_tokens,
            const std::vector<std::int64_t>& gemm_tokens, const std::vector<std::string>& formats, double max_time_s,
-           int device, const std::string& command) {
+           int device, const std::string& command, const std::string& raw_path) {
             const catalog& cat = default_catalog();
             const model_spec spec = resolve_model(model, is_config, name);
             const accelerator_spec a = cat.accelerator(accelerator, "/accelerator");
@@ -68,13 +69,21 @@ void register_calibration(py::module_& m) {
             o.formats = formats;
             o.probe.max_time = duration::from_si(max_time_s);
             o.device = device;
+            std::string raw;
+            o.on_measured = [&](const calibration_run& r) { raw = measurements_json(r.where, r.measurements); };
             py::gil_scoped_release release;
-            return calibration_json(calibrate_cuda(spec, a, o), command);
+            try {
+                return calibration_json(calibrate_cuda(spec, a, o), command);
+            } catch (const config_error& e) {  // the fit: keep what the device measured
+                if (raw.empty() || raw_path.empty() || !(std::ofstream(raw_path) << raw << "\n")) throw;
+                throw device_error(std::string(e.what()) + "; the raw measurements are in " + raw_path);
+            }
         },
         py::arg("model"), py::arg("is_config"), py::arg("name"), py::arg("accelerator"), py::arg("layer_tokens"), py::arg("gemm_tokens"),
-        py::arg("formats"), py::arg("max_time_s"), py::arg("device"), py::arg("command"),
+        py::arg("formats"), py::arg("max_time_s"), py::arg("device"), py::arg("command"), py::arg("raw_path") = "",
         "Measure a CUDA device as a catalog accelerator on a model's layer shapes and fit the efficiency table; "
-        "the calibration file as JSON. DeviceError without a GPU or without the CUDA backend.");
+        "the calibration file as JSON. DeviceError without a GPU or without the CUDA backend; where the fit fails "
+        "and raw_path is given, the measurements are written there first.");
     m.def(
         "calibrate_cpu_json",
         [](const std::string& model, bool is_config, const std::string& name, std::int64_t layer_tokens, const std::vector<std::int64_t>& gemm_tokens,

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "capplan/calibration/cpu_backend.hpp"
+#include "capplan/calibration/efficiency_fit.hpp"
 #include "capplan/error.hpp"
 
 using namespace capplan;
@@ -79,4 +80,35 @@ TEST_CASE("CPU memory probes count bytes as STREAM does") {
     CHECK_FALSE(p.device.empty());
     CHECK(p.runtime.find("Eigen 3.") != std::string::npos);
     CHECK(p.date.size() == 20);
+}
+
+TEST_CASE("the GEMM curve is fitted from the GEMMs at or above the ridge, all of them when none is") {
+    // Peaks 1 PFLOP/s and 5 TB/s: the ridge is 200 FLOP/B. Efficiency = FLOPs / time / 1 PFLOP/s.
+    auto gemm = [](double flops, double bytes, double seconds) {
+        measurement m;
+        m.kind = "gemm";
+        m.format = "bf16";
+        m.work = {flops * FLOP, bytes * B};
+        m.time = duration::from_si(seconds);
+        return m;
+    };
+    const measurement small = gemm(1e9, 1e8, 20e-6);         // 10 FLOP/B: 0.05, memory-bound
+    const measurement wide = gemm(3.8e10, 1e9, 500e-6);      // 38 FLOP/B: 0.076, memory-bound, near `mid`'s FLOPs
+    const measurement mid = gemm(4e10, 1e8, 80e-6);          // 400 FLOP/B: 0.5
+    const measurement large = gemm(1.6e11, 2e8, 200e-6);     // 800 FLOP/B: 0.8
+    reference_peaks peaks;
+    peaks.flops["bf16"] = flop_rate::from_si(1e15);
+    peaks.memory = byte_rate::from_si(5e12);
+    const auto t = fit_efficiency_table({small, wide, mid, large}, peaks, "t", "X", "test");
+    const auto& curve = t.gemm.at("bf16").points;
+    REQUIRE(curve.size() == 2);  // two samples, two knots: the fit goes through both
+    CHECK(curve[0].work == doctest::Approx(4e10));
+    CHECK(curve[0].value == doctest::Approx(0.5));
+    CHECK(curve[1].work == doctest::Approx(1.6e11));
+    CHECK(curve[1].value == doctest::Approx(0.8));
+    // None at the ridge (a slow memory): every GEMM counts.
+    const auto below = fit_efficiency_table({small, wide}, peaks, "t", "X", "test");
+    REQUIRE(below.gemm.at("bf16").points.size() == 2);
+    CHECK(below.gemm.at("bf16").points[0].value == doctest::Approx(0.05));
+    CHECK(below.gemm.at("bf16").points[1].value == doctest::Approx(0.076));
 }

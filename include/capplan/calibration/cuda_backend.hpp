@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,8 @@ measurement cuda_host_copy(data_size size, bool to_device, bool pinned, const me
 // One decode token per sequence reading its K and V cache (bf16), kind "decode_attention".
 measurement cuda_decode_attention(std::int64_t batch, std::int64_t context, std::int64_t kv_heads,
                                   std::int64_t head_dim, const measure_options& options = {}, int device = 0);
-// Time per launch of an empty kernel in a burst (asynchronous launch overhead), kind "launch".
+// Time per kernel of a chain of tiny kernels replayed from a CUDA graph (what the step model charges
+// each kernel: efficiency.kernel_launch), kind "launch".
 measurement cuda_launch_latency(const measure_options& options = {}, int device = 0);
 
 provenance cuda_provenance(int device = 0);
@@ -42,6 +44,8 @@ struct cuda_calibration_options {
     data_size host_copy = data_size::from_si(256.0 * 1048576.0);
     measure_options probe;
     int device = 0;
+    // Called with the measurements before the fit, so that a fit that fails does not lose them.
+    std::function<void(const calibration_run&)> on_measured;
 };
 
 // Measures the device as the catalog accelerator `a` (its peaks are the references): the layer's

@@ -42,7 +42,8 @@ device_properties properties(int device);
 std::vector<std::string> gemm_formats(int device);
 
 // Y[m, n] = X[m, k] W[n, k]^T as a framework's linear layer: m tokens, n outputs, k inputs
-// (cuBLASLt "TN", fp32 accumulation, the heuristic's first algorithm, 32 MiB workspace).
+// (cuBLASLt "TN", fp32 accumulation, the heuristic's first algorithm, 32 MiB workspace), the L2
+// flushed before each run as in a model, whose every layer reads its own weights from memory.
 std::unique_ptr<timed_probe> gemm(int device, std::int64_t m, std::int64_t n, std::int64_t k,
                                   const std::string& format);
 
@@ -53,11 +54,13 @@ std::unique_ptr<timed_probe> device_copy(int device, double bytes);
 std::unique_ptr<timed_probe> host_copy(int device, double bytes, bool to_device, bool pinned);
 
 // Decode attention: one query token per sequence reads its K and V cache (bf16) with an online
-// softmax, batch x kv_heads blocks; bytes = K + V read once; L2 flushed before each run.
+// softmax, split over the context (flash-decoding) so that batch 1 fills the device; bytes = K + V
+// read once; L2 flushed before each run.
 std::unique_ptr<timed_probe> decode_attention(int device, std::int64_t batch, std::int64_t context,
                                               std::int64_t kv_heads, std::int64_t head_dim);
 
-// A burst of 1000 empty kernels: run_once returns the time per launch.
+// 1000 tiny kernels replayed from a CUDA graph, as decode steps run: run_once returns the time per
+// kernel (launch, ramp and tail).
 std::unique_ptr<timed_probe> launch(int device);
 
 }  // namespace capplan::cuda

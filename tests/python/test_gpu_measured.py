@@ -1,0 +1,86 @@
+"""What the H200 measured (issue #24): the shipped CUDA calibrations (models/calibration/h200-cuda-*.json) and
+the prefill and decode steps of tests/data/gpu, measured by scripts/device_check.sh on 2026-12-04.
+
+The calibrations validate, say where and when they were measured, and apply to estimates. Every measured step is
+held out (no constant of capplan was chosen with it): the catalog's prediction of each step the GPU paced stays
+within 10% (docs/validation.md, 'Measured on an H200 here', lists them), the calibrated prediction of decode
+steps within 10%, and the calibrated prefill's known gap (kernel-level GEMM efficiency, element-wise work the
+step model under-counts) is bounded so that it cannot grow unnoticed. The figures come from
+scripts/validation_report.py, so this test and the document cannot disagree.
+"""
+import json
+import pathlib
+
+import pytest
+
+import capplan
+from schema_support import validator as schema_validator
+from test_validation import report  # scripts/validation_report.py, loaded by path
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CALIBRATIONS = sorted((ROOT / "models" / "calibration").glob("h200-cuda-*.json"))
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return report._gpu_rows()
+
+
+def test_the_shipped_h200_calibrations_validate_and_say_where_they_were_measured():
+    assert [f.name for f in CALIBRATIONS] == ["h200-cuda-llama-3.1-8b.json", "h200-cuda-qwen3-8b.json"]
+    validate = schema_validator("efficiency_calibration.schema.json")
+    for f in CALIBRATIONS:
+        cal = json.loads(f.read_text())
+        validate.validate(cal)
+        where = cal["provenance"]
+        assert where["backend"] == "cuda" and where["device"].startswith("NVIDIA H200 (sm_90")
+        assert "driver 13.0" in where["runtime"] and "SM 1980 MHz" in where["clocks"]
+        assert where["date"].startswith("2026-12-04")
+        # Raw measurements of every probe kind beside the fitted curves.
+        kinds = {m["kind"] for m in cal["measurements"]}
+        assert kinds == {"gemm", "memory_copy", "host_to_device", "device_to_host", "decode_attention", "launch"}
+        assert set(cal["curves"]["gemm"]) == {"bf16", "fp16", "fp8"}
+
+
+def test_a_calibration_fits_only_gemms_at_or_above_the_ridge():
+    # H200 bf16 ridge: 989.5 TFLOP/s / 4.8 TB/s = 206 FLOP/B; the knots are the compute-bound shapes' FLOPs.
+    cal = json.loads(CALIBRATIONS[0].read_text())
+    ridge = 989.5e12 / 4.8e12
+    above = sorted({m["flops"] for m in cal["measurements"]
+                    if m["kind"] == "gemm" and m["format"] == "bf16" and m["flops"] / m["bytes"] >= ridge})
+    knots = [p["flops"] for p in cal["curves"]["gemm"]["bf16"]]
+    assert knots == pytest.approx(above, rel=1e-9)
+    assert len(knots) == 8  # 4 GEMMs of the layer at 512 and at 2,048 tokens; 1, 16 and 128 tokens are below
+
+
+def test_the_calibration_applies_to_an_h200_estimate():
+    cal = CALIBRATIONS[0]
+    scenario = {"model": "Llama-3.1-8B", "system": {"accelerator": "H200", "count": 1},
+                "inference": {"input_tokens": 2048, "output_tokens": 64, "batch": 1}}
+    r = capplan.estimate(scenario, calibration=cal).to_dict()
+    assert r["efficiency_table"] == json.loads(cal.read_text())["name"]
+    # Its kernel launch is the measured one (a tiny kernel in a CUDA graph), not the catalog's 2.2 us.
+    assert any("712.7 ns per kernel" in n for n in r["notes"])
+
+
+def test_every_step_the_gpu_paced_is_a_held_out_row_of_both_predictions(rows):
+    steps = [s for s in report.gpu_steps("compiled") if not s["host_bound"]]
+    assert len(steps) == 12  # 2 models x (2 prompts + 4 decode batches); the 512-token prompts were host-bound
+    assert len(rows) == 2 * len(steps) and all(r["role"] == "held_out" for r in rows)
+    bound = [s for s in report.gpu_steps("compiled") if s["host_bound"]]
+    assert {(s["model"], s["phase"], s["tokens"]) for s in bound} == {("Llama-3.1-8B", "prefill", 512),
+                                                                      ("Qwen3-8B", "prefill", 512)}
+
+
+def test_the_catalog_predicts_each_measured_step_within_10_percent(rows):
+    catalog = {r["id"]: r["error"] for r in rows if r["quantity"] == "gpu_step"}
+    assert all(abs(e) <= 0.10 for e in catalog.values()), catalog
+
+
+def test_the_calibration_predicts_decode_within_10_percent_and_its_prefill_gap_stays_bounded(rows):
+    calibrated = [r for r in rows if r["quantity"] == "gpu_step_calibrated"]
+    decode = {r["id"]: r["error"] for r in calibrated if " decode " in r["id"]}
+    prefill = {r["id"]: r["error"] for r in calibrated if " prefill " in r["id"]}
+    assert len(decode) == 8 and all(abs(e) <= 0.10 for e in decode.values()), decode
+    # Known gap, 2026-12-04: -18% to -22% (the GEMMs' kernel-level efficiency and under-counted element-wise work).
+    assert len(prefill) == 4 and all(-0.25 <= e < 0 for e in prefill.values()), prefill
