@@ -419,6 +419,7 @@ catalog catalog::load(const std::filesystem::path& dir) {
                 c.entries_.push_back({kind, h.name, file, text.str()});
                 for (const auto& key : [&] { auto v = h.aliases; v.push_back(h.name); return v; }()) {
                     const auto lk = detail::lower(key);
+                    c.exact_.emplace(key, c.entries_.size() - 1);
                     const auto [it, inserted] = c.index_.emplace(lk, c.entries_.size() - 1);
                     if (!inserted && c.entries_[it->second].name != h.name)
                         throw config_error("/aliases", "'" + key + "'",
@@ -481,7 +482,8 @@ std::filesystem::path catalog::default_dir() {
 }
 
 
-const catalog::entry& catalog::find(entry_kind k, std::string_view name, const std::string& field) const {
+const catalog::entry& catalog::find(entry_kind k, std::string_view name, std::string_view field) const {
+    if (const auto e = exact_.find(name); e != exact_.end() && entries_[e->second].kind == k) return entries_[e->second];
     const auto it = index_.find(detail::lower(name));
     if (it != index_.end() && entries_[it->second].kind == k) return entries_[it->second];
     // Match against names and aliases (an alias is often what the user half-remembers),
@@ -496,22 +498,22 @@ const catalog::entry& catalog::find(entry_kind k, std::string_view name, const s
             suggestions.push_back(canonical);
         if (suggestions.size() == 3) break;
     }
-    throw unknown_name_error(field, std::string(name), kind_name(k), suggestions);
+    throw unknown_name_error(std::string(field), std::string(name), kind_name(k), suggestions);
 }
 
-const model_spec& catalog::model(std::string_view name, const std::string& field) const {
+const model_spec& catalog::model(std::string_view name, std::string_view field) const {
     return models_.at(find(entry_kind::model, name, field).name);
 }
-const accelerator_spec& catalog::accelerator(std::string_view name, const std::string& field) const {
+const accelerator_spec& catalog::accelerator(std::string_view name, std::string_view field) const {
     return accelerators_.at(find(entry_kind::accelerator, name, field).name);
 }
-const link_spec& catalog::link(std::string_view name, const std::string& field) const {
+const link_spec& catalog::link(std::string_view name, std::string_view field) const {
     return links_.at(find(entry_kind::link, name, field).name);
 }
-const storage_spec& catalog::storage(std::string_view name, const std::string& field) const {
+const storage_spec& catalog::storage(std::string_view name, std::string_view field) const {
     return storage_.at(find(entry_kind::storage, name, field).name);
 }
-const site_spec& catalog::site(std::string_view name, const std::string& field) const {
+const site_spec& catalog::site(std::string_view name, std::string_view field) const {
     return sites_.at(find(entry_kind::site, name, field).name);
 }
 
@@ -520,11 +522,11 @@ const fabric_parts* catalog::fabric(std::string_view link) const {
     return it == fabrics_.end() ? nullptr : &it->second;
 }
 
-const system_entry& catalog::system_preset(std::string_view name, const std::string& field) const {
+const system_entry& catalog::system_preset(std::string_view name, std::string_view field) const {
     return systems_.at(find(entry_kind::system, name, field).name);
 }
 
-system_spec catalog::system(std::string_view name, const std::string& field) const {
+system_spec catalog::system(std::string_view name, std::string_view field) const {
     const system_entry& e = system_preset(name, field);
     system_spec s;
     s.preset = e.name;

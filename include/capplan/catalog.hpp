@@ -61,21 +61,21 @@ public:
 
     // Lookups by name or alias; unknown names throw unknown_name_error with suggestions,
     // naming `field` (the JSON pointer of the request).
-    const model_spec& model(std::string_view name, const std::string& field = "/model") const;
+    const model_spec& model(std::string_view name, std::string_view field = "/model") const;
     // An accelerator's "efficiency": {"as": NAME}: copies NAME's measured efficiencies into `a`
     // (NAME must carry its own); `field` is the accelerator's JSON pointer. Nothing when unset.
     void share_named_efficiencies(accelerator_spec& a, const std::string& field) const;
-    const accelerator_spec& accelerator(std::string_view name, const std::string& field = "/system/accelerator") const;
-    const link_spec& link(std::string_view name, const std::string& field = "/link") const;
-    const storage_spec& storage(std::string_view name, const std::string& field = "/system/storage") const;
-    const system_entry& system_preset(std::string_view name, const std::string& field = "/system/preset") const;
-    const site_spec& site(std::string_view name, const std::string& field = "/cost/site") const;
+    const accelerator_spec& accelerator(std::string_view name, std::string_view field = "/system/accelerator") const;
+    const link_spec& link(std::string_view name, std::string_view field = "/link") const;
+    const storage_spec& storage(std::string_view name, std::string_view field = "/system/storage") const;
+    const system_entry& system_preset(std::string_view name, std::string_view field = "/system/preset") const;
+    const site_spec& site(std::string_view name, std::string_view field = "/cost/site") const;
     // models/uncertainty.json: the validated quantities' error bands (empty where the file is absent).
     const uncertainty_bands& uncertainty() const { return uncertainty_; }
     // The switch, NIC and optics a fabric of the link is built of; null where the catalog does not say.
     const fabric_parts* fabric(std::string_view link) const;
     // A preset with its accelerator, links and storage resolved, count = per_node * nodes.
-    system_spec system(std::string_view name, const std::string& field = "/system/preset") const;
+    system_spec system(std::string_view name, std::string_view field = "/system/preset") const;
 
     // Canonical names of a kind, sorted.
     std::vector<std::string> names(entry_kind k) const;
@@ -92,12 +92,15 @@ private:
         std::filesystem::path file;
         std::string text;
     };
-    const entry& find(entry_kind k, std::string_view name, const std::string& field) const;
+    const entry& find(entry_kind k, std::string_view name, std::string_view field) const;
 
     std::filesystem::path dir_;
     std::string version_ = "unversioned";
     std::vector<entry> entries_;
     std::map<std::string, std::size_t> index_;  // lower-case name/alias -> entries_ position
+    // Name/alias as written -> entries_ position: the spelling presets and scenarios mostly use, found without
+    // lower-casing a copy (a sweep looks names up for every point).
+    std::map<std::string, std::size_t, std::less<>> exact_;
     std::map<std::string, model_spec> models_;  // by canonical name
     std::map<std::string, accelerator_spec> accelerators_;
     std::map<std::string, link_spec> links_;

@@ -203,7 +203,7 @@ def _sweep_columns(scenario: Mapping[str, Any], values: Dict[str, List[Any]], co
     show = _args.boolean(progress, "/progress")
     late = _args.boolean(infeasible_speed, "/infeasible_speed")
     threads = 0 if workers is None else _args.integer(workers, "/workers", 1, 1024)
-    axes = [(k, [json.dumps(_jsonable(_parse_cell(v), f"/grid/{k}")) for v in vals]) for k, vals in values.items()]
+    axes = [(k, [_cell_json(v, f"/grid/{k}") for v in vals]) for k, vals in values.items()]
     points = math.prod(len(v) for v in values.values())
     if client is not None:
         from ._dask import sweep_columns_on_cluster
@@ -344,8 +344,11 @@ def _column_frame(values: Dict[str, List[Any]], table: Dict[str, Any], infeasibl
     if arrays:
         out["feasible"] = feasible
         out["reasons"] = numpy.full(n, "", dtype=object)
+        texts: Dict[Tuple[str, ...], str] = {}  # many points share their reasons: each list written once
         for i, why in reasons.items():
-            out["reasons"][i] = json.dumps(why)
+            key = tuple(why)
+            text = texts.get(key)
+            out["reasons"][i] = text if text is not None else texts.setdefault(key, json.dumps(why))
         blank = [] if infeasible_speed else numpy.flatnonzero(~feasible).tolist()
     else:
         feasible = [None] * n if feasible is None else feasible.tolist() if hasattr(feasible, "tolist") else feasible
@@ -359,7 +362,7 @@ def _column_frame(values: Dict[str, List[Any]], table: Dict[str, Any], infeasibl
     if errors:
         out["error"] = [errors.get(i) for i in range(n)]
     for key, version in _versions().items():
-        out[key] = [version] * n
+        out[key] = numpy.full(n, version, dtype=object) if arrays else [version] * n
     return out if pandas is None else pandas.DataFrame(out)
 
 
@@ -386,6 +389,13 @@ def _input_columns(values: Dict[str, List[Any]], n: int, arrays: bool) -> Dict[s
     return out
 
 
+def _cell_json(value: Any, field: str) -> str:
+    """A grid value's JSON text, as the core's sweep patches it in; an int's without the encoder."""
+    if type(value) is int:
+        return str(value)
+    return json.dumps(_jsonable(_parse_cell(value), field))
+
+
 def sweep_partition(base: Mapping[str, Any], points: Sequence[Mapping[str, Any]], infeasible_speed: bool) -> List[Row]:
     """One partition of a sweep, as a Dask worker runs it: its points' rows, on one of the worker's threads."""
     return run_rows(points, base=base, infeasible_speed=infeasible_speed, threads=1)
@@ -404,8 +414,10 @@ def _grid(grid) -> Dict[str, List[Any]]:
         values = _args.items(v, f"/grid/{key}", "a list of values")
         if not values:
             raise _error(f"/grid/{key}: no values (got []); allowed: a list of values")
+        field = f"/grid/{key}"
         for value in values:
-            _jsonable(_parse_cell(value), f"/grid/{key}")
+            if type(value) is not int:  # an int is JSON as it is (the common grid: counts, batches, degrees)
+                _jsonable(_parse_cell(value), field)
         out[key] = values
     return out
 

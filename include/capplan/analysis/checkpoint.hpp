@@ -170,13 +170,16 @@ inline checkpoint_size checkpoint_bytes(const model_spec& m, const parameter_bre
     // Per rank, stage by stage. (A layout's problems are shard_weights' to report: an estimate gives them as reasons.)
     const weight_sharding w = shard_weights(m, p);
     const double stage_ranks = static_cast<double>(p.tp) * p.dp * p.cp;
+    training_memory_options states;  // what a rank holds and saves: its model states, no activations, no notes
+    states.states_only = true;
+    states.explain = false;
     for (std::size_t s = 0; s < w.stages.size(); ++s) {
         const device_parameters& d = w.stages[s].params;
         const double routed = d.routed_experts, dense = d.total() - routed;
         // The stage's parameters once: dense split over tp, routed experts over ep x etp.
         const double distinct = dense * p.tp + routed * static_cast<double>(p.ep) * p.etp;
         const data_size spread = distinct * saved / stage_ranks * B + rng;
-        const training_memory tm = estimate_training_memory_stage(m, w, prec, p, t, static_cast<int>(s));
+        const training_memory tm = estimate_training_memory_stage(m, w, prec, p, t, static_cast<int>(s), states);
         const data_size held = tm.weights + tm.optimizer_states + tm.master_weights + tm.host_offload + rng;
         const data_size write = o.fully_parallel_save ? spread : held;
         const data_size read = o.fully_parallel_load ? spread : held;

@@ -65,6 +65,7 @@ struct training_memory_options {
     double moe_capacity_factor = 1.0;
     std::optional<number_format> gradients;  // override the gradient format (default: see bytes_per_parameter)
     bool explain = true;  // false: the numbers only, no notes (a search evaluating many layouts)
+    bool states_only = false;  // the model states (weights, gradients, optimizer, master, offload) without activations
 };
 
 // Bytes per parameter of each model state before any sharding.
@@ -409,6 +410,8 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
         if (o.explain) out.notes.push_back("optimizer states and master weights offloaded to host memory (ZeRO-Offload, Ren et al. "
                                            "2021, arXiv:2101.06840); gradients conservatively kept on the device");
     }
+
+    if (o.states_only) return out;
 
     // Activations.
     activation_options ao;
