@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capplan/analysis/engine_allreduce.hpp"
@@ -106,14 +107,16 @@ inline const std::vector<engine_profile>& engine_profiles() {
     return profiles;
 }
 
-// The profile named `name`; config_error at `field` listing the profiles otherwise.
-inline const engine_profile& find_engine_profile(const std::string& name, const std::string& field) {
+// The profile named `name`; config_error at `field` listing the profiles otherwise. By value (string_view): a
+// reference parameter bound to a temporary string makes GCC 13 warn that the returned reference may dangle
+// (-Wdangling-reference), though it refers to engine_profiles()' static table.
+inline const engine_profile& find_engine_profile(std::string_view name, std::string_view field) {
     std::string names;
     for (const auto& p : engine_profiles()) {
         if (p.name == name) return p;
         names += (names.empty() ? "" : ", ") + p.name;
     }
-    throw config_error(field, "'" + name + "'", "not a serving-engine profile", names);
+    throw config_error(std::string(field), "'" + std::string(name) + "'", "not a serving-engine profile", names);
 }
 
 }  // namespace capplan
