@@ -19,7 +19,7 @@ LOGS="$(mktemp -d)"  # the logs, packed into $OUT/device-logs.tar.gz at the end 
 mkdir -p "$OUT"      # brings back at most 8 files: the calibrations, the step timings and that archive)
 trap 'tar czf "$OUT/device-logs.tar.gz" -C "$LOGS" .' EXIT
 failed=0
-stage() {  # stage NAME COMMAND...: runs it, its output to $OUT/NAME.log and the terminal
+stage() {  # stage NAME COMMAND...: runs it, its output to $LOGS/NAME.log and the terminal
     local name=$1
     shift
     echo "== $name ($(date -u +%T))"
@@ -44,7 +44,7 @@ for d in /usr/local/cuda/include $(for s in $site; do echo "$s/nvidia/cu13/inclu
 done
 for s in $site; do
     for d in "$s/nvidia/cu13/lib" "$s/nvidia/cublas/lib"; do
-        [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+        [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     done
 done
 echo "cublasLt.h: ${lt_include:-not found}; LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}" | tee -a "$LOGS/toolchain.txt"
@@ -60,7 +60,7 @@ B=build/device
 configure() {
     cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAPPLAN_BUILD_BENCH=OFF -DCAPPLAN_BUILD_TESTS=ON \
         -DCMAKE_CUDA_ARCHITECTURES=90 -DPython_EXECUTABLE="$(command -v "$PY")" \
-        ${lt_include:+-DCAPPLAN_CUBLASLT_INCLUDE=$lt_include} "${deps[@]}"
+        ${lt_include:+-DCAPPLAN_CUBLASLT_INCLUDE=$lt_include} ${deps[@]+"${deps[@]}"}
 }
 stage configure configure || { echo "configure failed: nothing to run"; exit 1; }
 stage build_cpp timeout 300 cmake --build $B -j "$(nproc)" --target capplan_gpu_check || { echo "no GPU check built"; exit 1; }

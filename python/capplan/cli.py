@@ -337,7 +337,7 @@ def _cmd_calibrate(args) -> str:
         if cuda:
             run = calibrate_cuda(model, accelerator=args.accelerator, layer_tokens=layer_tokens, gemm_tokens=tokens,
                                  formats=args.format or (), max_time=args.max_time, device=args.device,
-                                 command=command or "capplan calibrate --backend cuda")
+                                 output=args.output, command=command or "capplan calibrate --backend cuda")
         else:
             run = calibrate_cpu(model, layer_tokens=layer_tokens, gemm_tokens=tokens, formats=args.format or ["fp32"],
                                 rounds=args.rounds, max_time=args.max_time, command=command or "capplan calibrate",

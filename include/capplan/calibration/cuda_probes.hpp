@@ -54,7 +54,7 @@ std::unique_ptr<timed_probe> device_copy(int device, double bytes);
 std::unique_ptr<timed_probe> host_copy(int device, double bytes, bool to_device, bool pinned);
 
 // Decode attention: one query token per sequence reads its K and V cache (bf16) with an online
-// softmax, split over the context (flash-decoding) so that batch 1 fills the device; bytes = K + V
+// softmax, split over the context (flash-decoding; far slower than cuDNN's kernel, see docs/formulas.md); bytes = K + V
 // read once; L2 flushed before each run.
 std::unique_ptr<timed_probe> decode_attention(int device, std::int64_t batch, std::int64_t context,
                                               std::int64_t kv_heads, std::int64_t head_dim);
