@@ -58,9 +58,12 @@ def test_the_calibration_applies_to_an_h200_estimate():
     scenario = {"model": "Llama-3.1-8B", "system": {"accelerator": "H200", "count": 1},
                 "inference": {"input_tokens": 2048, "output_tokens": 64, "batch": 1}}
     r = capplan.estimate(scenario, calibration=cal).to_dict()
-    assert r["efficiency_table"] == json.loads(cal.read_text())["name"]
+    measured = json.loads(cal.read_text())
+    assert r["efficiency_table"] == measured["name"]
     # Its kernel launch is the measured one (a tiny kernel in a CUDA graph), not the catalog's 2.2 us.
-    assert any("712.7 ns per kernel" in n for n in r["notes"])
+    launch = next(m["time_s"] for m in measured["measurements"] if m["kind"] == "launch")
+    assert capplan.quantity(measured["kernel_launch"]).si == pytest.approx(launch, rel=1e-3)
+    assert any(f"{measured['kernel_launch']} per kernel" in n for n in r["notes"])
 
 
 def test_every_step_the_gpu_paced_is_a_held_out_row_of_both_predictions(rows):
