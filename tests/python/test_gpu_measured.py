@@ -87,3 +87,44 @@ def test_the_calibration_predicts_decode_within_10_percent_and_its_prefill_gap_s
     assert len(decode) == 8 and all(abs(e) <= 0.10 for e in decode.values()), decode
     # Known gap, 2026-12-04: -18% to -22% (the GEMMs' kernel-level efficiency and under-counted element-wise work).
     assert len(prefill) == 4 and all(-0.25 <= e < 0 for e in prefill.values()), prefill
+
+
+# Training steps of small decoders, measured by scripts/device_train_step.py (issue #20, item 3), all held out.
+@pytest.fixture(scope="module")
+def training_rows():
+    return {(r["id"], r["quantity"]): r for r in report._gpu_training_rows()}
+
+
+def test_the_measured_training_steps_were_gpu_bound_and_eager_dispatch_is_measured():
+    d = json.loads((ROOT / "tests" / "data" / "gpu" / "h200_train_steps.json").read_text())
+    assert d["device"] == "NVIDIA H200" and d["torch"].startswith("2.11")
+    assert not d.get("errors") and not d.get("did_not_fit")
+    assert [(s["model"], s["compiled"]) for s in d["steps"]] == [
+        ("mpt-125m", False), ("mpt-350m", False), ("mpt-760m", False), ("mpt-1b", False), ("tinyllama-1.1b", False),
+        ("tinyllama-1.1b", True)]
+    for s in d["steps"]:  # the kernels' sum within 5% of the step: the GPU, not Python, paced it
+        assert s["profile"]["kernel_ms"] == pytest.approx(s["median_ms"], rel=0.05), s["model"]
+    # Eager dispatch on this host: microseconds an operator, far below these steps' kernels (tens of microseconds up).
+    assert 1 < d["dispatch"]["issue_us_per_op"] < d["dispatch"]["autograd_fwd_bwd_us_per_op"] < 100
+
+
+def test_capplan_predicts_the_eager_mpt_training_steps_within_10_percent(training_rows):
+    # LayerNorm + GeLU decoders of 125M-1.3B parameters, 14-32 sequences of 2,048 tokens: -8.2% to +0.6% (2026-12-04).
+    steps = {k[0]: r for k, r in training_rows.items() if k[1] == "gpu_training_step" and "[mpt-" in k[0]}
+    assert len(steps) == 4
+    assert all(abs(r["error"]) <= 0.10 for r in steps.values()), {k: r["error"] for k, r in steps.items()}
+
+
+def test_the_hugging_face_eager_llama_step_gap_stays_bounded(training_rows):
+    # Known gap (docs/validation.md): capplan is fast on Hugging Face's eager Llama modules, -15.2% eager and -11.6%
+    # compiled on 2026-12-04: the rotary embedding's kernels over strided q and k and the fp32 residual adds are not
+    # counted as their own passes. Bounded so that it cannot grow unnoticed, and signed: capplan is the faster.
+    for tag in ("measured_gpu_training[tinyllama-1.1b]", "measured_gpu_training[tinyllama-1.1b compiled]"):
+        assert -0.20 <= training_rows[(tag, "gpu_training_step")]["error"] < 0, tag
+
+
+def test_the_measured_peak_memory_is_within_15_percent(training_rows):
+    # capplan's live tensors against the allocator's peak: +12% to +13% on the MPT steps, -5% and -11% on TinyLlama
+    # (2026-12-04); not yet split between the logits (capplan: 16 bytes each at the loss) and the layers' activations.
+    memory = {k[0]: r["error"] for k, r in training_rows.items() if k[1] == "gpu_training_memory"}
+    assert len(memory) == 6 and all(abs(e) <= 0.15 for e in memory.values()), memory

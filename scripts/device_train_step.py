@@ -1,0 +1,256 @@
+"""Measures small decoders' training steps on one CUDA GPU (issue 20, item 3: small models), for comparison
+with capplan's training step (docs/validation.md, "Training steps measured on an H200 here").
+
+Each step is what an eager PyTorch training loop runs: forward under torch.autocast(bfloat16) over fp32
+weights (the Hugging Face Trainer's bf16=True; Composer's amp_bf16), F.scaled_dot_product_attention (causal; on
+the H200 PyTorch 2.11 runs cuDNN's fused flash kernel), F.cross_entropy over all positions' logits, backward, then torch.optim.AdamW (fused) and zero_grad.
+No FSDP and no gradient accumulation: one GPU, one micro-batch a step. Random weights and tokens.
+Per model it records the step time (CUDA events), the peak memory PyTorch allocated, and one step under
+PyTorch's profiler: the kernels' device time by kind and their count, whose sum against the step time is
+the time the GPU waited on the host. A micro-benchmark times the host's eager dispatch per operator.
+
+Shapes: llm-foundry's MPT yamls (GeLU MLP 4x, LayerNorm; MPT's ALiBi is left out: causal attention without a
+bias) at the micro-batch of its benchmark table's A100 rows, and TinyLlama-1.1B (4 KV heads) with Hugging Face's
+eager modules: LlamaRMSNorm's fp32 chain, SwiGLU as silu(gate_proj(x)) * up_proj(x), rotate_half's rotary embedding.
+Usage (on the device machine):
+    python3 scripts/device_train_step.py -o train.json
+"""
+import argparse
+import json
+import platform
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+# name: layers, hidden, heads, kv_heads, ffn, vocab, sequence, micro-batch, llama-style (RMSNorm, SwiGLU, RoPE)
+MODELS = {
+    "mpt-125m": (12, 768, 12, 12, 3072, 50368, 2048, 32, False),
+    "mpt-350m": (24, 1024, 16, 16, 4096, 50368, 2048, 32, False),
+    "mpt-760m": (24, 1536, 12, 12, 6144, 50368, 2048, 24, False),
+    "mpt-1b": (24, 2048, 16, 16, 8192, 50368, 2048, 14, False),
+    "tinyllama-1.1b": (22, 2048, 32, 4, 5632, 32000, 2048, 8, True),
+}
+
+
+class LlamaRMSNorm(torch.nn.Module):
+    """Hugging Face's LlamaRMSNorm (transformers modeling_llama.py): an fp32 chain of separate kernels, not
+    torch.nn.RMSNorm's fused one; capplan's `kernels: eager` describes this chain."""
+
+    def __init__(self, hidden, eps=1e-5):
+        super().__init__()
+        self.weight, self.eps = torch.nn.Parameter(torch.ones(hidden)), eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
+class Decoder(torch.nn.Module):
+    def __init__(self, layers, hidden, heads, kv_heads, ffn, vocab, llama):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd, self.llama = heads, kv_heads, hidden // heads, llama
+        lin = lambda i, o: torch.nn.Linear(i, o, bias=False)  # noqa: E731
+        norm = (lambda: LlamaRMSNorm(hidden)) if llama else (lambda: torch.nn.LayerNorm(hidden, bias=False))
+        self.embed = torch.nn.Embedding(vocab, hidden)
+        self.blocks = torch.nn.ModuleList()
+        for _ in range(layers):
+            b = torch.nn.Module()
+            b.n1, b.n2 = norm(), norm()
+            b.qkv, b.o = lin(hidden, (heads + 2 * kv_heads) * self.hd), lin(heads * self.hd, hidden)
+            b.up, b.down = lin(hidden, ffn), lin(ffn, hidden)
+            if llama:  # Hugging Face's separate gate_proj and up_proj (contiguous outputs for silu and the product)
+                b.gate = lin(hidden, ffn)
+            self.blocks.append(b)
+        self.norm = norm()
+        self.head = lin(hidden, vocab)
+        if not llama:
+            self.head.weight = self.embed.weight  # MPT ties the embedding and the LM head
+        for p in self.parameters():
+            if p.dim() > 1:
+                torch.nn.init.normal_(p, std=0.02)
+
+    @staticmethod
+    def rope(x, cos, sin):  # Hugging Face's apply_rotary_pos_emb: x * cos + rotate_half(x) * sin
+        a, b = x.chunk(2, dim=-1)
+        return x * cos + torch.cat((-b, a), dim=-1) * sin
+
+    def forward(self, tokens):
+        b, t = tokens.shape
+        x = self.embed(tokens)
+        if self.llama:  # the rotary table once a forward, as Hugging Face's rotary_emb computes it
+            inv = 1.0 / (10000.0 ** (torch.arange(0, self.hd, 2, device=x.device, dtype=torch.float32) / self.hd))
+            ang = torch.outer(torch.arange(t, device=x.device, dtype=torch.float32), inv)
+            ang = torch.cat((ang, ang), dim=-1)
+            cos, sin = ang.cos().to(torch.bfloat16), ang.sin().to(torch.bfloat16)
+        for blk in self.blocks:
+            q, k, v = blk.qkv(blk.n1(x)).split((self.heads * self.hd, self.kv_heads * self.hd, self.kv_heads * self.hd), -1)
+            q, k, v = (y.view(b, t, -1, self.hd).transpose(1, 2) for y in (q, k, v))
+            if self.llama:
+                q, k = self.rope(q, cos, sin), self.rope(k, cos, sin)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv_heads != self.heads)
+            x = x + blk.o(a.transpose(1, 2).reshape(b, t, -1))
+            h = blk.n2(x)
+            h = F.silu(blk.gate(h)) * blk.up(h) if self.llama else F.gelu(blk.up(h))
+            x = x + blk.down(h)
+        return self.head(self.norm(x))
+
+
+def kernel_kind(name):
+    """A training step's kernel by its name: GEMM, attention, norm, loss, optimizer, or other (element-wise
+    work: activations, residual adds, autocast's casts, gradient accumulation, copies)."""
+    n = name.lower()
+    if any(w in n for w in ("flash", "fmha", "attention", "cudnn")):
+        return "attention"
+    if any(w in n for w in ("gemm", "nvjet", "cutlass", "xmma", "sm90_", "sm80_", "splitkreduce")):
+        return "gemm"
+    if any(w in n for w in ("softmax", "nll_loss", "cross_entropy")):
+        return "loss"
+    if any(w in n for w in ("adam", "multi_tensor", "foreach")):
+        return "optimizer"
+    if "norm" in n:
+        return "norm"
+    return "other"
+
+
+def step_fn(model, opt, tokens, labels):
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(tokens)
+        loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return step
+
+
+def timed(fn, reps, warmup=3):
+    """Median, least and most of `reps` steps in ms (CUDA events); six steps are too few for device_step.py's deciles."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return dict(median_ms=statistics.median(times), min_ms=min(times), max_ms=max(times), runs=reps)
+
+
+def profiled(fn):
+    """One step under the profiler: device ms and kernel count by kind, and every kernel (name, kind, calls, ms)."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        kinds, count, kernels = {}, {}, []
+        for e in prof.key_averages():
+            us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)
+            if us <= 0 or e.key.startswith("ProfilerStep"):
+                continue
+            k = kernel_kind(e.key)
+            kinds[k] = kinds.get(k, 0.0) + us / 1e3
+            count[k] = count.get(k, 0) + e.count
+            kernels.append(dict(name=e.key[:160], kind=k, calls=e.count, ms=us / 1e3))
+        kernels.sort(key=lambda k: -k["ms"])
+        return dict(kinds_ms=kinds, kernels_by_kind=count, kernel_ms=sum(kinds.values()),
+                    kernel_count=sum(count.values()), kernels=kernels)
+    except Exception as e:  # the timings stand without it
+        return dict(error=f"{e.__class__.__name__}: {e}")
+
+
+def dispatch_cost(dev):
+    """Host time per eager operator: 2,000 in-place adds on a 16-element tensor issued without a sync (the
+    forward's case), and a 200-operator autograd chain's forward and backward (training's case)."""
+    x = torch.zeros(16, device=dev)
+    for _ in range(200):
+        x.add_(1.0)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(2000):
+        x.add_(1.0)
+    issue = (time.perf_counter() - t0) / 2000
+    torch.cuda.synchronize()
+    w = torch.ones(16, device=dev, requires_grad=True)
+
+    def chain():
+        y = w
+        for _ in range(200):
+            y = y * 1.0001
+        y.sum().backward()
+    chain()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(5):
+        chain()
+    torch.cuda.synchronize()
+    per_op = (time.perf_counter() - t0) / (5 * 200)
+    return dict(issue_us_per_op=issue * 1e6, autograd_fwd_bwd_us_per_op=per_op * 1e6)
+
+
+def measure(name, dev, layers, hidden, heads, kv, ffn, vocab, seq, mb, llama, compiled=False):
+    model = Decoder(layers, hidden, heads, kv, ffn, vocab, llama).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    tokens = torch.randint(0, vocab, (mb, seq), device=dev)
+    labels = torch.randint(0, vocab, (mb, seq), device=dev)
+    # Compiled, Inductor fuses the norms, activations, residual adds and casts into Triton kernels.
+    step = step_fn(torch.compile(model) if compiled else model, opt, tokens, labels)
+    try:
+        torch.cuda.reset_peak_memory_stats()
+        r = timed(step, reps=6)
+        peak = torch.cuda.max_memory_allocated()
+        params = sum(p.numel() for p in model.parameters())
+        print(f"{name}{' compiled' if compiled else ''}: micro-batch {mb}, {r['median_ms']:.1f} ms a step, peak {peak / 2**30:.1f} GiB, "
+              f"{params / 1e6:.0f}M parameters", flush=True)
+        return dict(model=name, layers=layers, hidden=hidden, heads=heads, kv_heads=kv, ffn=ffn, vocab=vocab, seq_len=seq,
+                    micro_batch=mb, llama_style=llama, compiled=compiled, parameters=params, **r, peak_allocated_bytes=peak,
+                    profile=profiled(step))
+    finally:
+        opt.zero_grad(set_to_none=True)
+        del model, opt, step, tokens, labels
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--models", nargs="+", default=list(MODELS))
+    p.add_argument("--compiled", nargs="*", default=["mpt-125m", "tinyllama-1.1b"], help="models measured again compiled")
+    args = p.parse_args()
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    out = dict(device=torch.cuda.get_device_properties(dev).name, torch=torch.__version__, cuda=torch.version.cuda,
+               cudnn=torch.backends.cudnn.version(), host_cpu=cpu, date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               precision="torch.autocast bfloat16 over fp32 weights; fp32 AdamW (fused=True); fp32 cross-entropy",
+               dispatch=dispatch_cost(dev), steps=[])
+    print("dispatch", out["dispatch"], flush=True)
+    for name, compiled in [(m, False) for m in args.models] + [(m, True) for m in args.compiled]:
+        layers, hidden, heads, kv, ffn, vocab, seq, mb, llama = MODELS[name]
+        while mb >= 1:  # the table's micro-batch, halved while it does not fit (recorded)
+            try:
+                out["steps"].append(measure(name, dev, layers, hidden, heads, kv, ffn, vocab, seq, mb, llama, compiled))
+                break
+            except torch.OutOfMemoryError:
+                print(f"{name}: micro-batch {mb} does not fit", flush=True)
+                out.setdefault("did_not_fit", []).append(dict(model=name, micro_batch=mb, compiled=compiled))
+                mb //= 2
+            except Exception as e:  # the other models still run
+                print(f"{name}: {e.__class__.__name__}: {e}", flush=True)
+                out.setdefault("errors", []).append(dict(model=name, compiled=compiled, error=f"{e.__class__.__name__}: {e}"[:2000]))
+                break
+            finally:
+                torch.cuda.empty_cache()
+        json.dump(out, open(args.output, "w"), indent=1)  # after each model: a timeout keeps what was measured
+    json.dump(out, open(args.output, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
