@@ -12,13 +12,16 @@ the time the GPU waited on the host. A micro-benchmark times the host's eager di
 Shapes: llm-foundry's MPT yamls (GeLU MLP 4x, LayerNorm; MPT's ALiBi is left out: causal attention without a
 bias) at the micro-batch of its benchmark table's A100 rows, and TinyLlama-1.1B (4 KV heads) with Hugging Face's
 eager modules: LlamaRMSNorm's fp32 chain, SwiGLU as silu(gate_proj(x)) * up_proj(x), rotate_half's rotary embedding.
-Usage (on the device machine):
+Where it differs from Hugging Face's modules it is the cheaper: one fused qkv projection (Hugging Face has three;
+its backward adds a concatenation) and rotary in bf16 (Hugging Face's cos and sin take the fp32 residual's dtype).
+Usage (on the device machine; tests/data/gpu/h200_train_steps.json came from this, before the command was recorded):
     python3 scripts/device_train_step.py -o train.json
 """
 import argparse
 import json
 import platform
 import statistics
+import sys
 import time
 
 import torch
@@ -221,13 +224,13 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("-o", "--output", required=True)
     p.add_argument("--models", nargs="+", default=list(MODELS))
-    p.add_argument("--compiled", nargs="*", default=["mpt-125m", "tinyllama-1.1b"], help="models measured again compiled")
+    p.add_argument("--compiled", nargs="*", default=["tinyllama-1.1b"], help="models measured again compiled")
     args = p.parse_args()
     dev = torch.device("cuda")
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-    out = dict(device=torch.cuda.get_device_properties(dev).name, torch=torch.__version__, cuda=torch.version.cuda,
+    out = dict(command=" ".join(sys.argv), device=torch.cuda.get_device_properties(dev).name, torch=torch.__version__, cuda=torch.version.cuda,
                cudnn=torch.backends.cudnn.version(), host_cpu=cpu, date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                precision="torch.autocast bfloat16 over fp32 weights; fp32 AdamW (fused=True); fp32 cross-entropy",
                dispatch=dispatch_cost(dev), steps=[])
