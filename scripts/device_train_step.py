@@ -3,7 +3,8 @@ with capplan's training step (docs/validation.md, "Training steps measured on an
 
 Each step is what an eager PyTorch training loop runs: forward under torch.autocast(bfloat16) over fp32
 weights (the Hugging Face Trainer's bf16=True; Composer's amp_bf16), F.scaled_dot_product_attention (causal; on
-the H200 PyTorch 2.11 runs cuDNN's fused flash kernel), F.cross_entropy over all positions' logits, backward, then torch.optim.AdamW (fused) and zero_grad.
+the H200 PyTorch 2.11 runs cuDNN's fused flash kernel), F.cross_entropy over all positions' logits, backward, then
+torch.optim.AdamW (fused) and zero_grad.
 No FSDP and no gradient accumulation: one GPU, one micro-batch a step. Random weights and tokens.
 Per model it records the step time (CUDA events), the peak memory PyTorch allocated, and one step under
 PyTorch's profiler: the kernels' device time by kind and their count, whose sum against the step time is

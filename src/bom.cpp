@@ -65,6 +65,7 @@ void add_fabric(const catalog& cat, const system_entry& e, bom_result& b) {
         l.model = part.model;
         l.count = count;
         if (part.power) l.power_each = part.power->value;
+        if (part.price) l.usd_each = part.price->usd;
         l.in_systems = in_systems;
         b.lines.push_back(l);
     };
@@ -72,7 +73,7 @@ void add_fabric(const catalog& cat, const system_entry& e, bom_result& b) {
     add("leaf switches", f->switch_, t.leaf, false);
     add("spine switches", f->switch_, t.spine, false);
     add("core switches", f->switch_, t.core, false);
-    const fabric_part fibre{"fibre cable, one per link", 1, std::nullopt};
+    const fabric_part fibre = f->cable.value_or(fabric_part{"fibre cable, one per link", 1, std::nullopt, std::nullopt});
     add("cables node-leaf", fibre, t.node_links, false);
     add("cables leaf-spine", fibre, t.leaf_spine_links, false);
     add("cables spine-core", fibre, t.spine_core_links, false);

@@ -127,6 +127,7 @@ fabric_part read_fabric_part(object_reader& parent, std::string_view key, bool p
     if (min_ports > 1 && p.ports % 2 != 0)  // a fat tree splits a switch's ports half down, half up
         throw config_error(r.path("ports"), std::to_string(p.ports), "not even", "an even port count >= 2");
     p.power = read_power_figure(r, "power");
+    if (const json* v = r.get("price"); v && !v->is_null()) p.price = read_purchase_price(r, "price");
     r.finish();
     return p;
 }
@@ -141,6 +142,7 @@ std::optional<fabric_parts> read_link_fabric(object_reader& parent) {
     f.nic = read_fabric_part(r, "nic", false, 1);
     f.switch_optic = read_fabric_part(r, "switch_optic", true, 1);
     f.node_optic = read_fabric_part(r, "node_optic", true, 1);
+    if (const json* c = r.get("cable"); c && !c->is_null()) f.cable = read_fabric_part(r, "cable", false, 1);
     f.from = read_dated(r);
     r.finish();
     return f;

@@ -49,7 +49,8 @@ site_spec read_site(object_reader& r, const header& h);
 usd_range read_usd_range(object_reader& r, std::string_view key);
 // Dollars at `key`, >= 0 and below a typo's size (max_usd); nullopt where absent.
 std::optional<double> read_usd(object_reader& r, std::string_view key);
-// A link's "fabric": {"switch": {"model", "ports", "power"}, "nic", "switch_optic", "node_optic", "source", "date"}.
+// A link's "fabric": {"switch": {"model", "ports", "power", "price"}, "nic", "switch_optic", "node_optic", "cable",
+// "source", "date"}.
 std::optional<fabric_parts> read_link_fabric(object_reader& r);
 
 }  // namespace capplan::detail

@@ -290,7 +290,7 @@ def bom_workbook(bom: Mapping[str, Any]):
         power, low, high = (_absolute("inputs", c, at) for c in (3, 4, 5))
         out.line(line["item"], line["model"], line["count"], f'=IF(ISNUMBER({power}),{power},"")',
                  "" if line["in_systems"] else f'=IF(ISNUMBER(D{row}),C{row}*D{row},"")',
-                 f'=IF(ISNUMBER({low}),({low}+{high})/2,"")', f'=IF(ISNUMBER(F{row}),C{row}*F{row},"")',
+                 f'=IF(ISNUMBER({low}),({low}+{high})/2,"")', "" if line["in_systems"] else f'=IF(ISNUMBER(F{row}),C{row}*F{row},"")',
                  "inside the systems' power and price" if line["in_systems"] else "")
     last = out.row - 1
     totals = out.line("known totals", "", "", "", f"=SUM(E{first}:E{last})", "", f"=SUM(G{first}:G{last})",

@@ -64,9 +64,17 @@ TEST_CASE("a scalable unit of HGX B200: switches, cables, optics, power and pric
     // Known power: 32 x 14.3 kW + 512 optics x 15 W = 457.6 + 7.68 kW (the NICs are inside the systems' 14.3 kW; the
     // QM9700's power is not in the catalog and is left out, with a note).
     CHECK(b.known_power.in(kW) == doctest::Approx(32 * 14.3 + 512 * 0.015));
+    // Known price: the systems, 12 QM9700 at $36,000-50,000 and 512 twin-port optics at $879 (models/links/ib-ndr.json);
+    // the NICs' price is inside the systems', the cables have none.
     const usd_range each = cat().system_preset("HGX-B200").economics.price->usd;
     REQUIRE(b.known_usd.has_value());
-    CHECK(b.known_usd->low == doctest::Approx(32 * each.low));
+    CHECK(b.known_usd->low == doctest::Approx(32 * each.low + 12 * 36000.0 + 512 * 879.0));
+    CHECK(b.known_usd->high == doctest::Approx(32 * each.high + 12 * 50000.0 + 512 * 879.0));
+    for (const bom_line& l : b.lines) {
+        if (l.item == "NICs") CHECK((l.in_systems && l.usd_each && l.usd_each->low == 1599.0 && l.usd_each->high == 2188.0));
+        if (l.item.rfind("cables", 0) == 0) CHECK(!l.usd_each);
+    }
+    for (const auto& n : b.notes) CHECK(n.find("no network prices") == std::string::npos);
     bool switch_note = false;
     for (const auto& n : b.notes) switch_note = switch_note || n.find("leaf switches") != std::string::npos;
     CHECK(switch_note);

@@ -104,9 +104,10 @@ def test_every_catalog_price_power_and_offer_has_a_source_and_a_date():
         if fabric:
             assert fabric.get("source") and fabric.get("date"), path.name
             for part in fabric.values():
-                if isinstance(part, dict) and "power" in part:
-                    assert part["power"].get("source") and part["power"].get("date"), (path.name, part)
-                    found += 1
+                for figure in ("power", "price"):
+                    if isinstance(part, dict) and figure in part:
+                        assert part[figure].get("source") and part[figure].get("date"), (path.name, part)
+                        found += 1
     assert found >= 30
 
 
@@ -183,3 +184,16 @@ def test_estimates_carry_the_validated_error_as_ranges_and_sizing_can_meet_targe
         assert o["tpot_p99_s"] <= high["targets"]["tpot_p99_s"]
     with pytest.raises(capplan.ConfigError, match="/confidence"):
         capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, accelerators=["H100-SXM"], confidence="certain")
+
+
+def test_renting_on_a_commitment_takes_the_median_of_that_commitments_offers():
+    # DGX-H100's 3-year offers (models/systems/dgx-h100.json, as published 2026-09-27): AWS p5.48xlarge $23.7773/h,
+    # Azure ND H100 v5 $1,134,310 / 26,280 h = $43.1625/h, Google a3-highgpu-8g $38.8644/h: the median is Google's,
+    # $38.8644 an instance-hour, $4.858 an accelerator-hour. 1 year: $34.6752, $551,221 / 8,760 = $62.925, $61.3837.
+    scenario = {"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+                "inference": {"input_tokens": 1, "output_tokens": 1, "batch": 1}}
+    three = capplan.cost(scenario, commitment="3y")["rent"]
+    assert three["usd_per_hour"] == pytest.approx(38.8644)
+    assert three["usd_per_device_hour"] == pytest.approx(38.8644 / 8)
+    assert len(three["offers"]) == 3 and all(" 3y " in o for o in three["offers"])
+    assert capplan.cost(scenario, commitment="1y")["rent"]["usd_per_hour"] == pytest.approx(61.3837)

@@ -155,11 +155,15 @@ def test_bom_counts_and_network_prices_typed_into_the_workbook_flow_into_capex(t
     wb.save(dst)
     values = _recalculated(dst, tmp_path)["bom"]
     leaves = result["fabric"]["leaf"]
-    capex = 7 * 303600 + leaves * 30000
+    # The other priced network lines keep the catalog's prices (the optics: $879 each, models/links/ib-ndr.json).
+    optics = sum(line["count"] for line in result["lines"] if line["item"].startswith("optics"))
+    assert all(line["usd"] == 879 for line in result["lines"] if line["item"].startswith("optics"))
+    other = optics * 879
+    capex = 7 * 303600 + leaves * 30000 + other
     assert values.cell(rows["known totals"], 7).value == pytest.approx(capex)
     optics_w = result["known_power_w"] - 8 * 10200  # the network's known power: its optics
     want = capplan.cost({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 56},
                          "inference": {"input_tokens": 1, "output_tokens": 1, "batch": 1}},
-                        other_capex=leaves * 30000, other_power=f"{optics_w} W")["own"]
+                        other_capex=leaves * 30000 + other, other_power=f"{optics_w} W")["own"]
     assert values.cell(rows["capex"], 2).value == pytest.approx(want["capex_usd"])
     assert values.cell(rows["owning, an hour"], 2).value == pytest.approx(want["usd_per_hour"], rel=1e-9)

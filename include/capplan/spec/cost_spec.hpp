@@ -63,9 +63,11 @@ struct fabric_part {
     std::string model;
     int ports = 1;                       // switch: ports at the link's rate; optic: links it carries
     std::optional<sourced_power> power;  // each, where published
+    std::optional<purchase_price> price; // each, where published
 };
 struct fabric_parts {
     fabric_part switch_, nic, switch_optic, node_optic;
+    std::optional<fabric_part> cable;  // one per link, where the catalog names one
     dated_source from;
 };
 
