@@ -417,7 +417,8 @@ def _gpu_rows():
         if s["host_bound"]:
             continue
         for quantity, (modelled, _) in zip(("gpu_step", "gpu_step_calibrated"), _gpu_both(s)):
-            out.append(_entry(f"measured_gpu[{s['slug']} {s['phase']} {s['tokens'] if s['phase'] == 'prefill' else s['batch']}]",
+            shape = s["tokens"] if s["phase"] == "prefill" else f"{s['batch']} at {s['tokens']}"  # decode: batch at context
+            out.append(_entry(f"measured_gpu[{s['slug']} {s['phase']} {shape}]",
                               _gpu_label(s), quantity, "ms per step", s["measured_ms"], modelled, {"role": "held_out"},
                               f"tests/data/gpu/{s['file']}"))
     return out
@@ -743,8 +744,8 @@ def _gpu_section():
                                     ("norms and element-wise", k.get("norm", 0.0) + k.get("other", 0.0),
                                      ("norms and elementwise",))):
             c, a = sum(cat.get(o, 0.0) for o in ops), sum(cal.get(o, 0.0) for o in ops)
-            lines.append(f"| {_gpu_label(st)} | {name} | {measured:.2f} ms | {c:.2f} ms ({pct(c / measured - 1)}) | "
-                         f"{a:.2f} ms ({pct(a / measured - 1)}) |")
+            vs = (lambda x: f" ({pct(x / measured - 1)})") if measured > 0 else (lambda x: " (no kernel of this kind)")
+            lines.append(f"| {_gpu_label(st)} | {name} | {measured:.2f} ms | {c:.2f} ms{vs(c)} | {a:.2f} ms{vs(a)} |")
     lines += ["", "### The unfused harness (eager; context, no rows)", "",
               "| step | measured | kernels | catalog | calibrated |", "|---|---:|---:|---:|---:|"]
     for st in gpu_steps("eager"):

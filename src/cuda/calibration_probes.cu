@@ -33,6 +33,18 @@ struct device_buffer {
     device_buffer& operator=(const device_buffer&) = delete;
 };
 
+// A CUDA handle destroyed with its owner (nothing to destroy while it is null).
+template <class Handle, cudaError_t (*destroy)(Handle)>
+struct cuda_handle {
+    Handle h = nullptr;
+    cuda_handle() = default;
+    ~cuda_handle() {
+        if (h) destroy(h);
+    }
+    cuda_handle(const cuda_handle&) = delete;
+    cuda_handle& operator=(const cuda_handle&) = delete;
+};
+
 struct event_pair {
     cudaEvent_t start = nullptr, stop = nullptr;
     event_pair() {
@@ -392,30 +404,26 @@ class launch_probe final : public timed_probe {
 public:
     explicit launch_probe(int device) : device_(device), buffer_(32 * sizeof(float)) {
         check(cudaMemset(buffer_.p, 0, buffer_.bytes), "cudaMemset");
-        check(cudaStreamCreate(&stream_), "cudaStreamCreate");
-        check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-        for (int i = 0; i < launches; ++i) tiny_kernel<<<1, 32, 0, stream_>>>(static_cast<float*>(buffer_.p));
-        check(cudaStreamEndCapture(stream_, &graph_), "cudaStreamEndCapture");
-        check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate");
+        check(cudaStreamCreate(&stream_.h), "cudaStreamCreate");
+        check(cudaStreamBeginCapture(stream_.h, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+        for (int i = 0; i < launches; ++i) tiny_kernel<<<1, 32, 0, stream_.h>>>(static_cast<float*>(buffer_.p));
+        check(cudaStreamEndCapture(stream_.h, &graph_.h), "cudaStreamEndCapture");
+        check(cudaGraphInstantiate(&exec_.h, graph_.h, 0), "cudaGraphInstantiate");
         check(cudaDeviceSynchronize(), "launch set-up");
-    }
-    ~launch_probe() override {
-        if (exec_) cudaGraphExecDestroy(exec_);
-        if (graph_) cudaGraphDestroy(graph_);
-        if (stream_) cudaStreamDestroy(stream_);
     }
     double run_once() override {
         use(device_);
-        return events_.time([&] { check(cudaGraphLaunch(exec_, 0), "cudaGraphLaunch"); }) / launches;
+        return events_.time([&] { check(cudaGraphLaunch(exec_.h, 0), "cudaGraphLaunch"); }) / launches;
     }
 
 private:
     static constexpr int launches = 1000;
     int device_;
     device_buffer buffer_;
-    cudaStream_t stream_ = nullptr;
-    cudaGraph_t graph_ = nullptr;
-    cudaGraphExec_t exec_ = nullptr;
+    // Members, so that a set-up step that throws still destroys what the steps before it made.
+    cuda_handle<cudaStream_t, cudaStreamDestroy> stream_;
+    cuda_handle<cudaGraph_t, cudaGraphDestroy> graph_;
+    cuda_handle<cudaGraphExec_t, cudaGraphExecDestroy> exec_;
     event_pair events_;
 };
 

@@ -18,9 +18,15 @@ int calibrate(const char* model, const char* accelerator, const char* file) {
     capplan::cuda_calibration_options o;
     o.probe.max_time = capplan::duration::from_si(0.3);
     const auto run = capplan::calibrate_cuda(cat.model(model), cat.accelerator(accelerator, "/accelerator"), o);
-    std::ofstream(file) << capplan::calibration_json(run, std::string("capplan_gpu_check --calibrate ") + model + " " +
-                                                              accelerator + " " + file)
-                        << "\n";
+    std::ofstream out(file);
+    out << capplan::calibration_json(run, std::string("capplan_gpu_check --calibrate ") + model + " " + accelerator + " " +
+                                              file)
+        << "\n";
+    out.close();
+    if (!out) {  // a full disk or an unwritable path: the measured run is lost, so say it and fail
+        std::fprintf(stderr, "calibration: could not write %s\n", file);
+        return 1;
+    }
     std::printf("calibration of %s as %s written to %s\n", model, accelerator, file);
     return 0;
 }
