@@ -70,6 +70,7 @@ void add_fabric(const catalog& cat, const system_entry& e, bom_result& b) {
         b.lines.push_back(l);
     };
     add("NICs", f->nic, t.node_links, true);
+    b.notes.push_back("NICs: inside the systems' power and price (each NIC's figures are shown, not added again)");
     add("leaf switches", f->switch_, t.leaf, false);
     add("spine switches", f->switch_, t.spine, false);
     add("core switches", f->switch_, t.core, false);
@@ -108,8 +109,14 @@ void add_totals(bom_result& b) {
             b.notes.push_back("power: the catalog has no figure for the " + l.item + " (" + l.model +
                               "): the total leaves them out");
         }
-    if (b.fabric && !priced_network)
+    if (b.fabric && !priced_network) {
         b.notes.push_back("price: the catalog has no network prices; the total is the systems' alone");
+        return;
+    }
+    for (const bom_line& l : b.lines)
+        if (!l.in_systems && !l.usd_each && l.item != "systems")
+            b.notes.push_back("price: the catalog has no figure for the " + l.item + " (" + l.model +
+                              "): the known price leaves them out");
 }
 
 }  // namespace

@@ -61,9 +61,9 @@ TEST_CASE("a scalable unit of HGX B200: switches, cables, optics, power and pric
     // Twin-port (2 x 400G) optics: switch ends 256 + 2 x 256 = 768 ports -> 384 modules; node ends 256 / 2 = 128.
     CHECK(count_of(b, "optics at switches") == 384);
     CHECK(count_of(b, "optics at nodes") == 128);
-    // Known power: 32 x 14.3 kW + 512 optics x 15 W = 457.6 + 7.68 kW (the NICs are inside the systems' 14.3 kW; the
-    // QM9700's power is not in the catalog and is left out, with a note).
-    CHECK(b.known_power.in(kW) == doctest::Approx(32 * 14.3 + 512 * 0.015));
+    // Known power: 32 x 14.3 kW + 512 optics x 15 W + 12 QM9700 x 747 W (typical with passive cables: the optics are
+    // their own lines) = 457.6 + 7.68 + 8.964 kW; the NICs are inside the systems' 14.3 kW.
+    CHECK(b.known_power.in(kW) == doctest::Approx(32 * 14.3 + 512 * 0.015 + 12 * 0.747));
     // Known price: the systems, 12 QM9700 at $36,000-50,000 and 512 twin-port optics at $879 (models/links/ib-ndr.json);
     // the NICs' price is inside the systems', the cables have none.
     const usd_range each = cat().system_preset("HGX-B200").economics.price->usd;
@@ -74,10 +74,18 @@ TEST_CASE("a scalable unit of HGX B200: switches, cables, optics, power and pric
         if (l.item == "NICs") CHECK((l.in_systems && l.usd_each && l.usd_each->low == 1599.0 && l.usd_each->high == 2188.0));
         if (l.item.rfind("cables", 0) == 0) CHECK(!l.usd_each);
     }
-    for (const auto& n : b.notes) CHECK(n.find("no network prices") == std::string::npos);
-    bool switch_note = false;
-    for (const auto& n : b.notes) switch_note = switch_note || n.find("leaf switches") != std::string::npos;
-    CHECK(switch_note);
+    int unpriced = 0;  // the two cable lines, each named in a note
+    for (const auto& n : b.notes) unpriced += n.rfind("price: the catalog has no figure for the cables", 0) == 0;
+    CHECK(unpriced == 2);
+    bool nic_note = false;
+    for (const auto& n : b.notes) {
+        CHECK(n.find("no network prices") == std::string::npos);
+        nic_note = nic_note || n.rfind("NICs: inside the systems' power and price", 0) == 0;
+    }
+    CHECK(nic_note);
+    bool power_note = false;  // every powered part has its figure (cables draw none and are not noted)
+    for (const auto& n : b.notes) power_note = power_note || n.rfind("power: the catalog has no figure", 0) == 0;
+    CHECK_FALSE(power_note);
 }
 
 TEST_CASE("racks hold whole systems up to the rack's power; a rack too small says so") {

@@ -14,7 +14,8 @@ def test_bom_lines_by_hand():
     assert rows["leaf switches"]["count"] == 1 and "spine switches" not in rows
     assert rows["NICs"]["power_total_w"] is None  # inside the systems' 10.2 kW
     assert b["racks"] == 3  # 3 x 10.2 kW a 40 kW rack
-    assert b["known_power_w"] == pytest.approx(8 * 10200 + (32 + 32) * 15)
+    # The systems, 32 + 32 twin-port optics at 15 W and the QM9700 at 747 W (typical, passive: models/links/ib-ndr.json).
+    assert b["known_power_w"] == pytest.approx(8 * 10200 + (32 + 32) * 15 + 747)
     assert "capplan bom: 64 accelerators as 8 x DGX-H100; 3 racks" in repr(b) and "10.2 kW" in repr(b)
 
 

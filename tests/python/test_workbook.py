@@ -136,10 +136,10 @@ def test_bom_totals_and_owning_cost_are_formulas_that_recalculate_to_capplans(tm
                        ("hosting", "hosting_usd_per_hour"), ("capital", "capital_usd_per_hour")):
         assert values.cell(labels[label], 2).value == pytest.approx(own[key], rel=1e-9), label
     assert values.cell(labels["owning, a year"], 2).value == pytest.approx(own["usd_per_hour"] * 8766, rel=1e-9)
-    # By hand: (32 nodes x 7.75 kW measured + 512 optics x 15 W) x PUE 1.3 x 8766 h = 2,913,678.144 kWh a year;
-    # x 0.367 kg CO2e/kWh.
-    assert values.cell(labels["energy at the facility, a year"], 2).value == pytest.approx(2913678.144)
-    assert values.cell(labels["emissions, a year"], 2).value == pytest.approx(2913678.144 * 0.367)
+    # By hand: (32 nodes x 7.75 kW measured + 512 optics x 15 W + 12 QM9700 x 747 W) x PUE 1.3 x 8766 h
+    # = 3,015,830.0952 kWh a year; x 0.367 kg CO2e/kWh.
+    assert values.cell(labels["energy at the facility, a year"], 2).value == pytest.approx(3015830.0952)
+    assert values.cell(labels["emissions, a year"], 2).value == pytest.approx(3015830.0952 * 0.367)
 
 
 def test_bom_counts_and_network_prices_typed_into_the_workbook_flow_into_capex(tmp_path):
@@ -161,9 +161,9 @@ def test_bom_counts_and_network_prices_typed_into_the_workbook_flow_into_capex(t
     other = optics * 879
     capex = 7 * 303600 + leaves * 30000 + other
     assert values.cell(rows["known totals"], 7).value == pytest.approx(capex)
-    optics_w = result["known_power_w"] - 8 * 10200  # the network's known power: its optics
+    network_w = result["known_power_w"] - 8 * 10200  # the network's known power: its optics and its switch
     want = capplan.cost({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 56},
                          "inference": {"input_tokens": 1, "output_tokens": 1, "batch": 1}},
-                        other_capex=leaves * 30000 + other, other_power=f"{optics_w} W")["own"]
+                        other_capex=leaves * 30000 + other, other_power=f"{network_w} W")["own"]
     assert values.cell(rows["capex"], 2).value == pytest.approx(want["capex_usd"])
     assert values.cell(rows["owning, an hour"], 2).value == pytest.approx(want["usd_per_hour"], rel=1e-9)
