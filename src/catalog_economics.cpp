@@ -24,11 +24,13 @@ std::string read_date(object_reader& r) {
 }
 
 dated_source read_dated(object_reader& r) {
+    // The optional keys first: a missing required one is then reported as missing, not as a near-miss of an
+    // optional key not yet read ("note: unknown key; did you mean 'date'?").
+    r.choice("confidence", {"datasheet", "config", "paper", "measured", "secondary", "derived"});
+    r.string("note");
     dated_source s;
     s.source = r.required_string("source");
     s.date = read_date(r);
-    r.choice("confidence", {"datasheet", "config", "paper", "measured", "secondary", "derived"});
-    r.string("note");
     return s;
 }
 

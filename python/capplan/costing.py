@@ -111,7 +111,7 @@ class BomResult(dict):
             count, w, price = line["count"], line["power_w"], line["usd"]
             out.append({"item": line["item"], "model": line["model"], "count": count,
                         "power_each_w": w, "power_total_w": None if w is None or line["in_systems"] else w * count,
-                        "usd_each": price, "usd_total": None if price is None else price * count,
+                        "usd_each": price, "usd_total": None if price is None or line["in_systems"] else price * count,
                         "note": "inside the systems' power and price" if line["in_systems"] else ""})
         return out
 

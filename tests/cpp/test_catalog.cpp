@@ -113,3 +113,34 @@ TEST_CASE("bad values in catalog files name the file and pointer") {
     CHECK_THROWS_WITH_AS(catalog::load(one_accelerator("{\"name\": ")), doctest::Contains("malformed JSON"), json_error);
     CHECK_THROWS_AS(catalog::load("/nonexistent/capplan/catalog"), config_error);
 }
+
+TEST_CASE("a fabric part's price is read with its source and date, and a missing date is named") {
+    const auto link = [](const std::string& price) {
+        const fs::path dir = fs::temp_directory_path() / "capplan_test_catalog_link";
+        fs::remove_all(dir);
+        fs::create_directories(dir / "links");
+        std::ofstream(dir / "links" / "l1.json")
+            << R"({"name": "L1", "source": "t", "confidence": "derived", "kind": "infiniband", "scope": "per_port",
+                  "bandwidth_per_direction": "50 GB/s", "fabric": {"source": "t", "date": "2026",
+                  "switch": {"model": "S", "ports": 64, "price": )"
+            << price << R"(}, "nic": {"model": "N"}, "switch_optic": {"model": "O", "ports": 2},
+                  "node_optic": {"model": "O", "ports": 2}, "cable": {"model": "C", "price": {"usd": 100,
+                  "kind": "street", "source": "t", "date": "2026"}}}})";
+        return dir;
+    };
+    const catalog c = catalog::load(link(R"({"usd": [36000, 50000], "kind": "estimate", "source": "t", "date": "2024-08",
+                                                "note": "n"})"));
+    const fabric_parts* f = c.fabric("L1");
+    REQUIRE(f != nullptr);
+    REQUIRE(f->switch_.price.has_value());
+    CHECK(f->switch_.price->usd.low == 36000.0);
+    CHECK(f->switch_.price->usd.high == 50000.0);
+    CHECK(f->switch_.price->from.date == "2024-08");
+    REQUIRE(f->cable.has_value());
+    CHECK(f->cable->price->usd.mid() == 100.0);
+    // Without its date the error names the date (not the note beside it), with the file and pointer.
+    CHECK_THROWS_WITH_AS(catalog::load(link(R"({"usd": 36000, "kind": "estimate", "source": "t", "note": "n"})")),
+                         doctest::Contains("l1.json#/fabric/switch/price/date: required field is missing"), config_error);
+    CHECK_THROWS_WITH_AS(catalog::load(link(R"({"usd": [5, 3], "kind": "street", "source": "t", "date": "2026"})")),
+                         doctest::Contains("l1.json#/fabric/switch/price/usd"), config_error);
+}

@@ -13,6 +13,9 @@ def test_bom_lines_by_hand():
     assert rows["systems"]["count"] == 8 and rows["NICs"]["count"] == 64
     assert rows["leaf switches"]["count"] == 1 and "spine switches" not in rows
     assert rows["NICs"]["power_total_w"] is None  # inside the systems' 10.2 kW
+    # ... and their price: shown ($1,599-2,188, the middle), not totalled (the CSV and JSON lines say so too).
+    assert rows["NICs"]["usd_each"] == pytest.approx((1599 + 2188) / 2) and rows["NICs"]["usd_total"] is None
+    assert rows["leaf switches"]["usd_total"] == pytest.approx((36000 + 50000) / 2)
     assert b["racks"] == 3  # 3 x 10.2 kW a 40 kW rack
     # The systems, 32 + 32 twin-port optics at 15 W and the QM9700 at 747 W (typical, passive: models/links/ib-ndr.json).
     assert b["known_power_w"] == pytest.approx(8 * 10200 + (32 + 32) * 15 + 747)
