@@ -106,6 +106,17 @@ std::optional<ownership_cost> ownership(const cost_spec& c, int devices, int uni
     return o;
 }
 
+// The providers with offers of a commitment, in the catalog's order, each once: "AWS, Azure, Google Cloud".
+std::string providers_of(const std::vector<cloud_offer>& cloud, const std::string& commitment) {
+    std::vector<std::string> names;
+    for (const cloud_offer& o : cloud)
+        if (o.commitment == commitment && std::find(names.begin(), names.end(), o.provider) == names.end())
+            names.push_back(o.provider);
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
 std::optional<rental_cost> rental(const cost_spec& c, int devices, std::vector<std::string>& notes) {
     rental_cost r;
     if (c.usd_per_device_hour) {
@@ -133,6 +144,13 @@ std::optional<rental_cost> rental(const cost_spec& c, int devices, std::vector<s
     const std::size_t n = per_device.size();
     r.usd_per_device_hour = n % 2 ? per_device[n / 2] : 0.5 * (per_device[n / 2 - 1] + per_device[n / 2]);
     r.per_hour = {devices * r.usd_per_device_hour, devices * per_device.front(), devices * per_device.back()};
+    // Committed prices are published by fewer providers than on-demand ones: their medians are over different sellers.
+    const std::string committed = providers_of(c.economics.cloud, c.commitment),
+                      on_demand = providers_of(c.economics.cloud, "on_demand");
+    if (c.commitment != "on_demand" && !on_demand.empty() && committed != on_demand)
+        notes.push_back("renting: the " + c.commitment + " offers come from " + committed + " and the on-demand ones from " +
+                        on_demand + ": medians over different sellers, so compare a provider's own prices (the offers), "
+                        "not the two medians");
     return r;
 }
 

@@ -375,7 +375,8 @@ def _model_arg(text: str) -> Any:
 
 def _training_scenario(args) -> Dict[str, Any]:
     """`size training`'s scenario: the system, the workload, and a LoRA / QLoRA fine-tune when asked."""
-    for flag, given in (("--rank-by", args.rank_by), ("--site", args.site), ("--confidence", args.confidence != "typical"),
+    for flag, given in (("--rank-by", args.rank_by), ("--site", args.site), ("--commitment", args.commitment),
+                        ("--confidence", args.confidence != "typical"),
                         ("--prefill-chunk", args.prefill_chunk), ("--max-num-seqs", args.max_num_seqs)):
         if given:
             raise _UsageError(f"{flag}: an option of `size inference`; `size training` does not use it yet")
@@ -536,7 +537,8 @@ def _cmd_size(args) -> str:
                        kv_admission=args.kv_admission, speculative=_speculative_flag(args.speculative, args.draft_model),
                        prefix_cache=_prefix_cache_flags(args.prefix_hit_rate, args.shared_prefix),
                        disaggregated=args.disaggregated, engine=args.engine, rank_by=args.rank_by,
-                       cost={"site": args.site} if args.site else None, confidence=args.confidence,
+                       cost={k: v for k, v in (("site", args.site), ("commitment", args.commitment)) if v} or None,
+                       confidence=args.confidence,
                        prefill_chunk_tokens=args.prefill_chunk, max_num_seqs=args.max_num_seqs)
     if args.format == "json":
         return json.dumps(r, indent=2)
@@ -751,6 +753,8 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--rank-by", choices=["tco", "capex", "cloud"], default=None,
                    help="inference: price every option from the catalog (owning, purchase, renting) and rank by it")
     z.add_argument("--site", default=None, help="inference with --rank-by: a catalog site (capplan list sites)")
+    z.add_argument("--commitment", choices=["on_demand", "reserved", "1y", "3y"], default=None,
+                   help="inference with --rank-by cloud: which cloud offers price the rental (default on_demand)")
     z.add_argument("--confidence", choices=["typical", "high"], default="typical",
                    help="inference: high meets the targets at the pessimistic end of the validated error (docs/validation.md)")
     z.add_argument("--calibration", action="append", default=None,

@@ -161,6 +161,13 @@ def test_cli_sizing_rank_by(run_cli):
     assert code == 0, err
     assert "\nranked by the cost of renting per hour" in out and "rent $/1M tok" in out
     assert out.startswith("recommendation: ") and "per million output tokens at these targets" in out
+    # On 3-year commitments the H100 rents at its 3-year median, $38.8644 a node-hour = $4.8581 a GPU-hour.
+    code, out, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "1000",
+                             "--output", "100", "--accelerators", "H100", "--rank-by", "cloud", "--commitment", "3y",
+                             "--format", "json")
+    assert code == 0, err
+    option = json.loads(out)["options"][0]
+    assert option["count"] == 1 and option["rent_usd_per_hour"] == pytest.approx(38.8644 / 8)
     code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "8",
                              "--rank-by", "tco")
     assert code == 2 and "--rank-by" in err and len(err.strip().splitlines()) == 1
@@ -196,4 +203,9 @@ def test_renting_on_a_commitment_takes_the_median_of_that_commitments_offers():
     assert three["usd_per_hour"] == pytest.approx(38.8644)
     assert three["usd_per_device_hour"] == pytest.approx(38.8644 / 8)
     assert len(three["offers"]) == 3 and all(" 3y " in o for o in three["offers"])
-    assert capplan.cost(scenario, commitment="1y")["rent"]["usd_per_hour"] == pytest.approx(61.3837)
+    one = capplan.cost(scenario, commitment="1y")
+    assert one["rent"]["usd_per_hour"] == pytest.approx(61.3837)
+    # Above the on-demand median ($49.24: Lambda, RunPod, CoreWeave, Oracle, AWS): the panels differ, and it says so.
+    assert ("renting: the 1y offers come from AWS, Azure, Google Cloud and the on-demand ones from Lambda, RunPod, "
+            "CoreWeave, Oracle, AWS") in " ".join(one["notes"])
+    assert not any(n.startswith("renting:") for n in capplan.cost(scenario)["notes"])
