@@ -83,17 +83,19 @@ TEST_CASE("renting: the user's price, or the middle of the catalog's offers per 
     std::vector<double> per_device;
     for (const cloud_offer& o : e.cloud)
         if (o.commitment == "on_demand") per_device.push_back(o.usd_per_hour / o.devices);
-    // Lambda's 8-GPU instance ($2.99), RunPod's single GPU ($2.69), CoreWeave's ($6.155), AWS's ($55.04 / 8 = $6.88)
-    // and Oracle's ($10.00) 8-GPU instances: the middle of five is CoreWeave's $6.155.
-    REQUIRE(per_device.size() == 5);
+    // Twelve: Gcore $2.50, RunPod $2.69, Jarvislabs $2.69, Lambda $23.92 / 8 = $2.99, Civo $2.99, Verda $3.555,
+    // DigitalOcean $4.41, CoreWeave $49.24 / 8 = $6.155, AWS $55.04 / 8 = $6.88, Oracle $10.00, Google $88.49 / 8 =
+    // $11.06, Azure $98.32 / 8 = $12.29: the middle of twelve is ($3.555 + $4.41) / 2 = $3.9825.
+    REQUIRE(per_device.size() == 12);
     std::sort(per_device.begin(), per_device.end());
-    CHECK(per_device[2] == doctest::Approx(6.155));
+    CHECK(per_device[5] == doctest::Approx(3.555));
+    CHECK(per_device[6] == doctest::Approx(4.41));
     const auto r = run(serving("{}", R"({"accelerator": "H100-SXM", "count": 12, "per_node": 4})"));
     REQUIRE(r.cost->rent.has_value());
-    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(12 * 6.155));
-    CHECK(r.cost->rent->per_hour.low == doctest::Approx(12 * 2.69));
-    CHECK(r.cost->rent->per_hour.high == doctest::Approx(12 * 10.0));
-    CHECK(r.cost->rent->offers.size() == 5);
+    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(12 * 3.9825));
+    CHECK(r.cost->rent->per_hour.low == doctest::Approx(12 * 2.50));
+    CHECK(r.cost->rent->per_hour.high == doctest::Approx(12 * 12.29));
+    CHECK(r.cost->rent->offers.size() == 12);
     CHECK(r.cost->preset == "DGX-H100");  // a system given by accelerator is priced as its preset
     // 12 GPUs: two whole 8-GPU nodes bought, 12 of their 16 GPUs used; a token pays that share of the hour.
     CHECK(r.cost->own->units == 2);
@@ -105,13 +107,13 @@ TEST_CASE("renting: the user's price, or the middle of the catalog's offers per 
 }
 
 TEST_CASE("renting takes the middle offer per accelerator-hour, not the mean") {
-    // HGX-B200's on-demand offers (catalog, 2025-26): Lambda $39.92 / 8 = $4.99, RunPod $5.98, Spheron $6.03,
-    // CoreWeave $68.80 / 8 = $8.60, AWS $113.9328 / 8 = $14.2416, Oracle $128 / 8 = $16.00 per B200-hour: six, so
-    // the median is ($6.03 + $8.60) / 2 = $7.315 (the mean would be $9.31); 8 B200s: $58.52 an hour, $39.92-128.
+    // HGX-B200's on-demand offers (catalog, 2025-26): Lambda $39.92 / 8 = $4.99, RunPod $5.98, Spheron $6.03, Verda
+    // $6.85, CoreWeave $68.80 / 8 = $8.60, AWS $113.9328 / 8 = $14.2416, Oracle $128 / 8 = $16.00 per B200-hour:
+    // seven, so the median is Verda's $6.85 (the mean would be $8.96); 8 B200s: $54.80 an hour, $39.92-128.
     const auto r = run(serving("{}", R"({"preset": "HGX-B200", "count": 8})"));
     REQUIRE(r.cost->rent.has_value());
-    CHECK(r.cost->rent->usd_per_device_hour == doctest::Approx(7.315));
-    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(58.52));
+    CHECK(r.cost->rent->usd_per_device_hour == doctest::Approx(6.85));
+    CHECK(r.cost->rent->per_hour.usd == doctest::Approx(54.80));
     CHECK(r.cost->rent->per_hour.low == doctest::Approx(39.92));
     CHECK(r.cost->rent->per_hour.high == doctest::Approx(128.0));
 }
