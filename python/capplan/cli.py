@@ -188,26 +188,38 @@ def _cmd_show(args) -> str:
     return "\n".join(lines)
 
 
-def _show_line(key: str, value: Any) -> str:
+def _show_line(key: str, value: Any, indent: int = 2) -> str:
     """One field of `capplan show`, wrapped at 100 columns: quantities auto-scaled ("56000 MB/s" reads 56 GB/s),
-    objects as JSON, a missing figure as "not given"."""
+    a missing figure as "not given", an object as its fields one a line below its key (a price's source and date
+    each on its own line), a list of objects (cloud offers) an item a line."""
     import textwrap
+    pad = " " * indent
+    if isinstance(value, dict) and value:
+        return "\n".join([f"{pad}{key}:"] + [_show_line(k, v, indent + 2) for k, v in value.items()])
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        items = ("; ".join(f"{k}: {_show_text(v)}" for k, v in item.items()) for item in value)
+        return "\n".join([f"{pad}{key}:"] + [textwrap.fill(t, width=100, initial_indent=f"{pad}  - ",
+                                                            subsequent_indent=f"{pad}      ", break_long_words=False,
+                                                            break_on_hyphens=False) for t in items])
+    return textwrap.fill(_show_text(value), width=100, initial_indent=f"{pad}{key}: ", subsequent_indent=f"{pad}    ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def _show_text(value: Any) -> str:
+    """A scalar as `capplan show` prints it (a quantity auto-scaled; nested objects inside a list item as JSON)."""
     if value is None:
-        text = "not given"
-    elif isinstance(value, (dict, list)):
-        text = json.dumps(value, ensure_ascii=False)
-    elif isinstance(value, str):
-        text = value
+        return "not given"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
         try:
             q = Quantity(value)
             if any(q.dims):  # a quantity with a unit, not a bare number or a date
-                text = str(q)
+                return str(q)
         except Error:
             pass
-    else:
-        text = str(value)
-    return textwrap.fill(text, width=100, initial_indent=f"  {key}: ", subsequent_indent="      ",
-                         break_long_words=False, break_on_hyphens=False)
+        return value
+    return str(value)
 
 
 def _cmd_estimate(args) -> str:

@@ -50,6 +50,13 @@ def test_show(run_cli):
     code, out, _ = run_cli("show", "NVMe-Gen4-8x")
     assert code == 0 and "  read_bandwidth: 56 GB/s\n" in out and "  latency: not given\n" in out
     assert all(len(line) <= 100 or " " not in line.strip() for line in out.splitlines())
+    # Objects a field a line under their key, so a price's source and date read as such; a list of offers an item a line.
+    code, out, _ = run_cli("show", "IB-NDR")
+    assert code == 0 and "\n  fabric:\n    switch:\n      model: NVIDIA Quantum-2 QM9700" in out
+    assert "\n      price:\n        usd: [36000, 50000]\n        kind: estimate\n" in out and "\n        date: 2024-08\n" in out
+    assert all(len(line) <= 100 or " " not in line.strip() for line in out.splitlines())
+    code, out, _ = run_cli("show", "DGX-H100")
+    assert "\n  cloud:\n    - provider: Lambda; instance: gpu_8x_h100_sxm5; commitment: on_demand; usd_per_hour: 23.92;" in out
 
 
 @pytest.mark.parametrize("args,stdin,needle", [
