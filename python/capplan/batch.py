@@ -543,11 +543,13 @@ def _need_openpyxl(path: Path) -> None:
         raise _error(f"/: writing {path.name} needs openpyxl: pip install \"capplan[excel]\"") from None
 
 
-def write_table(rows: Sequence[Row], path: Union[str, Path], workbook: Optional[Callable[[], Any]] = None) -> None:
+def write_table(rows: Sequence[Row], path: Union[str, Path], workbook: Optional[Callable[[], Any]] = None,
+                document: Any = None) -> None:
     """CSV, XLSX (header row frozen and filtered, numbers as numbers, units in the column names; cost columns as
-    live formulas over an inputs sheet, capplan.workbook; or the workbook ``workbook()`` makes) or JSON, by the
-    file's extension. Written to a temporary file beside it, then renamed: an interrupted write leaves the old file
-    (or none), never half of one."""
+    live formulas over an inputs sheet, capplan.workbook; or the workbook ``workbook()`` makes) or JSON (the rows, or
+    ``document`` when given: a result whose totals and notes a list of rows would lose), by the file's extension.
+    Written to a temporary file beside it, then renamed: an interrupted write leaves the old file (or none), never
+    half of one."""
     path = check_output_path(path)
     columns: List[str] = []
     for r in rows:
@@ -558,7 +560,7 @@ def write_table(rows: Sequence[Row], path: Union[str, Path], workbook: Optional[
     tmp = path.with_name(f".{path.name}.capplan-tmp")
     try:
         if suffix == ".json":
-            tmp.write_text(json.dumps(list(rows), indent=2))
+            tmp.write_text(json.dumps(list(rows) if document is None else document, indent=2))
         elif suffix in (".xlsx", ".xlsm"):
             from .workbook import results_workbook
             _need_openpyxl(path)

@@ -263,7 +263,7 @@ def _cmd_bom(args) -> str:
     from .workbook import bom_workbook
     result = bom(args.system, args.count, rack_power=args.rack_power, site=args.site)
     if args.output:
-        write_table(result.rows(), args.output, workbook=lambda: bom_workbook(result))
+        write_table(result.rows(), args.output, workbook=lambda: bom_workbook(result), document=dict(result))
         return f"capplan bom: {len(result.rows())} lines -> {args.output}"
     if args.format == "json":
         return json.dumps(dict(result), indent=2)

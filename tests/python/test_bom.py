@@ -36,6 +36,14 @@ def test_cli_bom_table_csv_xlsx_and_bad_input(run_cli, tmp_path):
     header = [c.value for c in sheet[1]]
     counts = {row[0]: row[header.index("count")] for row in sheet.iter_rows(min_row=2, values_only=True)}
     assert counts["optics at switches"] == 384 and isinstance(counts["systems"], int)
+    # JSON out is the whole BOM, as --format json prints it: its known totals and notes (the unpriced cables) too.
+    doc = tmp_path / "bom.json"
+    code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", "-o", str(doc))
+    assert code == 0, err
+    written = json.loads(doc.read_text())
+    assert written == json.loads(run_cli("bom", "--system", "HGX-B200", "--count", "256", "--format", "json")[1])
+    assert written["known_usd_range"][0] > 0 and any(n.startswith("price: the catalog has no figure for the cables")
+                                                     for n in written["notes"])
     for args, field in ((["--rack-power", "40 GB"], "/rack_power"), (["-o", str(tmp_path / "b.pdf")], ".pdf"),
                         (["--system", "DGX-H999"], "DGX-H999")):  # a later --system replaces the first
         code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", *args)
