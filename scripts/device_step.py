@@ -89,7 +89,7 @@ def layer_step(x, layer, kc, vc, cos, sin, start, m):
 
 
 def timed(fn, reps, warmup=3):
-    """Median, 10th and 90th percentile of `reps` runs in ms, each timed by CUDA events."""
+    """Median, 10th and 90th percentile, least and most of `reps` runs in ms, each timed by CUDA events."""
     for _ in range(warmup):
         fn()
     times = []
@@ -102,7 +102,7 @@ def timed(fn, reps, warmup=3):
         times.append(a.elapsed_time(b))
     times.sort()
     return dict(median_ms=statistics.median(times), p10_ms=times[len(times) // 10],
-                p90_ms=times[min(len(times) - 1, len(times) * 9 // 10)], runs=reps)
+                p90_ms=times[min(len(times) - 1, len(times) * 9 // 10)], min_ms=times[0], max_ms=times[-1], runs=reps)
 
 
 def kernel_kind(name):
@@ -119,25 +119,28 @@ def kernel_kind(name):
     return "norm" if "norm" in name else "other"
 
 
-def kernel_times(fn):
-    """One run under PyTorch's profiler: device time per kernel kind (GEMM, attention, norm, other
-    element-wise and copies) and the 12 costliest kernels; None where the profiler cannot run."""
+def kernel_times(fn, kind=kernel_kind, top=12):
+    """One run (after one unprofiled) under PyTorch's profiler: device ms and kernel count per kind (`kind` names
+    a kernel's: by default GEMM, attention, norm, other element-wise and copies), their sums, and the `top`
+    costliest kernels (every one with top=None); an error text where the profiler cannot run."""
     try:
         from torch.profiler import ProfilerActivity, profile
         fn()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             fn()
             torch.cuda.synchronize()
-        kinds, kernels = {}, []
+        kinds, count, kernels = {}, {}, []
         for e in prof.key_averages():
             us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)
             if us <= 0 or e.key.startswith("ProfilerStep"):
                 continue
-            kind = kernel_kind(e.key)
-            kinds[kind] = kinds.get(kind, 0.0) + us / 1e3
-            kernels.append(dict(name=e.key[:160], kind=kind, calls=e.count, ms=us / 1e3))
+            k = kind(e.key)
+            kinds[k] = kinds.get(k, 0.0) + us / 1e3
+            count[k] = count.get(k, 0) + e.count
+            kernels.append(dict(name=e.key[:160], kind=k, calls=e.count, ms=us / 1e3))
         kernels.sort(key=lambda k: -k["ms"])
-        return dict(kinds_ms=kinds, kernels=kernels[:12])
+        return dict(kinds_ms=kinds, kernels_by_kind=count, kernel_ms=sum(kinds.values()),
+                    kernel_count=sum(count.values()), kernels=kernels[:top] if top else kernels)
     except Exception as e:  # the timings above stand without it
         return dict(error=f"{e.__class__.__name__}: {e}")
 

@@ -15,18 +15,21 @@ bias) at the micro-batch of its benchmark table's A100 rows, and TinyLlama-1.1B 
 eager modules: LlamaRMSNorm's fp32 chain, SwiGLU as silu(gate_proj(x)) * up_proj(x), rotate_half's rotary embedding.
 Where it differs from Hugging Face's modules it is the cheaper: one fused qkv projection (Hugging Face has three;
 its backward adds a concatenation) and rotary in bf16 (Hugging Face's cos and sin take the fp32 residual's dtype).
-Usage (on the device machine; tests/data/gpu/h200_train_steps.json came from this, before the command was recorded):
+The timing and the profile are scripts/device_step.py's (timed, kernel_times with this script's kernel kinds).
+tests/data/gpu/h200_train_steps.json came from this script before it recorded its command and before it shared
+those two (then: no p10/p90 fields, and no unprofiled step just before the profiled one). Usage (on the device):
     python3 scripts/device_train_step.py -o train.json
 """
 import argparse
 import json
 import platform
-import statistics
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
+
+from device_step import kernel_times, timed  # scripts/ is on the path when this script runs
 
 # name: layers, hidden, heads, kv_heads, ffn, vocab, sequence, micro-batch, llama-style (RMSNorm, SwiGLU, RoPE)
 MODELS = {
@@ -131,45 +134,6 @@ def step_fn(model, opt, tokens, labels):
     return step
 
 
-def timed(fn, reps, warmup=3):
-    """Median, least and most of `reps` steps in ms (CUDA events); six steps are too few for device_step.py's deciles."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return dict(median_ms=statistics.median(times), min_ms=min(times), max_ms=max(times), runs=reps)
-
-
-def profiled(fn):
-    """One step under the profiler: device ms and kernel count by kind, and every kernel (name, kind, calls, ms)."""
-    try:
-        from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            fn()
-            torch.cuda.synchronize()
-        kinds, count, kernels = {}, {}, []
-        for e in prof.key_averages():
-            us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)
-            if us <= 0 or e.key.startswith("ProfilerStep"):
-                continue
-            k = kernel_kind(e.key)
-            kinds[k] = kinds.get(k, 0.0) + us / 1e3
-            count[k] = count.get(k, 0) + e.count
-            kernels.append(dict(name=e.key[:160], kind=k, calls=e.count, ms=us / 1e3))
-        kernels.sort(key=lambda k: -k["ms"])
-        return dict(kinds_ms=kinds, kernels_by_kind=count, kernel_ms=sum(kinds.values()),
-                    kernel_count=sum(count.values()), kernels=kernels)
-    except Exception as e:  # the timings stand without it
-        return dict(error=f"{e.__class__.__name__}: {e}")
-
-
 def dispatch_cost(dev):
     """Host time per eager operator: 2,000 in-place adds on a 16-element tensor issued without a sync (the
     forward's case), and a 200-operator autograd chain's forward and backward (training's case)."""
@@ -215,7 +179,7 @@ def measure(name, dev, layers, hidden, heads, kv, ffn, vocab, seq, mb, llama, co
               f"{params / 1e6:.0f}M parameters", flush=True)
         return dict(model=name, layers=layers, hidden=hidden, heads=heads, kv_heads=kv, ffn=ffn, vocab=vocab, seq_len=seq,
                     micro_batch=mb, llama_style=llama, compiled=compiled, parameters=params, **r, peak_allocated_bytes=peak,
-                    profile=profiled(step))
+                    profile=kernel_times(step, kind=kernel_kind, top=None))
     finally:
         opt.zero_grad(set_to_none=True)
         del model, opt, step, tokens, labels

@@ -104,19 +104,17 @@ void add_totals(bom_result& b) {
             priced_network = priced_network || l.item != "systems";
         }
     }
-    for (const bom_line& l : b.lines)
-        if (!l.in_systems && !l.power_each && l.item.rfind("cables", 0) != 0) {
-            b.notes.push_back("power: the catalog has no figure for the " + l.item + " (" + l.model +
-                              "): the total leaves them out");
-        }
-    if (b.fabric && !priced_network) {
-        b.notes.push_back("price: the catalog has no network prices; the total is the systems' alone");
-        return;
+    // A network without any price says so once; otherwise each unpriced line is named (cables draw no power).
+    const bool name_unpriced = !(b.fabric && !priced_network);
+    if (!name_unpriced) b.notes.push_back("price: the catalog has no network prices; the total is the systems' alone");
+    for (const bom_line& l : b.lines) {
+        if (l.in_systems) continue;
+        const std::string what = l.item + " (" + l.model + ")";
+        if (!l.power_each && l.item.rfind("cables", 0) != 0)
+            b.notes.push_back("power: the catalog has no figure for the " + what + ": the total leaves them out");
+        if (name_unpriced && !l.usd_each && l.item != "systems")
+            b.notes.push_back("price: the catalog has no figure for the " + what + ": the known price leaves them out");
     }
-    for (const bom_line& l : b.lines)
-        if (!l.in_systems && !l.usd_each && l.item != "systems")
-            b.notes.push_back("price: the catalog has no figure for the " + l.item + " (" + l.model +
-                              "): the known price leaves them out");
 }
 
 }  // namespace

@@ -145,9 +145,10 @@ std::optional<rental_cost> rental(const cost_spec& c, int devices, std::vector<s
     r.usd_per_device_hour = n % 2 ? per_device[n / 2] : 0.5 * (per_device[n / 2 - 1] + per_device[n / 2]);
     r.per_hour = {devices * r.usd_per_device_hour, devices * per_device.front(), devices * per_device.back()};
     // Committed prices are published by fewer providers than on-demand ones: their medians are over different sellers.
+    if (c.commitment == "on_demand") return r;
     const std::string committed = providers_of(c.economics.cloud, c.commitment),
                       on_demand = providers_of(c.economics.cloud, "on_demand");
-    if (c.commitment != "on_demand" && !on_demand.empty() && committed != on_demand)
+    if (!on_demand.empty() && committed != on_demand)
         notes.push_back("renting: the " + c.commitment + " offers come from " + committed + " and the on-demand ones from " +
                         on_demand + ": medians over different sellers, so compare a provider's own prices (the offers), "
                         "not the two medians");

@@ -188,21 +188,26 @@ def _cmd_show(args) -> str:
     return "\n".join(lines)
 
 
+# A catalog cloud offer's commitment (models/schema/common.schema.json cloud_offer; the core's reader checks the same).
+_COMMITMENTS = ("on_demand", "reserved", "1y", "3y")
+
+
 def _show_line(key: str, value: Any, indent: int = 2) -> str:
     """One field of `capplan show`, wrapped at 100 columns: quantities auto-scaled ("56000 MB/s" reads 56 GB/s),
     a missing figure as "not given", an object as its fields one a line below its key (a price's source and date
     each on its own line), a list of objects (cloud offers) an item a line."""
     import textwrap
+
+    def wrap(text: str, first: str, rest: str) -> str:  # whole words: a URL longer than a line stays whole
+        return textwrap.fill(text, width=100, initial_indent=first, subsequent_indent=rest, break_long_words=False,
+                             break_on_hyphens=False)
     pad = " " * indent
     if isinstance(value, dict) and value:
         return "\n".join([f"{pad}{key}:"] + [_show_line(k, v, indent + 2) for k, v in value.items()])
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         items = ("; ".join(f"{k}: {_show_text(v)}" for k, v in item.items()) for item in value)
-        return "\n".join([f"{pad}{key}:"] + [textwrap.fill(t, width=100, initial_indent=f"{pad}  - ",
-                                                            subsequent_indent=f"{pad}      ", break_long_words=False,
-                                                            break_on_hyphens=False) for t in items])
-    return textwrap.fill(_show_text(value), width=100, initial_indent=f"{pad}{key}: ", subsequent_indent=f"{pad}    ",
-                         break_long_words=False, break_on_hyphens=False)
+        return "\n".join([f"{pad}{key}:"] + [wrap(t, f"{pad}  - ", f"{pad}      ") for t in items])
+    return wrap(_show_text(value), f"{pad}{key}: ", f"{pad}    ")
 
 
 def _show_text(value: Any) -> str:
@@ -661,7 +666,7 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("--pue", type=_number(1.0), default=None, help="facility power / IT power")
     co.add_argument("--depreciation-years", type=_number(0.5), default=None, help="years the purchase is written off over")
     co.add_argument("--utilization", type=_number(0.0), default=None, help="share of hours the hardware does this work")
-    co.add_argument("--commitment", choices=["on_demand", "reserved", "1y", "3y"], default=None,
+    co.add_argument("--commitment", choices=_COMMITMENTS, default=None,
                     help="which cloud offers price the rental")
     co.add_argument("--format", choices=["table", "json"], default="table")
     co.set_defaults(run=_cmd_cost)
@@ -765,7 +770,7 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--rank-by", choices=["tco", "capex", "cloud"], default=None,
                    help="inference: price every option from the catalog (owning, purchase, renting) and rank by it")
     z.add_argument("--site", default=None, help="inference with --rank-by: a catalog site (capplan list sites)")
-    z.add_argument("--commitment", choices=["on_demand", "reserved", "1y", "3y"], default=None,
+    z.add_argument("--commitment", choices=_COMMITMENTS, default=None,
                    help="inference with --rank-by cloud: which cloud offers price the rental (default on_demand)")
     z.add_argument("--confidence", choices=["typical", "high"], default="typical",
                    help="inference: high meets the targets at the pessimistic end of the validated error (docs/validation.md)")

@@ -168,6 +168,12 @@ def test_cli_sizing_rank_by(run_cli):
     assert code == 0, err
     option = json.loads(out)["options"][0]
     assert option["count"] == 1 and option["rent_usd_per_hour"] == pytest.approx(23.77728 / 8)
+    code, out, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "1000",
+                             "--output", "100", "--accelerators", "H100", "--rank-by", "cloud", "--commitment", "5y")
+    assert code == 2 and "--commitment" in err and len(err.strip().splitlines()) == 1, err
+    code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "8",
+                             "--commitment", "1y")
+    assert code == 2 and "--commitment" in err and len(err.strip().splitlines()) == 1, err
     code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "8",
                              "--rank-by", "tco")
     assert code == 2 and "--rank-by" in err and len(err.strip().splitlines()) == 1
