@@ -13,8 +13,10 @@ the time the GPU waited on the host. A micro-benchmark times the host's eager di
 Shapes: llm-foundry's MPT yamls (GeLU MLP 4x, LayerNorm; MPT's ALiBi is left out: causal attention without a
 bias) at the micro-batch of its benchmark table's A100 rows, and TinyLlama-1.1B (4 KV heads) with Hugging Face's
 eager modules: LlamaRMSNorm's fp32 chain, SwiGLU as silu(gate_proj(x)) * up_proj(x), rotate_half's rotary embedding.
-Where it differs from Hugging Face's modules it is the cheaper: one fused qkv projection (Hugging Face has three;
-its backward adds a concatenation) and rotary in bf16 (Hugging Face's cos and sin take the fp32 residual's dtype).
+Where it differs from Hugging Face's modules: one fused qkv projection (Hugging Face has three: their input gradients
+are summed where this one's backward concatenates q, k and v's gradients) and no qkv bias (Qwen2.5 has one). Until
+2026-12-04 the rotary table was bf16; since, as Hugging Face's, it takes the hidden state's dtype (fp32 under autocast).
+A micro-benchmark times PyTorch's eager element-wise kernels by class (eager_kernel_rates) for capplan's eager model.
 The timing and the profile are scripts/device_step.py's (timed, kernel_times with this script's kernel kinds).
 tests/data/gpu/h200_train_steps.json came from this script before it recorded its command and before it shared
 those two (then: no p10/p90 fields, and no unprofiled step just before the profiled one). Usage (on the device):
@@ -31,13 +33,18 @@ import torch.nn.functional as F
 
 from device_step import kernel_times, timed  # scripts/ is on the path when this script runs
 
-# name: layers, hidden, heads, kv_heads, ffn, vocab, sequence, micro-batch, llama-style (RMSNorm, SwiGLU, RoPE)
+# name: layers, hidden, heads, kv_heads, ffn, vocab, sequence, micro-batch, llama-style (RMSNorm, SwiGLU, RoPE), tied
+# embedding and LM head. The last three (added 2026-12-04, their configs' shapes, qkv bias left out) were chosen as a
+# second set, measured after capplan's eager fp32 residual terms were written: micro-batches of 16-32k tokens.
 MODELS = {
-    "mpt-125m": (12, 768, 12, 12, 3072, 50368, 2048, 32, False),
-    "mpt-350m": (24, 1024, 16, 16, 4096, 50368, 2048, 32, False),
-    "mpt-760m": (24, 1536, 12, 12, 6144, 50368, 2048, 24, False),
-    "mpt-1b": (24, 2048, 16, 16, 8192, 50368, 2048, 14, False),
-    "tinyllama-1.1b": (22, 2048, 32, 4, 5632, 32000, 2048, 8, True),
+    "mpt-125m": (12, 768, 12, 12, 3072, 50368, 2048, 32, False, True),
+    "mpt-350m": (24, 1024, 16, 16, 4096, 50368, 2048, 32, False, True),
+    "mpt-760m": (24, 1536, 12, 12, 6144, 50368, 2048, 24, False, True),
+    "mpt-1b": (24, 2048, 16, 16, 8192, 50368, 2048, 14, False, True),
+    "tinyllama-1.1b": (22, 2048, 32, 4, 5632, 32000, 2048, 8, True, False),
+    "smollm2-360m": (32, 960, 15, 5, 2560, 49152, 2048, 16, True, True),
+    "qwen2.5-0.5b": (24, 896, 14, 2, 4864, 151936, 2048, 8, True, True),
+    "llama-3.2-1b": (16, 2048, 32, 8, 8192, 128256, 2048, 8, True, True),
 }
 
 
@@ -57,7 +64,7 @@ class LlamaRMSNorm(torch.nn.Module):
 
 
 class Decoder(torch.nn.Module):
-    def __init__(self, layers, hidden, heads, kv_heads, ffn, vocab, llama):
+    def __init__(self, layers, hidden, heads, kv_heads, ffn, vocab, llama, tied):
         super().__init__()
         self.heads, self.kv_heads, self.hd, self.llama = heads, kv_heads, hidden // heads, llama
         lin = lambda i, o: torch.nn.Linear(i, o, bias=False)  # noqa: E731
@@ -74,8 +81,8 @@ class Decoder(torch.nn.Module):
             self.blocks.append(b)
         self.norm = norm()
         self.head = lin(hidden, vocab)
-        if not llama:
-            self.head.weight = self.embed.weight  # MPT ties the embedding and the LM head
+        if tied:
+            self.head.weight = self.embed.weight  # one matrix for the embedding and the LM head
         for p in self.parameters():
             if p.dim() > 1:
                 torch.nn.init.normal_(p, std=0.02)
@@ -92,7 +99,9 @@ class Decoder(torch.nn.Module):
             inv = 1.0 / (10000.0 ** (torch.arange(0, self.hd, 2, device=x.device, dtype=torch.float32) / self.hd))
             ang = torch.outer(torch.arange(t, device=x.device, dtype=torch.float32), inv)
             ang = torch.cat((ang, ang), dim=-1)
-            cos, sin = ang.cos().to(torch.bfloat16), ang.sin().to(torch.bfloat16)
+            # Hugging Face's LlamaRotaryEmbedding returns cos and sin in the hidden state's dtype: fp32 here (the
+            # embedding's output under autocast), so q * cos is fp32 and SDPA's autocast casts it back to bf16.
+            cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
         for blk in self.blocks:
             q, k, v = blk.qkv(blk.n1(x)).split((self.heads * self.hd, self.kv_heads * self.hd, self.kv_heads * self.hd), -1)
             q, k, v = (y.view(b, t, -1, self.hd).transpose(1, 2) for y in (q, k, v))
@@ -163,8 +172,51 @@ def dispatch_cost(dev):
     return dict(issue_us_per_op=issue * 1e6, autograd_fwd_bwd_us_per_op=per_op * 1e6)
 
 
-def measure(name, dev, layers, hidden, heads, kv, ffn, vocab, seq, mb, llama, compiled=False):
-    model = Decoder(layers, hidden, heads, kv, ffn, vocab, llama).to(dev)
+def eager_kernel_rates(dev, tokens=32768, hidden=2048, heads=32):
+    """Memory bandwidth PyTorch's eager kernels reach at a training step's sizes (tokens x hidden elements), by the
+    kernel classes capplan's eager element-wise model (include/capplan/analysis/eager_kernels.hpp) prices: contiguous
+    same-dtype element-wise (vectorised), mixed-dtype element-wise and dtype casts, strided or broadcast element-wise
+    and copies (transposed head views, rotary), and reductions (norm kernels, row means). Bytes per kernel from its
+    operands' dtypes; each kernel the median of 20 runs."""
+    n, f32, bf = tokens * hidden, torch.float32, torch.bfloat16
+    a32, b32 = torch.randn(tokens, hidden, device=dev), torch.randn(tokens, hidden, device=dev)
+    a16, b16 = a32.to(bf), b32.to(bf)
+    w32 = torch.randn(hidden, device=dev)
+    q = torch.randn(tokens // 2048, 2048, heads, hidden // heads, device=dev, dtype=bf).transpose(1, 2)  # [b, h, t, d] view
+    cos16 = torch.randn(2048, hidden // heads, device=dev, dtype=bf)
+    half = q.chunk(2, dim=-1)[1]
+    rs = torch.rand(tokens, 1, device=dev) + 0.5
+    mean, rstd = torch.zeros(tokens, 1, device=dev), torch.ones(tokens, 1, device=dev)
+    g32 = torch.randn(tokens, hidden, device=dev)
+    kernels = [  # name, class, bytes, fn
+        ("fp32 add (gradient accumulation)", "contiguous", 12 * n, lambda: a32 + b32),
+        ("bf16 mul (silu(gate) * up)", "contiguous", 6 * n, lambda: a16 * b16),
+        ("bf16 gelu", "contiguous", 4 * n, lambda: torch.nn.functional.gelu(a16)),
+        ("fp32 pow 2", "contiguous", 8 * n, lambda: a32.pow(2)),
+        ("fp32 + bf16 add (autocast residual)", "mixed_dtype", 10 * n, lambda: a32 + b16),
+        ("fp32 to bf16 cast", "mixed_dtype", 6 * n, lambda: a32.to(bf)),
+        ("bf16 to fp32 cast", "mixed_dtype", 6 * n, lambda: a16.to(f32)),
+        ("bf16 view x bf16 cos (rotary)", "strided", 4 * n, lambda: q * cos16),
+        ("neg of a strided half (rotate_half)", "strided", 2 * n, lambda: -half),
+        ("transpose + reshape copy (attention output)", "strided", 4 * n,
+         lambda: q.transpose(1, 2).reshape(tokens, hidden)),
+        ("fp32 x row scale (x * rsqrt)", "strided", 8 * n, lambda: a32 * rs),
+        ("fp32 layer_norm forward", "reduction", 8 * n, lambda: torch.nn.functional.layer_norm(a32, (hidden,), w32)),
+        ("fp32 layer_norm backward", "reduction", 20 * n,
+         lambda: torch.ops.aten.native_layer_norm_backward(g32, a32, [hidden], mean, rstd, w32, None, [True, True, False])),
+        ("fp32 row mean", "reduction", 4 * n, lambda: a32.mean(-1, keepdim=True)),
+    ]
+    out = []
+    for name, cls, nbytes, fn in kernels:
+        r = timed(fn, reps=20)
+        out.append(dict(kernel=name, kernel_class=cls, bytes=nbytes, median_ms=r["median_ms"],
+                        gb_per_s=nbytes / (r["median_ms"] * 1e-3) / 1e9))
+        print(f"{name}: {out[-1]['gb_per_s']:.0f} GB/s", flush=True)
+    return out
+
+
+def measure(name, dev, layers, hidden, heads, kv, ffn, vocab, seq, mb, llama, tied, compiled=False):
+    model = Decoder(layers, hidden, heads, kv, ffn, vocab, llama, tied).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     tokens = torch.randint(0, vocab, (mb, seq), device=dev)
     labels = torch.randint(0, vocab, (mb, seq), device=dev)
@@ -178,7 +230,7 @@ def measure(name, dev, layers, hidden, heads, kv, ffn, vocab, seq, mb, llama, co
         print(f"{name}{' compiled' if compiled else ''}: micro-batch {mb}, {r['median_ms']:.1f} ms a step, peak {peak / 2**30:.1f} GiB, "
               f"{params / 1e6:.0f}M parameters", flush=True)
         return dict(model=name, layers=layers, hidden=hidden, heads=heads, kv_heads=kv, ffn=ffn, vocab=vocab, seq_len=seq,
-                    micro_batch=mb, llama_style=llama, compiled=compiled, parameters=params, **r, peak_allocated_bytes=peak,
+                    micro_batch=mb, llama_style=llama, tied=tied, compiled=compiled, parameters=params, **r, peak_allocated_bytes=peak,
                     profile=kernel_times(step, kind=kernel_kind, top=None))
     finally:
         opt.zero_grad(set_to_none=True)
@@ -189,7 +241,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("-o", "--output", required=True)
     p.add_argument("--models", nargs="+", default=list(MODELS))
-    p.add_argument("--compiled", nargs="*", default=["tinyllama-1.1b"], help="models measured again compiled")
+    p.add_argument("--compiled", nargs="*", default=["tinyllama-1.1b", "llama-3.2-1b"], help="models measured again compiled")
     args = p.parse_args()
     dev = torch.device("cuda")
     torch.manual_seed(0)
@@ -198,13 +250,13 @@ def main():
     out = dict(command=" ".join(sys.argv), device=torch.cuda.get_device_properties(dev).name, torch=torch.__version__, cuda=torch.version.cuda,
                cudnn=torch.backends.cudnn.version(), host_cpu=cpu, date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                precision="torch.autocast bfloat16 over fp32 weights; fp32 AdamW (fused=True); fp32 cross-entropy",
-               dispatch=dispatch_cost(dev), steps=[])
+               dispatch=dispatch_cost(dev), eager_kernels=eager_kernel_rates(dev), steps=[])
     print("dispatch", out["dispatch"], flush=True)
     for name, compiled in [(m, False) for m in args.models] + [(m, True) for m in args.compiled]:
-        layers, hidden, heads, kv, ffn, vocab, seq, mb, llama = MODELS[name]
+        layers, hidden, heads, kv, ffn, vocab, seq, mb, llama, tied = MODELS[name]
         while mb >= 1:  # the table's micro-batch, halved while it does not fit (recorded)
             try:
-                out["steps"].append(measure(name, dev, layers, hidden, heads, kv, ffn, vocab, seq, mb, llama, compiled))
+                out["steps"].append(measure(name, dev, layers, hidden, heads, kv, ffn, vocab, seq, mb, llama, tied, compiled))
                 break
             except torch.OutOfMemoryError:
                 print(f"{name}: micro-batch {mb} does not fit", flush=True)

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "capplan/analysis/eager_kernels.hpp"
 #include "catalog_readers.hpp"
 #include "hf_config_json.hpp"
 
@@ -186,6 +187,12 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
         };
         by_format("matmul", a.matmul_efficiency);
         by_format("grouped_matmul", a.grouped_matmul_efficiency);
+        if (const json* ee = e.get("eager_elementwise"); ee && !ee->is_null()) {
+            object_reader er(*ee, e.path("eager_elementwise"));
+            for (const char* key : eager_class_names)
+                if (const auto f = fraction(er, key)) a.eager_elementwise_efficiency[key] = *f;
+            er.finish();
+        }
         a.kernel_launch = e.quantity<duration>("kernel_launch");
         a.prefill_step_overhead = e.quantity<duration>("prefill_step_overhead");
         a.roofline_norm = fraction(e, "roofline_norm", true);

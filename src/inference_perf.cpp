@@ -626,6 +626,11 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     // Mixture-of-experts expert GEMMs: the engines' grouped kernels' measured ceiling (catalog).
     const auto grouped = find_by_peak(a.grouped_matmul_efficiency, compute.peak_key);
     if (grouped != a.grouped_matmul_efficiency.end()) e.grouped_gemm = grouped->second;
+    // PyTorch's eager element-wise kernels by class (catalog, measured; training.kernels "eager").
+    for (std::size_t c = 0; c < eager_classes; ++c) {
+        const auto it = a.eager_elementwise_efficiency.find(eager_class_names[c]);
+        if (it != a.eager_elementwise_efficiency.end()) e.eager[c] = it->second;
+    }
     if (!explain) return e;
     e.source = "memory " + format_number(e.memory) + " of peak bandwidth (" +
                (measured_memory ? catalog_entry : "mean of measured accelerators") + "), matrix units " +

@@ -384,6 +384,7 @@ training_spec read_training(object_reader& r) {
     t.moe_dispatcher = r.choice("moe_dispatcher", {"alltoall", "deepep", "hybridep"}).value_or("alltoall");
     t.fp8_params = r.boolean("fp8_params").value_or(false);
     t.eager_kernels = r.choice("kernels", {"fused", "eager"}).value_or("fused") == "eager";
+    t.autocast = r.boolean("autocast").value_or(false);
     t.fused_cross_entropy = r.choice("cross_entropy", {"fused", "unfused"}).value_or(t.eager_kernels ? "unfused" : "fused") == "fused";
     if (const json* l = r.get("lora"); l && !l->is_null()) {
         object_reader lr(*l, r.path("lora"), true);

@@ -136,24 +136,31 @@ module_rerun selective_module_rerun(const scenario& s, const perf_setup& perf, c
 
 // Memory-bound kernels of a training step that the serving roofline (§14) does not cost, per micro-batch on one rank,
 // whole model (the caller divides by the stages): the MLP's activation as its own kernel between the two GEMMs (§14
-// counts its traffic inside the up GEMM's roofline, hidden where that GEMM is compute-bound), the fp32 chains of eager
-// norms, and the loss over every position's logits. Bytes per element counted from the kernels; see docs/formulas.md §15.
+// counts its traffic inside the up GEMM's roofline, hidden where that GEMM is compute-bound), PyTorch's eager
+// element-wise kernels in place of §14's fused norm passes (eager_kernels.hpp), and the loss over every position's
+// logits. Bytes per element counted from the kernels; see docs/formulas.md §15.
 struct elementwise_passes {
-    duration forward, backward;  // activation and eager norms, in the layers' forward and backward
+    duration forward, backward;  // activation and eager kernels, in the layers' forward and backward
     duration loss;               // the cross-entropy over the logits, forward and backward
 };
-elementwise_passes training_elementwise_passes(const scenario& s, const perf_setup& perf, double tokens) {
+// Eager kernels by class, each class at its own measured share of the bandwidth, plus their launches (as §14).
+duration eager_time(const eager_traffic& k, const perf_setup& perf) {
+    using namespace units;
+    duration out;
+    for (std::size_t c = 0; c < eager_classes; ++c) {
+        if (k.bytes[c] <= 0.0) continue;
+        const double kernels = std::max(1.0, k.kernels[c]);
+        out += k.bytes[c] * B / (perf.memory_bandwidth * perf.efficiency.eager_at(static_cast<eager_class>(c), k.bytes[c] / kernels)) +
+               kernels * perf.efficiency.per_kernel;
+    }
+    return out;
+}
+elementwise_passes training_elementwise_passes(const scenario& s, const perf_setup& perf, double tokens, double cast_parameters) {
     using namespace units;
     const training_spec& t = *s.training;
     const model_spec& m = s.model;
     const parallelism_spec& p = s.parallelism;
-    const double e = s.precision.activations.bytes_per_element(), tp = p.tp, h = static_cast<double>(m.hidden);
-    // `kernels` alike kernels moving `bytes` in all: each at the efficiency of its own size, plus its launch (as §14).
-    auto pass = [&](double bytes, double kernels) {
-        if (bytes <= 0.0) return duration{};
-        kernels = std::max(1.0, kernels);
-        return bytes * B / (perf.memory_bandwidth * perf.efficiency.memory_at(bytes / kernels)) + kernels * perf.efficiency.per_kernel;
-    };
+    const double e = s.precision.activations.bytes_per_element(), tp = p.tp;
     // Activation, in elements of its output width W: SwiGLU fused (Megatron bias_swiglu, Transformer Engine) reads gate
     // and up and writes W (3), its backward reads the gradient, gate and up and writes both gradients (5); eager
     // (silu(gate) * up) adds silu's write and read (5) and, backward, the product's and silu's own passes (9). GeLU
@@ -163,11 +170,12 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
     const double moe_layers = m.is_moe() ? static_cast<double>(m.moe_layer_count()) : 0.0;
     const double dense_layers = static_cast<double>(m.layers - m.ffn_free_layer_count()) - moe_layers;
     const double dense_width = tokens * static_cast<double>(m.intermediate) / tp;  // elements per layer on this rank
-    double fwd = dense_layers * act_fwd(m.gated_mlp) * dense_width * e;
-    double bwd = dense_layers * act_bwd(m.gated_mlp) * dense_width * e;
+    // The activation's kernels: contiguous element-wise, one class of eager_traffic (fused ones at the memory rate).
+    eager_traffic fwd, bwd;
     // Kernels per MLP layer: fused one each way; eager SwiGLU silu and the product forward, three backward.
     const bool eager_glu = t.eager_kernels && m.gated_mlp;
-    double fwd_kernels = dense_layers * (eager_glu ? 2.0 : 1.0), bwd_kernels = dense_layers * (eager_glu ? 3.0 : 1.0);
+    fwd.add(eager_class::contiguous, dense_layers * act_fwd(m.gated_mlp) * dense_width * e, dense_layers * (eager_glu ? 2.0 : 1.0));
+    bwd.add(eager_class::contiguous, dense_layers * act_bwd(m.gated_mlp) * dense_width * e, dense_layers * (eager_glu ? 3.0 : 1.0));
     if (moe_layers > 0) {
         // This rank's routed copies (its 1/tp sequence shard x k over the expert-tensor group, as the forward routes them,
         // each 1/etp of the expert's width) and the shared experts.
@@ -175,27 +183,22 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
         const double routed = imbalance * tokens / tp * static_cast<double>(m.moe.experts_per_token) *
                               static_cast<double>(m.moe.expert_intermediate);
         const double shared = tokens * static_cast<double>(m.moe.shared_experts * m.moe.shared_width()) / tp;
-        fwd += moe_layers * act_fwd(m.moe.gated) * (routed + shared) * e;
-        bwd += moe_layers * act_bwd(m.moe.gated) * (routed + shared) * e;
         const bool eager_moe = t.eager_kernels && m.moe.gated;
-        fwd_kernels += moe_layers * (eager_moe ? 2.0 : 1.0);
-        bwd_kernels += moe_layers * (eager_moe ? 3.0 : 1.0);
+        fwd.add(eager_class::contiguous, moe_layers * act_fwd(m.moe.gated) * (routed + shared) * e, moe_layers * (eager_moe ? 2.0 : 1.0));
+        bwd.add(eager_class::contiguous, moe_layers * act_bwd(m.moe.gated) * (routed + shared) * e, moe_layers * (eager_moe ? 3.0 : 1.0));
     }
+    duration fwd_time, bwd_time;
     if (t.eager_kernels) {
-        // Eager norms beyond a fused one (read 2 B, write 2 B forward; §14 counts it, and twice that backward), per
-        // element of the norm's input (split over tp with sequence parallelism). Hugging Face's RMSNorm in fp32: cast,
-        // pow, mean, scale, cast back, weight: 36 B forward (+32); autograd through the same chain 76 B (+68), 8 fewer
-        // when the weight is frozen (LoRA). PyTorch's LayerNorm under autocast: the fp32 cast in, the kernel in fp32,
-        // the cast out: 20 B (+16); backward 32 B (+24).
-        const bool rms = m.norm == norm_kind::rms_norm;
-        const double rep = p.sequence_parallel && p.tp > 1 ? tp : 1.0;
-        const double elements = static_cast<double>(m.norms_per_layer) * static_cast<double>(m.layers) * tokens * h / rep;
-        fwd += elements * (rms ? 32.0 : 16.0);
-        bwd += elements * (rms ? (t.lora ? 60.0 : 68.0) : 24.0);
-        // The chains' extra kernels per norm: RMSNorm 5 forward (of 6) and about 9 backward; LayerNorm the 2 casts each way.
-        const double norms = static_cast<double>(m.norms_per_layer) * static_cast<double>(m.layers);
-        fwd_kernels += norms * (rms ? 5.0 : 2.0);
-        bwd_kernels += norms * (rms ? 9.0 : 2.0);
+        const eager_step_traffic k = eager_elementwise_traffic(s, tokens, cast_parameters);
+        for (std::size_t c = 0; c < eager_classes; ++c) {
+            fwd.bytes[c] += k.forward.bytes[c], fwd.kernels[c] += k.forward.kernels[c];
+            bwd.bytes[c] += k.backward.bytes[c], bwd.kernels[c] += k.backward.kernels[c];
+        }
+        fwd_time = eager_time(fwd, perf), bwd_time = eager_time(bwd, perf);
+    } else {  // fused kernels: the activation at the memory rate of its size
+        perf_setup fused = perf;
+        fused.efficiency.eager = {};
+        fwd_time = eager_time(fwd, fused), bwd_time = eager_time(bwd, fused);
     }
     // The loss over tokens x V/tp logits of each head (the model's and each MTP module's): fused (Transformer Engine's
     // parallel cross-entropy, Liger, flash-attn xentropy) the head GEMM writes them (2 B), one kernel reads them for
@@ -206,7 +209,9 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
     const double logits = (1.0 + t.mtp_layers) * tokens * static_cast<double>(m.vocab) / tp;
     const double per_logit = t.fused_cross_entropy ? 12.0 : 50.0;
     const double loss_kernels = (1.0 + t.mtp_layers) * (t.fused_cross_entropy ? 3.0 : 6.0);
-    return {pass(fwd, fwd_kernels), pass(bwd, bwd_kernels), pass(logits * per_logit, loss_kernels)};
+    const duration loss = logits * per_logit * B / (perf.memory_bandwidth * perf.efficiency.memory_at(logits * per_logit / loss_kernels)) +
+                          loss_kernels * perf.efficiency.per_kernel;
+    return {fwd_time, bwd_time, loss};
 }
 
 }  // namespace
@@ -265,6 +270,12 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     }
     const duration attention_forward = (attention_core + attention_16bit_extra) / stages;  // per stage
     duration forward = (f.compute + head_time + attention_16bit_extra) / stages;
+    // Eager kernels: §14's fused norm, residual and rotary passes give way to the eager kernels counted one by one
+    // (training_elementwise_passes), in the forward and so in the backward that doubles it.
+    if (t.eager_kernels) {
+        const auto norms = std::find_if(f.ops.begin(), f.ops.end(), [](const op_time& op) { return op.op == "norms and elementwise"; });
+        if (norms != f.ops.end()) forward -= norms->time / stages;
+    }
     // Multi-token prediction (DeepSeek-V3 arXiv:2412.19437 §2.2, Eq. 21-22): each module projects [norm(h); norm(emb)]
     // (2h -> h), runs one transformer block and the shared output head over every position. Its block is costed as
     // the model's mean layer and, like the layers, spread over the stages (the pipeline layout balances its stage:
@@ -292,7 +303,10 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                       : 2.0 * fwd + (perf.flash_attention ? 0.5 * core_fwd : duration{});
     };
     duration backward = backward_of(forward, attention_forward);
-    const elementwise_passes passes = training_elementwise_passes(s, perf, tokens);
+    // The weights autocast casts a forward: the blocks' matrices on this rank (the fullest stage's, for every stage)
+    // and the LM head's.
+    const double cast_parameters = w.per_device().block_linear * stages + static_cast<double>(m.vocab * m.hidden) / p.tp;
+    const elementwise_passes passes = training_elementwise_passes(s, perf, tokens, cast_parameters);
     forward += passes.forward / stages;
     backward += passes.backward / stages;
     const duration loss = passes.loss / stages;

@@ -178,13 +178,29 @@ TEST_CASE("training's own memory-bound kernels: the activation between the GEMMs
     CHECK(total(estimate_training_performance(fused), "loss (cross-entropy)").si() == doctest::Approx(12.0 * logits / bw + 3 * launch));
     CHECK(total(estimate_training_performance(unfused), "loss (cross-entropy)").si() == doctest::Approx(50.0 * logits / bw + 6 * launch));
     CHECK(total(estimate_training_performance(eager), "loss (cross-entropy)").si() == doctest::Approx(50.0 * logits / bw + 6 * launch));
-    // Eager kernels: SwiGLU unfused (5 rows forward, 9 backward, to 3 and 5) and the fp32 RMSNorm chain (+32 B forward,
-    // +68 B backward per element of its input, 2 norms x 32 layers x 4,096 tokens x 4,096).
-    const double rows = 32.0 * 4096 * 14336 * 2, norms = 2.0 * 32 * 4096 * 4096;
+    // Eager kernels: SwiGLU unfused (5 rows forward, 9 backward, to 3 and 5) and every element-wise kernel counted one
+    // by one in place of §14's fused norm passes (the "norms and elementwise" operator, out of the forward and so
+    // out of the backward twice). Per element of the hidden state N = 4,096 tokens x 4,096, 16-bit residual (no
+    // autocast): 65 RMSNorm chains (2 a layer and the final one; 36 B forward: the fp32 cast, pow, mean, the row's
+    // scale, the cast back and the weight; 76 B backward), 64 residual adds (6 B; backward the 6 B sum at each branch),
+    // attention's output copy (4 B per q element: 4 N a layer), rotary over q and k (5,120 of 4,096 elements a token,
+    // 20 B each way: 25 N a layer); backward also q, k and v's gradient copies (4 B x 6,144 / 4,096: 6 N a layer) and
+    // the gate and up projections' input gradients summed (6 N a layer).
+    const double rows = 32.0 * 4096 * 14336 * 2, N = 4096.0 * 4096;
+    const double fwd_bytes = N * (65 * 36 + 64 * 6 + 32 * 4 + 32 * 25), bwd_bytes = N * (65 * 76 + 64 * 6 + 32 * 6 + 32 * 25 + 32 * 6);
+    // Kernels: SwiGLU one more forward and two more backward a layer; each norm 8 forward and 11 backward; an add each
+    // way; the copies (one forward, three backward a layer); rotary 5 each way for each of q and k.
+    const double fwd_kernels = 32 + 65 * 8 + 64 + 32 + 64 * 5, bwd_kernels = 64 + 65 * 11 + 64 + 96 + 64 * 5 + 32;
     const auto f = estimate_training_performance(fused), e = estimate_training_performance(eager);
-    // Kernels: eager SwiGLU 2 forward and 3 backward a layer (fused 1 and 1), each RMSNorm 5 more forward, 9 backward.
-    CHECK((total(e, "forward") - total(f, "forward")).si() == doctest::Approx((2.0 * rows + 32.0 * norms) / bw + (32 + 64 * 5) * launch));
-    CHECK((total(e, "backward") - total(f, "backward")).si() == doctest::Approx((4.0 * rows + 68.0 * norms) / bw + (64 + 64 * 9) * launch));
+    const step_breakdown ops = step_time_breakdown(perf, training_micro_batch(1, 4096, 1));
+    duration norms;
+    for (const auto& op : ops.ops)
+        if (op.op == "norms and elementwise") norms = op.time;
+    REQUIRE(norms > duration{});
+    CHECK((total(e, "forward") - total(f, "forward")).si() ==
+          doctest::Approx((2.0 * rows + fwd_bytes) / bw + fwd_kernels * launch - norms.si()));
+    CHECK((total(e, "backward") - total(f, "backward")).si() ==
+          doctest::Approx((4.0 * rows + bwd_bytes) / bw + bwd_kernels * launch - 2.0 * norms.si()));
 }
 
 TEST_CASE("context parallelism: each rank computes 1/cp of the whole sequence's causal attention") {

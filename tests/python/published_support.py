@@ -180,19 +180,19 @@ def training_published(row, variant=None):
 def gpu_training_scenario(step):
     """A training step scripts/device_train_step.py measured on one H200 (tests/data/gpu/h200_train_steps.json) as
     capplan describes it: one micro-batch a step (no accumulation), no recompute, PyTorch's F.cross_entropy over
-    fp32 logits (unfused), and PyTorch's separate norm and activation kernels (`kernels: eager`) unless the step ran
-    under torch.compile, whose fused kernels are capplan's default. MPT shapes as GPT-2 configs (LayerNorm, GeLU,
+    fp32 logits (unfused), torch.autocast over fp32 weights (`autocast`), and PyTorch's separate element-wise kernels
+    (`kernels: eager`) unless the step ran under torch.compile, whose fused kernels are capplan's default. MPT shapes as GPT-2 configs (LayerNorm, GeLU,
     tied embedding; capplan's GPT-2 carries a learned position table MPT lacks), TinyLlama as a Llama config."""
     if step["llama_style"]:
         model = {"model_type": "llama", "hidden_size": step["hidden"], "intermediate_size": step["ffn"],
                  "num_hidden_layers": step["layers"], "num_attention_heads": step["heads"],
                  "num_key_value_heads": step["kv_heads"], "vocab_size": step["vocab"],
-                 "max_position_embeddings": step["seq_len"], "tie_word_embeddings": False}
+                 "max_position_embeddings": step["seq_len"], "tie_word_embeddings": step.get("tied", False)}
     else:
         model = {"model_type": "gpt2", "n_embd": step["hidden"], "n_head": step["heads"], "n_layer": step["layers"],
                  "n_positions": step["seq_len"], "vocab_size": step["vocab"]}
     training = {"seq_len": step["seq_len"], "global_batch": step["micro_batch"], "micro_batch": step["micro_batch"],
-                "recompute": "none", "cross_entropy": "unfused"}
+                "recompute": "none", "cross_entropy": "unfused", "autocast": True}
     if not step["compiled"]:
         training["kernels"] = "eager"
     return {"model": model, "system": {"accelerator": "H200", "count": 1}, "training": training}

@@ -22,6 +22,7 @@
 
 #include "capplan/analysis/collectives.hpp"
 #include "capplan/analysis/engine_allreduce.hpp"
+#include "capplan/analysis/eager_kernels.hpp"
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/kv_cache.hpp"
 #include "capplan/analysis/sharding.hpp"
@@ -36,6 +37,8 @@ struct perf_efficiency {
     // one in today's engines (catalog efficiency.grouped_matmul); 0: as dense.
     double grouped_gemm = 0.0;
     double memory = 0.0;        // achieved / peak memory bandwidth (large kernels)
+    // PyTorch's eager element-wise kernels by eager_class (catalog efficiency.eager_elementwise); 0: as memory_at.
+    std::array<double, eager_classes> eager{};
     duration per_kernel;        // launch and tail per kernel (CUDA graphs in decode)
     duration per_step;          // engine scheduling, sampling and host work per step
     duration per_prefill_step;  // more for a step that runs a prompt (no CUDA graph for prefill)
@@ -59,6 +62,10 @@ struct perf_efficiency {
     }
     double memory_at(double bytes_per_kernel) const {
         return memory_by_size.empty() ? memory : memory_by_size.at(bytes_per_kernel);
+    }
+    double eager_at(eager_class c, double bytes_per_kernel) const {
+        const double v = eager[static_cast<std::size_t>(c)];
+        return v > 0.0 ? v : memory_at(bytes_per_kernel);
     }
     double norm_at(double bytes_per_kernel) const {
         return norm_by_size.empty() ? memory_at(bytes_per_kernel) : norm_by_size.at(bytes_per_kernel);

@@ -34,6 +34,9 @@ struct accelerator_spec {
     // Mixture-of-experts expert GEMMs as engines run them (grouped / fused MoE kernels), by format key;
     // a format without one: as the dense matmul.
     std::map<std::string, double> grouped_matmul_efficiency;
+    // PyTorch's eager element-wise kernels by class (eager_kernels.hpp: contiguous, mixed_dtype, strided, reduction),
+    // as fractions of the peak bandwidth; a class without one: the memory efficiency.
+    std::map<std::string, double> eager_elementwise_efficiency;
     std::optional<duration> kernel_launch;
     std::optional<duration> prefill_step_overhead;  // host work of a step that runs a prompt (no CUDA graph)
     std::optional<double> roofline_norm;  // p of a kernel's (compute^p + memory^p)^(1/p) (inference_perf.hpp)
@@ -64,6 +67,7 @@ inline void share_efficiencies(accelerator_spec& to, const accelerator_spec& fro
     to.memory_efficiency = from.memory_efficiency;
     to.matmul_efficiency = from.matmul_efficiency;
     to.grouped_matmul_efficiency = from.grouped_matmul_efficiency;
+    to.eager_elementwise_efficiency = from.eager_elementwise_efficiency;
     to.kernel_launch = from.kernel_launch;
     to.prefill_step_overhead = from.prefill_step_overhead;
     to.roofline_norm = from.roofline_norm;

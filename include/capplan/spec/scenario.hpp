@@ -152,6 +152,10 @@ struct training_spec {
     std::optional<double> data_decode_samples_per_s_per_node;
     std::optional<lora_spec> lora;       // LoRA / QLoRA fine-tuning: a frozen base, trained adapters
     bool eager_kernels = false;          // kernels "eager": unfused PyTorch norms and SwiGLU (Hugging Face, litgpt)
+    // torch.autocast over fp32 weights (the Hugging Face Trainer's bf16=True on an fp32 model, Composer's amp_bf16,
+    // Lightning's bf16-mixed): the residual stream stays fp32 and each GEMM casts its weight; with eager kernels
+    // (eager_kernels.hpp). Otherwise the model is held in its 16-bit format (fp32 master weights in the optimizer).
+    bool autocast = false;
     // The loss kernel ("cross_entropy"): fused (Transformer Engine / Liger / flash-attn xentropy: one pass that writes the
     // gradient in place) or unfused (PyTorch F.cross_entropy in fp32, Megatron-LM without --cross-entropy-loss-fusion).
     bool fused_cross_entropy = true;

@@ -1,0 +1,148 @@
+#include "capplan/analysis/eager_kernels.hpp"
+
+#include <algorithm>
+
+namespace capplan {
+
+namespace {
+
+using C = eager_class;
+constexpr double f32 = 4.0;  // bytes of an fp32 element
+
+// Adds one module's kernels (bytes over all its `count` instances, kernels of one) to the step's.
+void add_kernels(eager_step_traffic& out, const eager_traffic& fw, const eager_traffic& bw, double count) {
+    for (std::size_t c = 0; c < eager_classes; ++c) {
+        out.forward.bytes[c] += fw.bytes[c], out.forward.kernels[c] += count * fw.kernels[c];
+        out.backward.bytes[c] += bw.bytes[c], out.backward.kernels[c] += count * bw.kernels[c];
+    }
+}
+
+// `count` norms over `n` elements in all, each output cast for the GEMM after it. `e`: the activations' bytes per
+// element.
+// LayerNorm (PyTorch's, autocast runs it in fp32): the kernel reads and writes fp32; its backward's input-gradient
+// kernel reads the gradient and the input and writes the gradient, the weight's kernel reads both again.
+// RMSNorm (Hugging Face's LlamaRMSNorm chain): pow(2), mean, x * rsqrt (a row's scale: broadcast), weight * x.
+void norm_kernels(eager_step_traffic& out, bool rms, bool fp32_input, bool frozen_weight, double count, double n, double e) {
+    eager_traffic fw, bw;
+    if (!rms) {
+        if (!fp32_input) fw.add(C::mixed_dtype, n * (e + f32), 1);  // autocast's cast in
+        fw.add(C::reduction, n * 2.0 * f32, 1);
+        fw.add(C::mixed_dtype, n * (f32 + e), 1);                    // the fp32 output cast for the GEMM
+        bw.add(C::mixed_dtype, n * (e + f32), 1);                    // its gradient back to fp32
+        bw.add(C::reduction, n * (3.0 + (frozen_weight ? 0.0 : 2.0)) * f32, frozen_weight ? 1 : 2);
+        if (!fp32_input) bw.add(C::mixed_dtype, n * (f32 + e), 1);  // the gradient cast back to the input's dtype
+        return add_kernels(out, fw, bw, count);
+    }
+    // The chain in fp32: x.to(fp32) and .to(input dtype) are casts only when the input is 16-bit; weight * x then
+    // multiplies in the input's dtype, and with an fp32 input autocast casts the fp32 output for the GEMM.
+    const double w = fp32_input ? f32 : e;  // the dtype weight * x runs in
+    if (!fp32_input) fw.add(C::mixed_dtype, n * (e + f32), 1);
+    fw.add(C::contiguous, n * 2.0 * f32, 1);   // pow(2)
+    fw.add(C::reduction, n * f32, 3);          // mean (and the row's + eps, rsqrt)
+    fw.add(C::strided, n * 2.0 * f32, 1);      // x * rsqrt
+    if (!fp32_input) fw.add(C::mixed_dtype, n * (f32 + e), 1);
+    fw.add(C::contiguous, n * 2.0 * w, 1);     // weight * x
+    if (fp32_input) fw.add(C::mixed_dtype, n * (f32 + e), 1);
+    // Backward: the GEMM's input cast (fp32 input) or the chain's own cast back; weight * x's two gradients (the
+    // weight's: a product and a row sum, none when it is frozen); x * rsqrt's two (a broadcast product, a product
+    // and a row sum); mean's (expanded over the row) and pow's; the two paths' sum; the cast to the input's dtype.
+    bw.add(C::mixed_dtype, n * (e + f32), 1);
+    if (!frozen_weight) {
+        bw.add(C::contiguous, n * 3.0 * w, 1);
+        bw.add(C::reduction, n * w, 1);
+    }
+    bw.add(C::contiguous, n * 2.0 * w, 1);                 // gradient * weight
+    bw.add(C::strided, n * 2.0 * f32, 1);                  // * rsqrt
+    bw.add(C::contiguous, n * 3.0 * f32, 1);               // gradient * x
+    bw.add(C::reduction, n * f32, 1);                      // its row sum
+    bw.add(C::strided, n * f32, 1);                        // mean's, over the row
+    bw.add(C::contiguous, n * 2.0 * 3.0 * f32, 2);         // pow's (2x, times the gradient); the two paths' sum
+    if (!fp32_input) bw.add(C::mixed_dtype, n * (f32 + e), 1);
+    add_kernels(out, fw, bw, count);
+}
+
+// Hugging Face's apply_rotary_pos_emb, q * cos + rotate_half(q) * sin, over `n` elements of q and k (strided
+// [batch, heads, tokens, head_dim] views of the projections' outputs). rotate_half: the negated second half (half the
+// elements) and a concatenation. cos and sin take the hidden state's dtype: fp32 under autocast over fp32 weights,
+// where the products are fp32 and SDPA's autocast casts q and k back. `count`: the q and k tensors.
+void rotary_kernels(eager_step_traffic& out, bool fp32_tables, double count, double n, double e) {
+    eager_traffic fw, bw;
+    fw.add(C::strided, n * e, 1);            // -x2, half the elements read and written
+    fw.add(C::strided, n * 2.0 * e, 1);      // cat
+    if (fp32_tables) {
+        fw.add(C::strided, n * (e + f32), 1);    // q * cos
+        fw.add(C::mixed_dtype, n * (e + f32), 1);  // rotate_half(q) * sin
+        fw.add(C::contiguous, n * 3.0 * f32, 1);   // their sum
+        fw.add(C::mixed_dtype, n * (f32 + e), 1);  // SDPA's cast
+        // Backward: the cast's gradient; each product's (times cos or sin, then cast to q's dtype); rotate_half's
+        // negation and the halves put back; the two paths' sum.
+        bw.add(C::mixed_dtype, n * (e + f32), 1);
+        bw.add(C::contiguous, n * 2.0 * 2.0 * f32, 2);
+        bw.add(C::mixed_dtype, n * 2.0 * (f32 + e), 2);
+    } else {
+        fw.add(C::strided, n * 2.0 * e, 1);
+        fw.add(C::contiguous, n * (2.0 + 3.0) * e, 2);
+        bw.add(C::contiguous, n * 2.0 * 2.0 * e, 2);
+    }
+    bw.add(C::strided, n * (1.0 + 2.0) * e, 2);
+    bw.add(C::contiguous, n * 3.0 * e, 1);
+    add_kernels(out, fw, bw, count);
+}
+
+}  // namespace
+
+eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, double cast_parameters) {
+    const training_spec& t = *s.training;
+    const model_spec& m = s.model;
+    const parallelism_spec& p = s.parallelism;
+    const double e = s.precision.activations.bytes_per_element(), tp = p.tp;
+    const bool fp32_residual = t.autocast;
+    const double layers = static_cast<double>(m.layers);
+    // One residual-stream tensor on this rank (split over tp with sequence parallelism).
+    const double hidden = tokens * static_cast<double>(m.hidden) / (p.sequence_parallel && p.tp > 1 ? tp : 1.0);
+    eager_step_traffic out;
+    // Every layer's norms and the final one.
+    const double norms = static_cast<double>(m.norms_per_layer) * layers + 1.0;
+    norm_kernels(out, m.norm == norm_kind::rms_norm, fp32_residual, t.lora.has_value(), norms, norms * hidden, e);
+    // Two residual adds a layer. fp32 residual: fp32 + a 16-bit branch output, written fp32; backward, the residual's
+    // gradient cast to the branch's dtype and, at each branch point, the norm's input gradient added to it.
+    const double adds = 2.0 * layers * hidden;
+    if (fp32_residual) {
+        out.forward.add(C::mixed_dtype, adds * (f32 + e + f32), 2.0 * layers);
+        out.backward.add(C::mixed_dtype, adds * (f32 + e), 2.0 * layers);
+        out.backward.add(C::contiguous, adds * 3.0 * f32, 2.0 * layers);
+    } else {
+        out.forward.add(C::contiguous, adds * 3.0 * e, 2.0 * layers);
+        out.backward.add(C::contiguous, adds * 3.0 * e, 2.0 * layers);
+    }
+    // Attention, per layer: its output's [batch, heads, tokens, head_dim] -> [batch, tokens, hidden] copy; backward,
+    // q's, k's and v's gradients copied back into the (fused) projection's layout.
+    const double hd = static_cast<double>(m.head_dim);
+    const double q = tokens * static_cast<double>(m.heads) * hd / tp;
+    const double kv = tokens * std::max(1.0, static_cast<double>(m.kv_heads) / tp) * hd;
+    if (!m.mla) {
+        out.forward.add(C::strided, layers * q * 2.0 * e, layers);
+        out.backward.add(C::strided, layers * (q + 2.0 * kv) * 2.0 * e, 3.0 * layers);
+        if (!m.learned_positions) rotary_kernels(out, fp32_residual, 2.0 * layers, layers * (q + kv), e);
+        if (m.qk_norm) norm_kernels(out, true, false, t.lora.has_value(), 2.0 * layers, layers * (q + kv), e);
+    }
+    // Gated MLPs with separate gate and up projections (Hugging Face, litgpt): their input gradients summed.
+    const double dense_layers = static_cast<double>(m.layers - m.ffn_free_layer_count()) -
+                                (m.is_moe() ? static_cast<double>(m.moe_layer_count()) : 0.0);
+    if (m.gated_mlp && dense_layers > 0.0) out.backward.add(C::contiguous, dense_layers * hidden * 3.0 * e, dense_layers);
+    // Dropout after attention and after the MLP: a 1-byte mask written and applied, read back in the backward.
+    if (t.dropout) {
+        out.forward.add(C::contiguous, adds * (1.0 + 2.0 * e), 2.0 * layers);
+        out.backward.add(C::contiguous, adds * (1.0 + 2.0 * e), 2.0 * layers);
+    }
+    // Autocast casts each GEMM's fp32 weight once a forward (cached for its backward); backward, each 16-bit weight
+    // gradient is cast to the fp32 parameter's.
+    if (fp32_residual) {
+        const double matrices = layers * (m.gated_mlp ? 5.0 : 4.0) + 1.0;
+        out.forward.add(C::mixed_dtype, cast_parameters * (f32 + e), matrices);
+        out.backward.add(C::mixed_dtype, cast_parameters * (e + f32), matrices);
+    }
+    return out;
+}
+
+}  // namespace capplan
