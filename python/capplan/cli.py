@@ -407,6 +407,8 @@ def _training_scenario(args) -> Dict[str, Any]:
     training: Dict[str, Any] = {"seq_len": args.seq_len or _TRAINING_DEFAULTS["--seq-len"],
                                 "global_batch": args.global_batch or _TRAINING_DEFAULTS["--global-batch"],
                                 "kernels": args.kernels}
+    if args.autocast:
+        training["autocast"] = True
     if args.lora_rank is not None:
         targets = args.lora_targets or "all_linear"
         training["lora"] = {"rank": args.lora_rank, "targets": targets if targets == "all_linear" else targets.split(",")}
@@ -532,7 +534,7 @@ def _cmd_size(args) -> str:
     if args.workload == "training":
         return _cmd_size_training(args)
     for flag, given in (("--lora-rank", args.lora_rank is not None), ("--lora-targets", args.lora_targets is not None),
-                        ("--kernels", args.kernels != "fused")):
+                        ("--kernels", args.kernels != "fused"), ("--autocast", args.autocast)):
         if given:
             raise _UsageError(f"{flag}: fine-tuning sizing is `size training`; `size inference` does not use it")
     from .sizing import size_inference
@@ -763,7 +765,11 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--lora-targets", default=None,
                    help="training: all_linear (default) or projections, e.g. q_proj,v_proj")
     z.add_argument("--kernels", choices=["fused", "eager"], default="fused",
-                   help="training: fused (Megatron, Transformer Engine) or eager (Hugging Face, litgpt) activation memory")
+                   help="training: fused (Megatron, Transformer Engine) or eager (Hugging Face, litgpt) kernels: activation "
+                        "memory and element-wise passes")
+    z.add_argument("--autocast", action="store_true",
+                   help="training: torch.autocast over fp32 weights (Hugging Face Trainer bf16=True on an fp32 model); "
+                        "with --kernels eager the residual stream is fp32")
     z.add_argument("--price", default=None,
                    help="USD per accelerator-hour: inference NAME=PRICE,... to rank by cost; training PRICE (or "
                         "NAME=PRICE) for each layout's cost an hour and per billion tokens")

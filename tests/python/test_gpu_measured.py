@@ -9,6 +9,7 @@ step model under-counts) is bounded so that it cannot grow unnoticed. The figure
 scripts/validation_report.py, so this test and the document cannot disagree.
 """
 import json
+import statistics
 import pathlib
 
 import pytest
@@ -89,7 +90,11 @@ def test_the_calibration_predicts_decode_within_10_percent_and_its_prefill_gap_s
     assert len(prefill) == 4 and all(-0.25 <= e < 0 for e in prefill.values()), prefill
 
 
-# Training steps of small decoders, measured by scripts/device_train_step.py (issue #20, item 3), all held out.
+# Training steps of small decoders, measured by scripts/device_train_step.py (issue #20, item 3), all held out (the first
+# set's eager steps shaped the eager kernel model's form: docs/validation.md).
+SECOND_SET = ("smollm2-360m", "qwen2.5-0.5b", "llama-3.2-1b")
+
+
 @pytest.fixture(scope="module")
 def training_rows():
     return {(r["id"], r["quantity"]): r for r in report._gpu_training_rows()}
@@ -101,31 +106,62 @@ def test_the_measured_training_steps_were_gpu_bound_and_eager_dispatch_is_measur
     assert not d.get("errors") and not d.get("did_not_fit")
     assert [(s["model"], s["compiled"]) for s in d["steps"]] == [
         ("mpt-125m", False), ("mpt-350m", False), ("mpt-760m", False), ("mpt-1b", False), ("tinyllama-1.1b", False),
-        ("tinyllama-1.1b", True)]
+        ("smollm2-360m", False), ("qwen2.5-0.5b", False), ("llama-3.2-1b", False), ("tinyllama-1.1b", True),
+        ("llama-3.2-1b", True)]
     for s in d["steps"]:  # the kernels' sum within 5% of the step: the GPU, not Python, paced it
         assert s["profile"]["kernel_ms"] == pytest.approx(s["median_ms"], rel=0.05), s["model"]
     # Eager dispatch on this host: microseconds an operator, far below these steps' kernels (tens of microseconds up).
     assert 1 < d["dispatch"]["issue_us_per_op"] < d["dispatch"]["autograd_fwd_bwd_us_per_op"] < 100
 
 
-def test_capplan_predicts_the_eager_mpt_training_steps_within_10_percent(training_rows):
-    # LayerNorm + GeLU decoders of 125M-1.3B parameters, 14-32 sequences of 2,048 tokens: -8.2% to +0.6% (2026-12-04).
-    steps = {k[0]: r for k, r in training_rows.items() if k[1] == "gpu_training_step" and "[mpt-" in k[0]}
-    assert len(steps) == 4
-    assert all(abs(r["error"]) <= 0.10 for r in steps.values()), {k: r["error"] for k, r in steps.items()}
+def test_the_second_set_measured_after_the_eager_kernel_model_meets_the_small_model_target(training_rows):
+    # Issue #20's target for held-out training rows: median |error| within 7%, each within 12%. SmolLM2-360M,
+    # Qwen2.5-0.5B and Llama-3.2-1B shapes, measured after eager_kernels.hpp was written: -2.2%, -0.9%, +6.0% eager,
+    # -2.2% compiled (2026-12-04; capplan before the change read -28.2%, -17.4%, -9.7%).
+    errors = [r["error"] for (tag, q), r in training_rows.items()
+              if q == "gpu_training_step" and any(f"[{m}" in tag for m in SECOND_SET)]
+    assert len(errors) == 4
+    assert statistics.median(abs(e) for e in errors) <= 0.07 and all(abs(e) <= 0.12 for e in errors), errors
 
 
-def test_the_hugging_face_style_llama_steps_gap_stays_bounded(training_rows):
-    # Known gap (docs/validation.md): capplan is fast on TinyLlama with Hugging Face-style modules, -15.2% eager and
-    # -11.6% compiled on 2026-12-04: eager, rotate_half's kernels over strided q and k and the fp32 residual adds;
-    # compiled, Inductor's rotary kernels. Bounded so that it cannot grow unnoticed, and signed: capplan is the faster.
-    for tag in ("measured_gpu_training[tinyllama-1.1b]", "measured_gpu_training[tinyllama-1.1b compiled]"):
-        assert -0.20 <= training_rows[(tag, "gpu_training_step")]["error"] < 0, tag
+def test_the_first_set_stays_within_10_percent_and_the_mpt_excess_is_bounded(training_rows):
+    # Re-measured with the second set: MPT +0.8% to +9.4% (capplan's GEMMs at the catalog's 0.61 of the bf16 peak where
+    # these ran at 0.72-0.77), TinyLlama +3.7% eager and -8.8% compiled (Inductor's rotary kernels, not counted).
+    steps = {tag: r["error"] for (tag, q), r in training_rows.items()
+             if q == "gpu_training_step" and not any(f"[{m}" in tag for m in SECOND_SET)}
+    assert len(steps) == 6 and all(abs(e) <= 0.10 for e in steps.values()), steps
+    assert -0.12 <= steps["measured_gpu_training[tinyllama-1.1b compiled]"] < 0
 
 
-def test_the_measured_peak_memory_is_within_15_percent(training_rows):
-    # capplan's live tensors against the allocator's peak: +12% to +13% on the MPT steps, -5% and -11% on TinyLlama
+def test_the_eager_kernel_classes_come_from_the_micro_benchmark():
+    # models/accelerators/h200.json efficiency.eager_elementwise is each class's median measured bandwidth / 4.8 TB/s.
+    d = json.loads((ROOT / "tests" / "data" / "gpu" / "h200_eager_kernels.json").read_text())
+    catalog = json.loads((ROOT / "models" / "accelerators" / "h200.json").read_text())["efficiency"]["eager_elementwise"]
+    by_class = {}
+    for k in d["eager_kernels"]:
+        by_class.setdefault(k["kernel_class"], []).append(k["gb_per_s"])
+    assert set(by_class) == set(catalog)
+    for cls, rates in by_class.items():
+        assert catalog[cls]["value"] == pytest.approx(statistics.median(rates) / 4800, abs=0.0015), cls
+
+
+def test_the_measured_peak_memory_is_within_20_percent(training_rows):
+    # capplan's live tensors against the allocator's peak: -6% to +13% on the eager steps, -11% and -20% compiled
     # (2026-12-04): the logits at the loss (capplan 16 bytes each with kernels eager, 8 without, where this loop holds
-    # about 14) and the layers' activations (docs/validation.md).
+    # about 14), autocast's cached 16-bit weights and the layers' activations (docs/validation.md).
     memory = {k[0]: r["error"] for k, r in training_rows.items() if k[1] == "gpu_training_memory"}
-    assert len(memory) == 6 and all(abs(e) <= 0.15 for e in memory.values()), memory
+    assert len(memory) == 10 and all(abs(e) <= 0.20 for e in memory.values()), memory
+
+
+
+def test_the_moe_expert_gemms_of_the_published_rows_ran_at_about_twice_capplans_grouped_ceiling():
+    # scripts/device_moe_gemm.py (docs/validation.md, "MoE expert GEMMs of training measured on the H200"): at the H100
+    # and B200 Megatron-Bridge rows' expert shapes one torch._grouped_mm bf16 kernel reached 0.60-0.72 of the bf16 peak
+    # in each of the forward, input-gradient and weight-gradient products, where capplan charges at most 0.30.
+    d = json.loads((ROOT / "tests" / "data" / "gpu" / "h200_moe_gemm.json").read_text())
+    ceiling = json.loads((ROOT / "models" / "accelerators" / "h200.json").read_text())["efficiency"]["grouped_matmul"]["bf16"]["value"]
+    assert len(d["cases"]) == 8
+    for c in d["cases"]:
+        for kind, t in c["times_ms"].items():
+            fraction = c["flop_per_kind"] / (t["grouped_mm_bf16"] * 1e-3) / 989.4e12
+            assert 0.55 <= fraction <= 0.8 and fraction >= 1.8 * ceiling, (c["case"], kind, fraction)

@@ -249,3 +249,17 @@ def test_size_training_answers_can_i_fine_tune(run_cli):
     code, _, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "100",
                            "--output", "100", "--lora-rank", "8")
     assert code == 2 and "size training" in err
+    code, _, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "100",
+                           "--output", "100", "--autocast")
+    assert code == 2 and "--autocast" in err and "size training" in err
+
+
+def test_size_training_autocast_slows_the_eager_step(run_cli):
+    # torch.autocast over fp32 weights: the residual stream fp32 and each weight cast a forward (docs/formulas.md §15),
+    # more bytes than the 16-bit model's eager kernels, so every layout's step is slower.
+    def best(*extra):
+        code, out, err = run_cli("size", "training", "--model", "Llama-3.2-1B", "--system", "HGX-H200", "--count", "1",
+                                 "--kernels", "eager", "--seq-len", "2048", "--global-batch", "8", "--format", "json", *extra)
+        assert code == 0, err
+        return json.loads(out)["best"][0]["step_time_s"]
+    assert best("--autocast") > best()

@@ -1,0 +1,92 @@
+// PyTorch's eager element-wise kernels of a training micro-batch (include/capplan/analysis/eager_kernels.hpp), by
+// hand: bytes per element from each kernel's operands' dtypes (docs/formulas.md §15, "Eager element-wise kernels").
+#include <doctest/doctest.h>
+
+#include "capplan/analysis/eager_kernels.hpp"
+#include "capplan/analysis/inference_perf.hpp"
+#include "capplan/spec/scenario_io.hpp"
+#include "test_support.hpp"
+
+using namespace capplan;
+
+namespace {
+
+scenario tiny(const std::string& model, const std::string& training) {
+    return read_scenario(R"({"model": )" + model + R"(, "system": {"accelerator": "H200", "count": 1},
+        "training": {"seq_len": 10, "global_batch": 1, "kernels": "eager")" + training + "}}",
+                         test::shipped_catalog());
+}
+
+double at(const std::array<double, eager_classes>& a, eager_class c) { return a[static_cast<std::size_t>(c)]; }
+
+}  // namespace
+
+TEST_CASE("eager kernels under autocast: a LayerNorm decoder's fp32 residual, casts and gradient sums") {
+    // GPT-2 shape: 2 layers, h 8, 2 heads of 4, learned positions (no rotary), GeLU; 10 tokens: N = 80 elements of the
+    // hidden state, 5 LayerNorms (2 a layer and the final one) over 400, 4 residual adds over 320, q 80 a layer.
+    const scenario s = tiny(R"({"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 2, "n_positions": 16, "vocab_size": 32})",
+                            R"(, "autocast": true)");
+    const eager_step_traffic k = eager_elementwise_traffic(s, 10.0, 100.0);
+    // Forward: the fp32 norm kernel 8 B (reduction); its output's cast for the GEMM 6 B, the fp32 + bf16 adds 10 B and
+    // the 100 weights' casts 6 B (mixed dtype); attention's output copy 4 B a q element (strided).
+    CHECK(at(k.forward.bytes, eager_class::reduction) == doctest::Approx(8.0 * 400));
+    CHECK(at(k.forward.bytes, eager_class::mixed_dtype) == doctest::Approx(6.0 * 400 + 10.0 * 320 + 6.0 * 100));
+    CHECK(at(k.forward.bytes, eager_class::strided) == doctest::Approx(4.0 * 2 * 80));
+    CHECK(at(k.forward.bytes, eager_class::contiguous) == 0.0);
+    // Backward: the casts' gradients (6 B each: the norms', the adds' branches, the weights'); the norm's grad-input 12 B
+    // and weight 8 B; the fp32 sums at the branch points 12 B; q, k and v's gradient copies 4 B (240 elements a layer).
+    CHECK(at(k.backward.bytes, eager_class::mixed_dtype) == doctest::Approx(6.0 * 400 + 6.0 * 320 + 6.0 * 100));
+    CHECK(at(k.backward.bytes, eager_class::reduction) == doctest::Approx(20.0 * 400));
+    CHECK(at(k.backward.bytes, eager_class::contiguous) == doctest::Approx(12.0 * 320));
+    CHECK(at(k.backward.bytes, eager_class::strided) == doctest::Approx(4.0 * 2 * 240));
+    // Kernels: one norm kernel a norm forward, two backward; casts a norm, an add each, one a weight matrix (4 a layer and
+    // the head: 9); the copies one forward, three backward a layer.
+    CHECK(at(k.forward.kernels, eager_class::reduction) == 5.0);
+    CHECK(at(k.forward.kernels, eager_class::mixed_dtype) == 5.0 + 4.0 + 9.0);
+    CHECK(at(k.backward.kernels, eager_class::reduction) == 10.0);
+    CHECK(at(k.backward.kernels, eager_class::strided) == 6.0);
+}
+
+TEST_CASE("eager kernels under autocast: Hugging Face's fp32 RMSNorm chain and rotary with fp32 tables") {
+    // A one-layer Llama shape: h 8, 2 heads of 4, 1 KV head, gated MLP; 10 tokens: N = 80, 3 RMSNorms over 240
+    // elements, 2 adds over 160, q 80 and k 40 elements (rotary over 120), no weights cast (0 given).
+    const scenario s = tiny(R"({"model_type": "llama", "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
+        "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 32, "max_position_embeddings": 16})",
+                            R"(, "autocast": true)");
+    const eager_step_traffic k = eager_elementwise_traffic(s, 10.0, 0.0);
+    // Forward: RMSNorm pow 8 + weight 8 (contiguous), mean 4 (reduction), x * rsqrt 8 (strided), the GEMM's cast 6
+    // (mixed); adds 10 (mixed); attention copy 4 a q element (strided); rotary 36 a q/k element: neg, cat and q * cos
+    // 12 (strided), rot * sin and SDPA's cast 12 (mixed), the fp32 sum 12 (contiguous).
+    CHECK(at(k.forward.bytes, eager_class::contiguous) == doctest::Approx(16.0 * 240 + 12.0 * 120));
+    CHECK(at(k.forward.bytes, eager_class::reduction) == doctest::Approx(4.0 * 240));
+    CHECK(at(k.forward.bytes, eager_class::strided) == doctest::Approx(8.0 * 240 + 4.0 * 80 + 12.0 * 120));
+    CHECK(at(k.forward.bytes, eager_class::mixed_dtype) == doctest::Approx(6.0 * 240 + 10.0 * 160 + 12.0 * 120));
+    // Backward: RMSNorm 82 a element (cast 6 mixed; 56 contiguous, 8 reduction, 12 strided); adds 6 (mixed) + 12
+    // (contiguous); copies 4 a q, k, v element (160); rotary 46 (mixed 18, contiguous 22, strided 6); gate and up's
+    // input gradients summed, 6 a hidden element (contiguous).
+    CHECK(at(k.backward.bytes, eager_class::mixed_dtype) == doctest::Approx(6.0 * 240 + 6.0 * 160 + 18.0 * 120));
+    CHECK(at(k.backward.bytes, eager_class::contiguous) == doctest::Approx(56.0 * 240 + 12.0 * 160 + 22.0 * 120 + 6.0 * 80));
+    CHECK(at(k.backward.bytes, eager_class::reduction) == doctest::Approx(8.0 * 240));
+    CHECK(at(k.backward.bytes, eager_class::strided) == doctest::Approx(12.0 * 240 + 4.0 * 160 + 6.0 * 120));
+}
+
+TEST_CASE("eager kernels price by class: the H200's measured shares of its bandwidth, the memory efficiency elsewhere") {
+    // models/accelerators/h200.json efficiency.eager_elementwise (a micro-benchmark on this project's H200).
+    const scenario on_h200 = tiny(R"("Llama-3.1-8B")", "");
+    const perf_setup h200 = perf_setup::from(on_h200);
+    CHECK(h200.efficiency.eager_at(eager_class::contiguous, 1e9) == doctest::Approx(0.811));
+    CHECK(h200.efficiency.eager_at(eager_class::mixed_dtype, 1e9) == doctest::Approx(0.569));
+    CHECK(h200.efficiency.eager_at(eager_class::strided, 1e9) == doctest::Approx(0.308));
+    CHECK(h200.efficiency.eager_at(eager_class::reduction, 1e9) == doctest::Approx(0.67));
+    // An accelerator without the block: each class at its kernels' memory efficiency.
+    const scenario on_h100 = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 1},
+        "training": {"seq_len": 10, "global_batch": 1}})", test::shipped_catalog());
+    const perf_setup h100 = perf_setup::from(on_h100);
+    CHECK(h100.efficiency.eager_at(eager_class::strided, 1e9) == h100.efficiency.memory_at(1e9));
+}
+
+TEST_CASE("a training scenario's autocast flag is read, and defaults off") {
+    CHECK(tiny(R"("Llama-3.1-8B")", R"(, "autocast": true)").training->autocast);
+    CHECK_FALSE(tiny(R"("Llama-3.1-8B")", "").training->autocast);
+    CHECK_THROWS_AS(tiny(R"("Llama-3.1-8B")", R"(, "autocast": "yes")"), config_error);
+}
