@@ -12,7 +12,9 @@ Two ways to run them:
   detail::num_compute_streams = 4; CUTLASS grouped GEMM only with NVTE_USE_CUTLASS_GROUPED_GEMM=1.
 - grouped_mm: torch._grouped_mm, one CUTLASS grouped kernel over all experts (token offsets on the device).
 Each in bf16 and, per expert, in FP8 (torch._scaled_mm, e4m3 with one scale per tensor: Transformer Engine's current
-scaling recipe's GEMM; the quantisation kernels are not timed).
+scaling recipe's GEMM; the quantisation kernels are not timed). The per-expert loops are also captured in a CUDA graph
+and replayed (*_graph): issued from Python one GEMM at a time they are host-bound below several thousand tokens an
+expert, which Transformer Engine's C++ loop is not to that degree.
 A dense GEMM of the same total work (M = E x m) is timed beside them. Times are CUDA events over all of a case's GEMMs
 of one kind (all experts), the median of 20 runs. Random data.
 Usage (on the device): python3 scripts/device_moe_gemm.py -o moe_gemm.json
@@ -61,6 +63,19 @@ def timer(dev):
     return gpu
 
 
+def graphed(fn, dev):
+    """fn captured once in a CUDA graph (its streams forked from and joined to the capture stream) and replayed: the
+    GPU's time without Python's per-GEMM dispatch, as Transformer Engine's C++ loop nearly achieves. None on the CPU."""
+    if dev.type != "cuda":
+        return None
+    fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay
+
+
 def median_ms(fn, dev, reps):
     t = timer(dev)
     for _ in range(3):
@@ -72,10 +87,10 @@ def per_expert(products, dev, mm=torch.mm):
     """Runs each (a, b) product on the streams in turn, as multi_stream_cublas_gemm does, then joins them."""
     if dev.type != "cuda":
         return lambda: [mm(a, b) for a, b in products]
-    main = torch.cuda.current_stream()
     streams = [torch.cuda.Stream() for _ in range(STREAMS)]
 
     def run():
+        main = torch.cuda.current_stream()  # at run time: the capture stream when a graph records it
         for s in streams:
             s.wait_stream(main)
         for i, (a, b) in enumerate(products):
@@ -117,10 +132,17 @@ def measure(name, experts, m, hidden, width, dev, reps, rows=()):
         t = out["times_ms"].setdefault(kind, {})
         t["per_expert_bf16"] = median_ms(per_expert(products, dev), dev, reps)
         try:
+            replay = graphed(per_expert(products, dev), dev)
+            if replay:
+                t["per_expert_bf16_graph"] = median_ms(replay, dev, reps)
+        except Exception as e:  # the eager timings stand without it
+            t["graph_error"] = f"{e.__class__.__name__}: {str(e)[:200]}"
+        try:
             if dev.type != "cuda":
                 raise RuntimeError("FP8 GEMMs need a GPU")
             p8, scaled_mm = fp8_products(products, dev)
             t["per_expert_fp8"] = median_ms(per_expert(p8, dev, scaled_mm), dev, reps)
+            t["per_expert_fp8_graph"] = median_ms(graphed(per_expert(p8, dev, scaled_mm), dev), dev, reps)
             del p8
         except Exception as e:  # older GPUs and the CPU have no FP8 GEMM
             t["per_expert_fp8_error"] = f"{e.__class__.__name__}: {str(e)[:200]}"

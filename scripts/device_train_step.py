@@ -175,8 +175,9 @@ def dispatch_cost(dev):
 def eager_kernel_rates(dev, tokens=32768, hidden=2048, heads=32):
     """Memory bandwidth PyTorch's eager kernels reach at a training step's sizes (tokens x hidden elements), by the
     kernel classes capplan's eager element-wise model (include/capplan/analysis/eager_kernels.hpp) prices: contiguous
-    same-dtype element-wise (vectorised), mixed-dtype element-wise and dtype casts, strided or broadcast element-wise
-    and copies (transposed head views, rotary), and reductions (norm kernels, row means). Bytes per kernel from its
+    same-dtype element-wise (vectorised), mixed-dtype element-wise and dtype casts, strided element-wise and copies
+    (transposed head views, rotary), broadcast operands (a row's scale, a weight vector, the rotary table: PyTorch's
+    non-vectorised path too), and reductions (norm kernels, row means). Bytes per kernel from its
     operands' dtypes; each kernel the median of 20 runs."""
     n, f32, bf = tokens * hidden, torch.float32, torch.bfloat16
     a32, b32 = torch.randn(tokens, hidden, device=dev), torch.randn(tokens, hidden, device=dev)
@@ -186,6 +187,7 @@ def eager_kernel_rates(dev, tokens=32768, hidden=2048, heads=32):
     cos16 = torch.randn(2048, hidden // heads, device=dev, dtype=bf)
     half = q.chunk(2, dim=-1)[1]
     qt = torch.randn(tokens // 2048, heads, 2048, hidden // heads, device=dev, dtype=bf).transpose(1, 2)  # needs a copy
+    qc = q.contiguous()  # [b, h, t, d] laid out as such
     rs = torch.rand(tokens, 1, device=dev) + 0.5
     mean, rstd = torch.zeros(tokens, 1, device=dev), torch.ones(tokens, 1, device=dev)
     g32 = torch.randn(tokens, hidden, device=dev)
@@ -200,7 +202,9 @@ def eager_kernel_rates(dev, tokens=32768, hidden=2048, heads=32):
         ("bf16 view x bf16 cos (rotary)", "strided", 4 * n, lambda: q * cos16),
         ("neg of a strided half (rotate_half)", "strided", 2 * n, lambda: -half),
         ("transpose + reshape copy (attention output)", "strided", 4 * n, lambda: qt.reshape(tokens, hidden)),
-        ("fp32 x row scale (x * rsqrt)", "strided", 8 * n, lambda: a32 * rs),
+        ("fp32 x row scale (x * rsqrt)", "broadcast", 8 * n, lambda: a32 * rs),
+        ("fp32 weight x fp32 (the norm's weight)", "broadcast", 8 * n, lambda: w32 * a32),
+        ("contiguous bf16 x bf16 cos (rotary's gradient)", "broadcast", 4 * n, lambda: qc * cos16),
         ("fp32 layer_norm forward", "reduction", 8 * n, lambda: torch.nn.functional.layer_norm(a32, (hidden,), w32)),
         ("fp32 layer_norm backward", "reduction", 20 * n,
          lambda: torch.ops.aten.native_layer_norm_backward(g32, a32, [hidden], mean, rstd, w32, None, [True, True, False])),

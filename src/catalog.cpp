@@ -5,7 +5,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "capplan/analysis/eager_kernels.hpp"
+#include "capplan/analysis/eager_class.hpp"
 #include "catalog_readers.hpp"
 #include "hf_config_json.hpp"
 

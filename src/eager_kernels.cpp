@@ -9,8 +9,8 @@ namespace {
 using C = eager_class;
 constexpr double f32 = 4.0;  // bytes of an fp32 element
 
-// Adds one module's kernels (bytes over all its `count` instances, kernels of one) to the step's.
-void add_kernels(eager_step_traffic& out, const eager_traffic& fw, const eager_traffic& bw, double count) {
+// Adds a module's kernels to the step's: `fw` and `bw` hold the bytes of all its `count` instances and the kernels of one.
+void add_instances(eager_step_traffic& out, const eager_traffic& fw, const eager_traffic& bw, double count) {
     for (std::size_t c = 0; c < eager_classes; ++c) {
         out.forward.bytes[c] += fw.bytes[c], out.forward.kernels[c] += count * fw.kernels[c];
         out.backward.bytes[c] += bw.bytes[c], out.backward.kernels[c] += count * bw.kernels[c];
@@ -18,10 +18,9 @@ void add_kernels(eager_step_traffic& out, const eager_traffic& fw, const eager_t
 }
 
 // `count` norms over `n` elements in all, each output cast for the GEMM after it. `e`: the activations' bytes per
-// element.
-// LayerNorm (PyTorch's, autocast runs it in fp32): the kernel reads and writes fp32; its backward's input-gradient
-// kernel reads the gradient and the input and writes the gradient, the weight's kernel reads both again.
-// RMSNorm (Hugging Face's LlamaRMSNorm chain): pow(2), mean, x * rsqrt (a row's scale: broadcast), weight * x.
+// element. LayerNorm (PyTorch's, autocast runs it in fp32): the kernel reads and writes fp32; its backward's
+// input-gradient kernel reads the gradient and the input and writes the gradient, the weight's kernel reads both again.
+// RMSNorm (Hugging Face's LlamaRMSNorm chain): pow(2), mean, x * rsqrt (a row's scale), weight * x (a weight vector).
 void norm_kernels(eager_step_traffic& out, bool rms, bool fp32_input, bool frozen_weight, double count, double n, double e) {
     eager_traffic fw, bw;
     if (!rms) {
@@ -31,7 +30,7 @@ void norm_kernels(eager_step_traffic& out, bool rms, bool fp32_input, bool froze
         bw.add(C::mixed_dtype, n * (e + f32), 1);                    // its gradient back to fp32
         bw.add(C::reduction, n * (3.0 + (frozen_weight ? 0.0 : 2.0)) * f32, frozen_weight ? 1 : 2);
         if (!fp32_input) bw.add(C::mixed_dtype, n * (f32 + e), 1);  // the gradient cast back to the input's dtype
-        return add_kernels(out, fw, bw, count);
+        return add_instances(out, fw, bw, count);
     }
     // The chain in fp32: x.to(fp32) and .to(input dtype) are casts only when the input is 16-bit; weight * x then
     // multiplies in the input's dtype, and with an fp32 input autocast casts the fp32 output for the GEMM.
@@ -39,54 +38,55 @@ void norm_kernels(eager_step_traffic& out, bool rms, bool fp32_input, bool froze
     if (!fp32_input) fw.add(C::mixed_dtype, n * (e + f32), 1);
     fw.add(C::contiguous, n * 2.0 * f32, 1);   // pow(2)
     fw.add(C::reduction, n * f32, 3);          // mean (and the row's + eps, rsqrt)
-    fw.add(C::strided, n * 2.0 * f32, 1);      // x * rsqrt
+    fw.add(C::broadcast, n * 2.0 * f32, 1);    // x * rsqrt
     if (!fp32_input) fw.add(C::mixed_dtype, n * (f32 + e), 1);
-    fw.add(C::contiguous, n * 2.0 * w, 1);     // weight * x
+    fw.add(C::broadcast, n * 2.0 * w, 1);      // weight * x
     if (fp32_input) fw.add(C::mixed_dtype, n * (f32 + e), 1);
     // Backward: the GEMM's input cast (fp32 input) or the chain's own cast back; weight * x's two gradients (the
-    // weight's: a product and a row sum, none when it is frozen); x * rsqrt's two (a broadcast product, a product
-    // and a row sum); mean's (expanded over the row) and pow's; the two paths' sum; the cast to the input's dtype.
+    // weight's: a product and a row sum, none when it is frozen; x's: times the weight); x * rsqrt's two (times the
+    // row's scale; a product and a row sum); mean's, expanded over the row; pow's, grad * (2 * x.pow(1)): a copy, a
+    // scaling and the product (PyTorch's pow_backward); the two paths' sum; the cast to the input's dtype.
     bw.add(C::mixed_dtype, n * (e + f32), 1);
     if (!frozen_weight) {
         bw.add(C::contiguous, n * 3.0 * w, 1);
         bw.add(C::reduction, n * w, 1);
     }
-    bw.add(C::contiguous, n * 2.0 * w, 1);                 // gradient * weight
-    bw.add(C::strided, n * 2.0 * f32, 1);                  // * rsqrt
+    bw.add(C::broadcast, n * 2.0 * w, 1);                  // gradient * weight
+    bw.add(C::broadcast, n * 2.0 * f32, 1);                // * rsqrt
     bw.add(C::contiguous, n * 3.0 * f32, 1);               // gradient * x
     bw.add(C::reduction, n * f32, 1);                      // its row sum
-    bw.add(C::strided, n * f32, 1);                        // mean's, over the row
-    bw.add(C::contiguous, n * 2.0 * 3.0 * f32, 2);         // pow's (2x, times the gradient); the two paths' sum
+    bw.add(C::broadcast, n * f32, 1);                      // mean's, over the row
+    bw.add(C::contiguous, n * (2.0 + 2.0 + 3.0) * f32, 3); // pow's copy, scaling and product
+    bw.add(C::contiguous, n * 3.0 * f32, 1);               // the two paths' sum
     if (!fp32_input) bw.add(C::mixed_dtype, n * (f32 + e), 1);
-    add_kernels(out, fw, bw, count);
+    add_instances(out, fw, bw, count);
 }
 
 // Hugging Face's apply_rotary_pos_emb, q * cos + rotate_half(q) * sin, over `n` elements of q and k (strided
-// [batch, heads, tokens, head_dim] views of the projections' outputs). rotate_half: the negated second half (half the
-// elements) and a concatenation. cos and sin take the hidden state's dtype: fp32 under autocast over fp32 weights,
-// where the products are fp32 and SDPA's autocast casts q and k back. `count`: the q and k tensors.
+// [batch, heads, tokens, head_dim] views of the projections' outputs; cos and sin broadcast over batch and heads).
+// rotate_half: the negated second half (half the elements) and a concatenation; its backward as a chunk's (one
+// concatenation; Hugging Face's slices add zero-filled gradients, not counted). cos and sin take the hidden state's
+// dtype: fp32 under autocast over fp32 weights, where the products are fp32 and SDPA's autocast casts q and k back.
+// `count`: the q and k tensors.
 void rotary_kernels(eager_step_traffic& out, bool fp32_tables, double count, double n, double e) {
     eager_traffic fw, bw;
+    const double t = fp32_tables ? f32 : e;  // the products' dtype
     fw.add(C::strided, n * e, 1);            // -x2, half the elements read and written
     fw.add(C::strided, n * 2.0 * e, 1);      // cat
+    fw.add(C::strided, n * (e + t), 1);      // q * cos, over the strided view
+    fw.add(C::broadcast, n * (e + t), 1);    // rotate_half(q) * sin
+    fw.add(C::strided, n * 3.0 * t, 1);      // their sum (one operand strided)
+    // Backward: each product's gradient times cos or sin, then cast to q's dtype when the tables are fp32; the negation
+    // and the halves put back; the two paths' sum. With fp32 tables also SDPA's cast and its gradient's.
+    bw.add(C::broadcast, n * 2.0 * 2.0 * t, 2);
     if (fp32_tables) {
-        fw.add(C::strided, n * (e + f32), 1);    // q * cos
-        fw.add(C::mixed_dtype, n * (e + f32), 1);  // rotate_half(q) * sin
-        fw.add(C::contiguous, n * 3.0 * f32, 1);   // their sum
-        fw.add(C::mixed_dtype, n * (f32 + e), 1);  // SDPA's cast
-        // Backward: the cast's gradient; each product's (times cos or sin, then cast to q's dtype); rotate_half's
-        // negation and the halves put back; the two paths' sum.
+        fw.add(C::mixed_dtype, n * (f32 + e), 1);
         bw.add(C::mixed_dtype, n * (e + f32), 1);
-        bw.add(C::contiguous, n * 2.0 * 2.0 * f32, 2);
         bw.add(C::mixed_dtype, n * 2.0 * (f32 + e), 2);
-    } else {
-        fw.add(C::strided, n * 2.0 * e, 1);
-        fw.add(C::contiguous, n * (2.0 + 3.0) * e, 2);
-        bw.add(C::contiguous, n * 2.0 * 2.0 * e, 2);
     }
     bw.add(C::strided, n * (1.0 + 2.0) * e, 2);
     bw.add(C::contiguous, n * 3.0 * e, 1);
-    add_kernels(out, fw, bw, count);
+    add_instances(out, fw, bw, count);
 }
 
 }  // namespace
@@ -136,11 +136,14 @@ eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, d
         out.backward.add(C::contiguous, adds * (1.0 + 2.0 * e), 2.0 * layers);
     }
     // Autocast casts each GEMM's fp32 weight once a forward (cached for its backward); backward, each 16-bit weight
-    // gradient is cast to the fp32 parameter's.
+    // gradient is cast to the fp32 parameter's. A frozen LoRA base has no weight gradients (its adapters are small), and
+    // a quantised one no forward cast (its dequantisation writes the 16-bit weight: training_perf). Matrices: q, k and v
+    // fused, the output projection, the MLP's two or three, and the LM head.
     if (fp32_residual) {
         const double matrices = layers * (m.gated_mlp ? 5.0 : 4.0) + 1.0;
-        out.forward.add(C::mixed_dtype, cast_parameters * (f32 + e), matrices);
-        out.backward.add(C::mixed_dtype, cast_parameters * (e + f32), matrices);
+        const bool quantised_base = t.lora && s.precision.weights.quantized();
+        if (!quantised_base) out.forward.add(C::mixed_dtype, cast_parameters * (f32 + e), matrices);
+        if (!t.lora) out.backward.add(C::mixed_dtype, cast_parameters * (e + f32), matrices);
     }
     return out;
 }

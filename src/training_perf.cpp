@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "capplan/analysis/collectives.hpp"
+#include "capplan/analysis/eager_kernels.hpp"
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/kv_cache.hpp"
@@ -143,8 +144,9 @@ struct elementwise_passes {
     duration forward, backward;  // activation and eager kernels, in the layers' forward and backward
     duration loss;               // the cross-entropy over the logits, forward and backward
 };
-// Eager kernels by class, each class at its own measured share of the bandwidth, plus their launches (as §14).
-duration eager_time(const eager_traffic& k, const perf_setup& perf) {
+// Element-wise kernels by class, each class at its own measured share of the bandwidth (eager kernels; fused ones are
+// priced with the classes cleared, at the memory efficiency of their size), plus their launches (as §14).
+duration elementwise_time(const eager_traffic& k, const perf_setup& perf) {
     using namespace units;
     duration out;
     for (std::size_t c = 0; c < eager_classes; ++c) {
@@ -194,11 +196,11 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
             fwd.bytes[c] += k.forward.bytes[c], fwd.kernels[c] += k.forward.kernels[c];
             bwd.bytes[c] += k.backward.bytes[c], bwd.kernels[c] += k.backward.kernels[c];
         }
-        fwd_time = eager_time(fwd, perf), bwd_time = eager_time(bwd, perf);
+        fwd_time = elementwise_time(fwd, perf), bwd_time = elementwise_time(bwd, perf);
     } else {  // fused kernels: the activation at the memory rate of its size
         perf_setup fused = perf;
         fused.efficiency.eager = {};
-        fwd_time = eager_time(fwd, fused), bwd_time = eager_time(bwd, fused);
+        fwd_time = elementwise_time(fwd, fused), bwd_time = elementwise_time(bwd, fused);
     }
     // The loss over tokens x V/tp logits of each head (the model's and each MTP module's): fused (Transformer Engine's
     // parallel cross-entropy, Liger, flash-attn xentropy) the head GEMM writes them (2 B), one kernel reads them for
@@ -624,6 +626,9 @@ training_performance assemble_training_performance(const scenario& s, const perf
                                 "(attention core 2.5x), and MFU counts forward + input gradients (2 x forward + the "
                                 "attention core's extra); the adapters' own small GEMMs are not timed");
     }
+    if (perf.explain && t.autocast && !t.eager_kernels)
+        out.notes.push_back("training.autocast changes the step only with kernels \"eager\": fused kernels' traffic is "
+                            "counted at the activations' width (docs/formulas.md §15)");
     out.tokens_per_s = static_cast<double>(t.global_batch * t.seq_len) / out.step.si();
     out.model_flops_per_device = model / (out.step * devices);
     out.mfu = out.model_flops_per_device / perf.peak;

@@ -4,6 +4,7 @@
 
 #include "capplan/analysis/eager_kernels.hpp"
 #include "capplan/analysis/inference_perf.hpp"
+#include "capplan/analysis/training_perf.hpp"
 #include "capplan/spec/scenario_io.hpp"
 #include "test_support.hpp"
 
@@ -54,30 +55,52 @@ TEST_CASE("eager kernels under autocast: Hugging Face's fp32 RMSNorm chain and r
         "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 32, "max_position_embeddings": 16})",
                             R"(, "autocast": true)");
     const eager_step_traffic k = eager_elementwise_traffic(s, 10.0, 0.0);
-    // Forward: RMSNorm pow 8 + weight 8 (contiguous), mean 4 (reduction), x * rsqrt 8 (strided), the GEMM's cast 6
-    // (mixed); adds 10 (mixed); attention copy 4 a q element (strided); rotary 36 a q/k element: neg, cat and q * cos
-    // 12 (strided), rot * sin and SDPA's cast 12 (mixed), the fp32 sum 12 (contiguous).
-    CHECK(at(k.forward.bytes, eager_class::contiguous) == doctest::Approx(16.0 * 240 + 12.0 * 120));
+    // Forward: RMSNorm pow 8 (contiguous), mean 4 (reduction), x * rsqrt 8 and weight * x 8 (broadcast), the GEMM's
+    // cast 6 (mixed); adds 10 (mixed); attention copy 4 a q element (strided); rotary 36 a q/k element: neg, cat,
+    // q * cos over the strided view and the sum 24 (strided), rot * sin 6 (broadcast), SDPA's cast 6 (mixed).
+    CHECK(at(k.forward.bytes, eager_class::contiguous) == doctest::Approx(8.0 * 240));
     CHECK(at(k.forward.bytes, eager_class::reduction) == doctest::Approx(4.0 * 240));
-    CHECK(at(k.forward.bytes, eager_class::strided) == doctest::Approx(8.0 * 240 + 4.0 * 80 + 12.0 * 120));
-    CHECK(at(k.forward.bytes, eager_class::mixed_dtype) == doctest::Approx(6.0 * 240 + 10.0 * 160 + 12.0 * 120));
-    // Backward: RMSNorm 82 a element (cast 6 mixed; 56 contiguous, 8 reduction, 12 strided); adds 6 (mixed) + 12
-    // (contiguous); copies 4 a q, k, v element (160); rotary 46 (mixed 18, contiguous 22, strided 6); gate and up's
-    // input gradients summed, 6 a hidden element (contiguous).
+    CHECK(at(k.forward.bytes, eager_class::broadcast) == doctest::Approx(16.0 * 240 + 6.0 * 120));
+    CHECK(at(k.forward.bytes, eager_class::strided) == doctest::Approx(4.0 * 80 + 24.0 * 120));
+    CHECK(at(k.forward.bytes, eager_class::mixed_dtype) == doctest::Approx(6.0 * 240 + 10.0 * 160 + 6.0 * 120));
+    // Backward: RMSNorm 98 a element (the cast 6 mixed; the weight's product 12, gradient * x 12, pow's copy, scaling
+    // and product 28 and the paths' sum 12 contiguous; two row sums 8; times the weight 8, the row's scale 8 and mean's
+    // 4 broadcast); adds 6 (mixed) + 12 (contiguous); copies 4 a q, k, v element (160); rotary 46 (products 16
+    // broadcast, casts 18 mixed, negation and halves 6 strided, sum 6 contiguous); gate and up's input gradients
+    // summed, 6 a hidden element (contiguous).
     CHECK(at(k.backward.bytes, eager_class::mixed_dtype) == doctest::Approx(6.0 * 240 + 6.0 * 160 + 18.0 * 120));
-    CHECK(at(k.backward.bytes, eager_class::contiguous) == doctest::Approx(56.0 * 240 + 12.0 * 160 + 22.0 * 120 + 6.0 * 80));
+    CHECK(at(k.backward.bytes, eager_class::contiguous) == doctest::Approx(64.0 * 240 + 12.0 * 160 + 6.0 * 120 + 6.0 * 80));
     CHECK(at(k.backward.bytes, eager_class::reduction) == doctest::Approx(8.0 * 240));
-    CHECK(at(k.backward.bytes, eager_class::strided) == doctest::Approx(12.0 * 240 + 4.0 * 160 + 6.0 * 120));
+    CHECK(at(k.backward.bytes, eager_class::broadcast) == doctest::Approx(20.0 * 240 + 16.0 * 120));
+    CHECK(at(k.backward.bytes, eager_class::strided) == doctest::Approx(4.0 * 160 + 6.0 * 120));
+}
+
+TEST_CASE("eager kernels under autocast with LoRA: no weight-gradient casts, no forward cast of a quantised base") {
+    // Llama-3.1-8B's shape on one H200 rank: the base frozen, bf16 (cast a forward) or nf4 (dequantised instead).
+    auto casts = [](const std::string& weights) {
+        const scenario s = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H200", "count": 1},
+            "precision": {"weights": ")" + weights + R"("}, "training": {"seq_len": 10, "global_batch": 1, "kernels": "eager",
+            "autocast": true, "lora": {"rank": 8, "targets": "all_linear"}}})", test::shipped_catalog());
+        // The same step with 1,000 weights to cast and with none: the difference is the casts alone.
+        const eager_step_traffic with = eager_elementwise_traffic(s, 10.0, 1000.0), without = eager_elementwise_traffic(s, 10.0, 0.0);
+        return std::pair{at(with.forward.bytes, eager_class::mixed_dtype) - at(without.forward.bytes, eager_class::mixed_dtype),
+                         at(with.backward.bytes, eager_class::mixed_dtype) - at(without.backward.bytes, eager_class::mixed_dtype)};
+    };
+    CHECK(casts("bf16").first == doctest::Approx(6.0 * 1000));  // the 1,000 given weights cast once, 6 B each
+    CHECK(casts("bf16").second == 0.0);
+    CHECK(casts("nf4").first == 0.0);
+    CHECK(casts("nf4").second == 0.0);
 }
 
 TEST_CASE("eager kernels price by class: the H200's measured shares of its bandwidth, the memory efficiency elsewhere") {
     // models/accelerators/h200.json efficiency.eager_elementwise (a micro-benchmark on this project's H200).
     const scenario on_h200 = tiny(R"("Llama-3.1-8B")", "");
     const perf_setup h200 = perf_setup::from(on_h200);
-    CHECK(h200.efficiency.eager_at(eager_class::contiguous, 1e9) == doctest::Approx(0.811));
-    CHECK(h200.efficiency.eager_at(eager_class::mixed_dtype, 1e9) == doctest::Approx(0.569));
-    CHECK(h200.efficiency.eager_at(eager_class::strided, 1e9) == doctest::Approx(0.308));
-    CHECK(h200.efficiency.eager_at(eager_class::reduction, 1e9) == doctest::Approx(0.67));
+    CHECK(h200.efficiency.eager_at(eager_class::contiguous, 1e9) == doctest::Approx(0.795));
+    CHECK(h200.efficiency.eager_at(eager_class::mixed_dtype, 1e9) == doctest::Approx(0.559));
+    CHECK(h200.efficiency.eager_at(eager_class::strided, 1e9) == doctest::Approx(0.283));
+    CHECK(h200.efficiency.eager_at(eager_class::broadcast, 1e9) == doctest::Approx(0.504));
+    CHECK(h200.efficiency.eager_at(eager_class::reduction, 1e9) == doctest::Approx(0.596));
     // An accelerator without the block: each class at its kernels' memory efficiency.
     const scenario on_h100 = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 1},
         "training": {"seq_len": 10, "global_batch": 1}})", test::shipped_catalog());
@@ -89,4 +112,16 @@ TEST_CASE("a training scenario's autocast flag is read, and defaults off") {
     CHECK(tiny(R"("Llama-3.1-8B")", R"(, "autocast": true)").training->autocast);
     CHECK_FALSE(tiny(R"("Llama-3.1-8B")", "").training->autocast);
     CHECK_THROWS_AS(tiny(R"("Llama-3.1-8B")", R"(, "autocast": "yes")"), config_error);
+}
+
+TEST_CASE("autocast with fused kernels changes nothing, and a note says so") {
+    auto run = [](const std::string& extra) {
+        return estimate_training_performance(read_scenario(R"({"model": "Llama-3.2-1B", "system": {"accelerator": "H200",
+            "count": 1}, "training": {"seq_len": 2048, "global_batch": 4)" + extra + "}}", test::shipped_catalog()));
+    };
+    const auto fused = run(R"(, "autocast": true)"), plain = run("");
+    CHECK(fused.step == plain.step);
+    bool noted = false;
+    for (const auto& n : fused.notes) noted = noted || n.find("training.autocast") != std::string::npos;
+    CHECK(noted);
 }

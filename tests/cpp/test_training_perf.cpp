@@ -161,7 +161,7 @@ TEST_CASE("the fused attention core's backward is 2.5 x its forward, the rest of
     CHECK((term(t, "backward") - 2.0 * term(t, "forward")).si() == doctest::Approx((0.5 * core).si() - row - launches));
 }
 
-TEST_CASE("training's own memory-bound kernels: the activation between the GEMMs, eager norms, the loss") {
+TEST_CASE("training's own memory-bound kernels: the activation between the GEMMs, eager element-wise kernels, the loss") {
     // Llama-3.1-8B on one H100 rank (dp 64, one micro-batch of 4,096 tokens): 32 layers, h 4,096, I 14,336, V 128,256.
     auto read = [](const std::string& training) {
         return read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 64},
@@ -182,15 +182,15 @@ TEST_CASE("training's own memory-bound kernels: the activation between the GEMMs
     // by one in place of §14's fused norm passes (the "norms and elementwise" operator, out of the forward and so
     // out of the backward twice). Per element of the hidden state N = 4,096 tokens x 4,096, 16-bit residual (no
     // autocast): 65 RMSNorm chains (2 a layer and the final one; 36 B forward: the fp32 cast, pow, mean, the row's
-    // scale, the cast back and the weight; 76 B backward), 64 residual adds (6 B; backward the 6 B sum at each branch),
-    // attention's output copy (4 B per q element: 4 N a layer), rotary over q and k (5,120 of 4,096 elements a token,
-    // 20 B each way: 25 N a layer); backward also q, k and v's gradient copies (4 B x 6,144 / 4,096: 6 N a layer) and
-    // the gate and up projections' input gradients summed (6 N a layer).
+    // scale, the cast back and the weight; 92 B backward, pow's three kernels among them), 64 residual adds (6 B;
+    // backward the 6 B sum at each branch), attention's output copy (4 B per q element: 4 N a layer), rotary over q and
+    // k (5,120 of 4,096 elements a token, 20 B each way: 25 N a layer); backward also q, k and v's gradient copies
+    // (4 B x 6,144 / 4,096: 6 N a layer) and the gate and up projections' input gradients summed (6 N a layer).
     const double rows = 32.0 * 4096 * 14336 * 2, N = 4096.0 * 4096;
-    const double fwd_bytes = N * (65 * 36 + 64 * 6 + 32 * 4 + 32 * 25), bwd_bytes = N * (65 * 76 + 64 * 6 + 32 * 6 + 32 * 25 + 32 * 6);
-    // Kernels: SwiGLU one more forward and two more backward a layer; each norm 8 forward and 11 backward; an add each
+    const double fwd_bytes = N * (65 * 36 + 64 * 6 + 32 * 4 + 32 * 25), bwd_bytes = N * (65 * 92 + 64 * 6 + 32 * 6 + 32 * 25 + 32 * 6);
+    // Kernels: SwiGLU one more forward and two more backward a layer; each norm 8 forward and 13 backward; an add each
     // way; the copies (one forward, three backward a layer); rotary 5 each way for each of q and k.
-    const double fwd_kernels = 32 + 65 * 8 + 64 + 32 + 64 * 5, bwd_kernels = 64 + 65 * 11 + 64 + 96 + 64 * 5 + 32;
+    const double fwd_kernels = 32 + 65 * 8 + 64 + 32 + 64 * 5, bwd_kernels = 64 + 65 * 13 + 64 + 96 + 64 * 5 + 32;
     const auto f = estimate_training_performance(fused), e = estimate_training_performance(eager);
     const step_breakdown ops = step_time_breakdown(perf, training_micro_batch(1, 4096, 1));
     duration norms;

@@ -9,27 +9,22 @@
 // to its input's dtype (torch/csrc/autograd/engine.cpp validate_outputs). Otherwise the residual has the
 // activations' width and the norms run as Hugging Face's fp32 chains and PyTorch's autocast layer_norm do.
 //
-// The kernels fall in four classes that reach different shares of the memory bandwidth (PyTorch's TensorIterator
-// vectorises only contiguous operands of one dtype): contiguous, mixed-dtype (casts; fp32 + bf16), strided or
-// broadcast (transposed head views, a row's scale), and reductions (norm kernels, row means and sums). Each class has
-// its measured efficiency in the catalog (efficiency.eager_elementwise); a class without one runs at the memory
-// efficiency of its kernels' size.
+// Each kernel is priced by its class (eager_class.hpp) at the class's measured efficiency in the catalog
+// (efficiency.eager_elementwise); a class without one runs at the memory efficiency of its kernels' size.
 #pragma once
 
 #include <array>
 #include <cstddef>
 
+#include "capplan/analysis/eager_class.hpp"
 #include "capplan/spec/scenario.hpp"
 
 namespace capplan {
 
-enum class eager_class : std::size_t { contiguous, mixed_dtype, strided, reduction };
-inline constexpr std::size_t eager_classes = 4;
-inline constexpr std::array<const char*, eager_classes> eager_class_names{"contiguous", "mixed_dtype", "strided", "reduction"};
-
 // Bytes moved and kernels launched, by class.
 struct eager_traffic {
     std::array<double, eager_classes> bytes{}, kernels{};
+    // `b` bytes in all over `k` kernels in all.
     void add(eager_class c, double b, double k) {
         bytes[static_cast<std::size_t>(c)] += b;
         kernels[static_cast<std::size_t>(c)] += k;
@@ -42,7 +37,8 @@ struct eager_step_traffic {
 
 // The eager element-wise kernels of one micro-batch through the whole model on one tensor-parallel rank (the caller
 // divides by the pipeline stages). `tokens`: the rank's tokens of the micro-batch; `cast_parameters`: the weights a
-// forward casts to 16 bits under autocast (each GEMM's; the embedding lookup's table is not cast).
+// forward casts to 16 bits under autocast (each GEMM's; the embedding lookup's table is not cast; none for a quantised
+// LoRA base, which its dequantisation writes in 16 bits, and no gradient casts for a frozen base).
 eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, double cast_parameters);
 
 }  // namespace capplan

@@ -22,7 +22,7 @@
 
 #include "capplan/analysis/collectives.hpp"
 #include "capplan/analysis/engine_allreduce.hpp"
-#include "capplan/analysis/eager_kernels.hpp"
+#include "capplan/analysis/eager_class.hpp"
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/kv_cache.hpp"
 #include "capplan/analysis/sharding.hpp"

@@ -76,7 +76,7 @@ struct training_step_parts {
     duration fp8_casts;                        // per micro-batch and stage (FP8 training)
     duration moe_permute;                      // per micro-batch and stage: MoE token permutations (memory-bound)
     duration loss;                             // per micro-batch and stage: the cross-entropy over the logits
-    duration elementwise_backward;             // part of `backward`: the activation's and eager norms' passes (no GEMM)
+    duration elementwise_backward;             // part of `backward`: the activation's and eager element-wise kernels (no GEMM)
     duration tp_comm, recompute_comm;          // per micro-batch and stage, all of it
     duration tp_exposed;                       // the part of tp_comm + recompute_comm not overlapped
     duration pp_comm, pp_exposed;              // per micro-batch and stage: sends between stages, the part not overlapped

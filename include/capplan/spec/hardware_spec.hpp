@@ -34,7 +34,7 @@ struct accelerator_spec {
     // Mixture-of-experts expert GEMMs as engines run them (grouped / fused MoE kernels), by format key;
     // a format without one: as the dense matmul.
     std::map<std::string, double> grouped_matmul_efficiency;
-    // PyTorch's eager element-wise kernels by class (eager_kernels.hpp: contiguous, mixed_dtype, strided, reduction),
+    // PyTorch's eager element-wise kernels by class (eager_class.hpp: contiguous, mixed_dtype, strided, broadcast, reduction),
     // as fractions of the peak bandwidth; a class without one: the memory efficiency.
     std::map<std::string, double> eager_elementwise_efficiency;
     std::optional<duration> kernel_launch;
