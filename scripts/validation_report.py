@@ -807,8 +807,11 @@ def _gpu_training_notes(steps, rows):
     earlier = json.loads(GPU_TRAINING_EARLIER.read_text())["models"]
     second_names = [r["id"][len("measured_gpu_training["):-1] for r in second]
     then = "; ".join(f"{m['label']} (commit {m['commit']}): "
-                     + ", ".join(f"{100 * (m['step_ms'][n] / measured[n] - 1):+.1f}%" for n in second_names)
+                     + ", ".join(f"{n} {100 * (m['step_ms'][n] / measured[n] - 1):+.1f}%" for n in second_names)
                      for m in earlier)
+    now = {r["id"][len("measured_gpu_training["):-1]: r["modelled"] for r in steps_rows}
+    change = lambda names: span([now[n] / earlier[-1]["step_ms"][n] - 1 for n in names])
+    eager_names = [n for n in now if not n.endswith("compiled")]
     classes = _catalog_efficiency("h200", "eager_elementwise")
     mpt = [s for s in eager if s["model"].startswith("mpt-")]
     fractions = [_gemm_fraction(s) for s in mpt]
@@ -826,11 +829,13 @@ def _gpu_training_notes(steps, rows):
             f"{span([r['error'] for r in second])} (median |error| {med([r['error'] for r in second]):.1f}%); the first set's "
             f"eager steps, re-measured, {span([r['error'] for r in first])} (median {med([r['error'] for r in first]):.1f}%). "
             f"Earlier versions of capplan on the second set's steps (tests/data/gpu/{GPU_TRAINING_EARLIER.name}): {then}. A "
-            "review after the second set was measured found three counts that disagreed with PyTorch's source (pow's "
-            "backward runs three kernels, not one; a broadcast operand takes PyTorch's non-vectorised path, so those kernels "
-            "are a class of their own; a frozen LoRA base casts no weight gradients) and the class efficiencies now take the "
-            "median over two runs of the micro-benchmark on two machines; each correction made capplan slower on every "
-            "eager step. What is left: the MPT steps' GEMM kernels reach "
+            "review after the second set was measured found counts that disagreed with PyTorch's source (pow's backward "
+            "runs three kernels, not one; a broadcast operand takes PyTorch's non-vectorised path, so those kernels are a "
+            "class of their own; rotary's sum has a strided operand; a LoRA base in 16 bits is not cast and a frozen one "
+            "casts no weight gradients), and the class efficiencies now take the median over three runs of the "
+            "micro-benchmark on two machines; together these moved the eager steps by "
+            f"{change(eager_names)} (the Llama-style ones by "
+            f"{change([n for n in eager_names if not n.startswith('mpt-')])}). What is left: the MPT steps' GEMM kernels reach "
             f"{min(fractions):.2f}-{max(fractions):.2f} of the bf16 peak at these micro-batches, above the H200's catalog "
             f"matmul efficiency {_catalog_efficiency('h200', 'matmul', 'bf16'):g}, so capplan's GEMMs are the larger part of "
             "its excess on the larger MPT steps; compiled, Inductor's rotary kernels recompute the cos and sin table in each "
