@@ -144,16 +144,16 @@ struct elementwise_passes {
     duration forward, backward;  // activation and eager kernels, in the layers' forward and backward
     duration loss;               // the cross-entropy over the logits, forward and backward
 };
-// Element-wise kernels by class, each class at its own measured share of the bandwidth (eager kernels; fused ones are
-// priced with the classes cleared, at the memory efficiency of their size), plus their launches (as §14).
-duration elementwise_time(const eager_traffic& k, const perf_setup& perf) {
+// Element-wise kernels by class plus their launches (as §14): eager ones each class at its own measured share of the
+// bandwidth, fused ones at the memory efficiency of their size.
+duration elementwise_time(const eager_traffic& k, const perf_setup& perf, bool eager) {
     using namespace units;
     duration out;
     for (std::size_t c = 0; c < eager_classes; ++c) {
         if (k.bytes[c] <= 0.0) continue;
-        const double kernels = std::max(1.0, k.kernels[c]);
-        out += k.bytes[c] * B / (perf.memory_bandwidth * perf.efficiency.eager_at(static_cast<eager_class>(c), k.bytes[c] / kernels)) +
-               kernels * perf.efficiency.per_kernel;
+        const double kernels = std::max(1.0, k.kernels[c]), size = k.bytes[c] / kernels;
+        const double efficiency = eager ? perf.efficiency.eager_at(static_cast<eager_class>(c), size) : perf.efficiency.memory_at(size);
+        out += k.bytes[c] * B / (perf.memory_bandwidth * efficiency) + kernels * perf.efficiency.per_kernel;
     }
     return out;
 }
@@ -189,19 +189,14 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
         fwd.add(eager_class::contiguous, moe_layers * act_fwd(m.moe.gated) * (routed + shared) * e, moe_layers * (eager_moe ? 2.0 : 1.0));
         bwd.add(eager_class::contiguous, moe_layers * act_bwd(m.moe.gated) * (routed + shared) * e, moe_layers * (eager_moe ? 3.0 : 1.0));
     }
-    duration fwd_time, bwd_time;
     if (t.eager_kernels) {
         const eager_step_traffic k = eager_elementwise_traffic(s, tokens, cast_parameters);
         for (std::size_t c = 0; c < eager_classes; ++c) {
             fwd.bytes[c] += k.forward.bytes[c], fwd.kernels[c] += k.forward.kernels[c];
             bwd.bytes[c] += k.backward.bytes[c], bwd.kernels[c] += k.backward.kernels[c];
         }
-        fwd_time = elementwise_time(fwd, perf), bwd_time = elementwise_time(bwd, perf);
-    } else {  // fused kernels: the activation at the memory rate of its size
-        perf_setup fused = perf;
-        fused.efficiency.eager = {};
-        fwd_time = elementwise_time(fwd, fused), bwd_time = elementwise_time(bwd, fused);
     }
+    const duration fwd_time = elementwise_time(fwd, perf, t.eager_kernels), bwd_time = elementwise_time(bwd, perf, t.eager_kernels);
     // The loss over tokens x V/tp logits of each head (the model's and each MTP module's): fused (Transformer Engine's
     // parallel cross-entropy, Liger, flash-attn xentropy) the head GEMM writes them (2 B), one kernel reads them for
     // the max and sum and another reads them again and writes the gradient in place (6 B), the backward scales it by
