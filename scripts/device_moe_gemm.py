@@ -27,6 +27,8 @@ import time
 
 import torch
 
+from device_step import timed  # scripts/ is on the path when this script runs
+
 # The local experts of one rank in each published H100/B200 Megatron-Bridge MoE row (tests/data/published_training.json),
 # tokens per expert m = ep x tokens per rank x top-k / experts: name, E local, m, hidden, width, row ids.
 CASES = [
@@ -44,25 +46,6 @@ SWEEP = ("qwen3-30b-a3b sweep", 8, [256, 512, 1024, 2048, 4096, 8192, 16384], 20
 STREAMS = 4
 
 
-def timer(dev):
-    """A function timing fn() in ms: CUDA events on a GPU, the wall clock on the CPU (--dry-run)."""
-    if dev.type != "cuda":
-        def cpu(fn):
-            t0 = time.perf_counter()
-            fn()
-            return (time.perf_counter() - t0) * 1e3
-        return cpu
-
-    def gpu(fn):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        return a.elapsed_time(b)
-    return gpu
-
-
 def graphed(fn, dev):
     """fn captured once in a CUDA graph (its streams forked from and joined to the capture stream) and replayed: the
     GPU's time without Python's per-GEMM dispatch, as Transformer Engine's C++ loop nearly achieves. None on the CPU."""
@@ -77,10 +60,17 @@ def graphed(fn, dev):
 
 
 def median_ms(fn, dev, reps):
-    t = timer(dev)
-    for _ in range(3):
+    """The median of `reps` runs after warm-up: device_step.timed's CUDA events on a GPU, the wall clock on the CPU
+    (--dry-run)."""
+    if dev.type == "cuda":
+        return timed(fn, reps)["median_ms"]
+    fn()
+    runs = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
         fn()
-    return statistics.median(t(fn) for _ in range(reps))
+        runs.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(runs)
 
 
 def per_expert(products, dev, mm=torch.mm):
@@ -130,9 +120,10 @@ def measure(name, experts, m, hidden, width, dev, reps, rows=()):
                flop_per_kind=flop, times_ms={})
     for kind, products in kinds.items():
         t = out["times_ms"].setdefault(kind, {})
-        t["per_expert_bf16"] = median_ms(per_expert(products, dev), dev, reps)
+        run = per_expert(products, dev)
+        t["per_expert_bf16"] = median_ms(run, dev, reps)
         try:
-            replay = graphed(per_expert(products, dev), dev)
+            replay = graphed(run, dev)
             if replay:
                 t["per_expert_bf16_graph"] = median_ms(replay, dev, reps)
         except Exception as e:  # the eager timings stand without it
@@ -141,8 +132,9 @@ def measure(name, experts, m, hidden, width, dev, reps, rows=()):
             if dev.type != "cuda":
                 raise RuntimeError("FP8 GEMMs need a GPU")
             p8, scaled_mm = fp8_products(products, dev)
-            t["per_expert_fp8"] = median_ms(per_expert(p8, dev, scaled_mm), dev, reps)
-            t["per_expert_fp8_graph"] = median_ms(graphed(per_expert(p8, dev, scaled_mm), dev), dev, reps)
+            run8 = per_expert(p8, dev, scaled_mm)
+            t["per_expert_fp8"] = median_ms(run8, dev, reps)
+            t["per_expert_fp8_graph"] = median_ms(graphed(run8, dev), dev, reps)
             del p8
         except Exception as e:  # older GPUs and the CPU have no FP8 GEMM
             t["per_expert_fp8_error"] = f"{e.__class__.__name__}: {str(e)[:200]}"

@@ -105,6 +105,12 @@ def timed(fn, reps, warmup=3):
                 p90_ms=times[min(len(times) - 1, len(times) * 9 // 10)], min_ms=times[0], max_ms=times[-1], runs=reps)
 
 
+# Words in the names of attention kernels (FlashAttention, cuDNN's fused attention) and of GEMM kernels (cuBLAS's nvjet
+# and xmma, CUTLASS, their split-K reductions), for the classifiers here and in device_train_step.py.
+ATTENTION_WORDS = ("flash", "fmha", "sdpa", "attention", "cudnn")
+GEMM_WORDS = ("gemm", "nvjet", "cutlass", "xmma", "sm90_", "sm80_", "splitkreduce")
+
+
 def kernel_kind(name):
     """GEMM, attention, norm or other (element-wise work and copies) by a kernel's name: Inductor's
     Triton kernels first (their names list the fused ops, "attention" among them), then cuDNN's
@@ -112,9 +118,9 @@ def kernel_kind(name):
     name = name.lower()
     if name.startswith("triton_"):
         return "norm" if "norm" in name else "other"
-    if any(w in name for w in ("flash", "fmha", "sdpa", "attention", "cudnn")):
+    if any(w in name for w in ATTENTION_WORDS):
         return "attention"
-    if any(w in name for w in ("gemm", "nvjet", "cutlass", "xmma", "sm90_", "sm80_", "splitkreduce")):
+    if any(w in name for w in GEMM_WORDS):
         return "gemm"
     return "norm" if "norm" in name else "other"
 

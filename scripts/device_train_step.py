@@ -18,8 +18,7 @@ are summed where this one's backward concatenates q, k and v's gradients) and no
 2026-12-04 the rotary table was bf16; since, as Hugging Face's, it takes the hidden state's dtype (fp32 under autocast).
 A micro-benchmark times PyTorch's eager element-wise kernels by class (eager_kernel_rates) for capplan's eager model.
 The timing and the profile are scripts/device_step.py's (timed, kernel_times with this script's kernel kinds).
-tests/data/gpu/h200_train_steps.json came from this script before it recorded its command and before it shared
-those two (then: no p10/p90 fields, and no unprofiled step just before the profiled one). Usage (on the device):
+Usage (on the device):
     python3 scripts/device_train_step.py -o train.json
 """
 import argparse
@@ -31,7 +30,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from device_step import kernel_times, timed  # scripts/ is on the path when this script runs
+from device_step import ATTENTION_WORDS, GEMM_WORDS, kernel_times, timed  # scripts/ is on the path when this script runs
 
 # name: layers, hidden, heads, kv_heads, ffn, vocab, sequence, micro-batch, llama-style (RMSNorm, SwiGLU, RoPE), tied
 # embedding and LM head. The last three (added 2026-12-04, their configs' shapes, qkv bias left out) were chosen as a
@@ -95,7 +94,8 @@ class Decoder(torch.nn.Module):
     def forward(self, tokens):
         b, t = tokens.shape
         x = self.embed(tokens)
-        if self.llama:  # the rotary table once a forward, as Hugging Face's rotary_emb computes it
+        if self.llama:  # the rotary table once a forward, as Hugging Face's rotary_emb computes it (base 10,000 for
+            # every model: the base changes the values, not the kernels or their time)
             inv = 1.0 / (10000.0 ** (torch.arange(0, self.hd, 2, device=x.device, dtype=torch.float32) / self.hd))
             ang = torch.outer(torch.arange(t, device=x.device, dtype=torch.float32), inv)
             ang = torch.cat((ang, ang), dim=-1)
@@ -119,9 +119,9 @@ def kernel_kind(name):
     """A training step's kernel by its name: GEMM, attention, norm, loss, optimizer, or other (element-wise
     work: activations, residual adds, autocast's casts, gradient accumulation, copies)."""
     n = name.lower()
-    if any(w in n for w in ("flash", "fmha", "attention", "cudnn")):
+    if any(w in n for w in ATTENTION_WORDS):
         return "attention"
-    if any(w in n for w in ("gemm", "nvjet", "cutlass", "xmma", "sm90_", "sm80_", "splitkreduce")):
+    if any(w in n for w in GEMM_WORDS):
         return "gemm"
     if any(w in n for w in ("softmax", "nll_loss", "cross_entropy")):
         return "loss"
@@ -206,6 +206,7 @@ def eager_kernel_rates(dev, tokens=32768, hidden=2048, heads=32):
         ("fp32 weight x fp32 (the norm's weight)", "broadcast", 8 * n, lambda: w32 * a32),
         ("contiguous bf16 x bf16 cos (rotary's gradient)", "broadcast", 4 * n, lambda: qc * cos16),
         ("fp32 layer_norm forward", "reduction", 8 * n, lambda: torch.nn.functional.layer_norm(a32, (hidden,), w32)),
+        # grad-input reads dy and x and writes dx (12 n); the weight's gradient reads dy and x again (8 n)
         ("fp32 layer_norm backward", "reduction", 20 * n,
          lambda: torch.ops.aten.native_layer_norm_backward(g32, a32, [hidden], mean, rstd, w32, None, [True, True, False])),
         ("fp32 row mean", "reduction", 4 * n, lambda: a32.mean(-1, keepdim=True)),

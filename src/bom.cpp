@@ -105,14 +105,14 @@ void add_totals(bom_result& b) {
         }
     }
     // A network without any price says so once; otherwise each unpriced line is named (cables draw no power).
-    const bool name_unpriced = !(b.fabric && !priced_network);
-    if (!name_unpriced) b.notes.push_back("price: the catalog has no network prices; the total is the systems' alone");
+    const bool no_network_prices = b.fabric && !priced_network;
+    if (no_network_prices) b.notes.push_back("price: the catalog has no network prices; the total is the systems' alone");
     for (const bom_line& l : b.lines) {
         if (l.in_systems) continue;
         const std::string what = l.item + " (" + l.model + ")";
         if (!l.power_each && l.item.rfind("cables", 0) != 0)
             b.notes.push_back("power: the catalog has no figure for the " + what + ": the total leaves them out");
-        if (name_unpriced && !l.usd_each && l.item != "systems")
+        if (!no_network_prices && !l.usd_each && l.item != "systems")
             b.notes.push_back("price: the catalog has no figure for the " + what + ": the known price leaves them out");
     }
 }

@@ -1,5 +1,6 @@
 #include "capplan/catalog.hpp"
 
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -177,22 +178,19 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
             return num->get<double>();
         };
         a.memory_efficiency = fraction(e, "memory_bandwidth");
-        auto by_format = [&](const char* field, std::map<std::string, double>& out) {
+        // An object of fractions by key (number formats, or eager kernel classes).
+        auto by_key = [&](const char* field, const auto& keys, std::map<std::string, double>& out) {
             if (const json* mm = e.get(field); mm && !mm->is_null()) {
                 object_reader m(*mm, e.path(field));
-                for (const char* key : {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"})
+                for (const char* key : keys)
                     if (const auto f = fraction(m, key)) out[key] = *f;
                 m.finish();
             }
         };
-        by_format("matmul", a.matmul_efficiency);
-        by_format("grouped_matmul", a.grouped_matmul_efficiency);
-        if (const json* ee = e.get("eager_elementwise"); ee && !ee->is_null()) {
-            object_reader er(*ee, e.path("eager_elementwise"));
-            for (const char* key : eager_class_names)
-                if (const auto f = fraction(er, key)) a.eager_elementwise_efficiency[key] = *f;
-            er.finish();
-        }
+        constexpr std::array<const char*, 8> formats{"fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"};
+        by_key("matmul", formats, a.matmul_efficiency);
+        by_key("grouped_matmul", formats, a.grouped_matmul_efficiency);
+        by_key("eager_elementwise", eager_class_names, a.eager_elementwise_efficiency);
         a.kernel_launch = e.quantity<duration>("kernel_launch");
         a.prefill_step_overhead = e.quantity<duration>("prefill_step_overhead");
         a.roofline_norm = fraction(e, "roofline_norm", true);

@@ -1,6 +1,6 @@
 #include "capplan/analysis/eager_kernels.hpp"
 
-#include <algorithm>
+#include "capplan/analysis/sharding.hpp"
 
 namespace capplan {
 
@@ -11,10 +11,8 @@ constexpr double f32 = 4.0;  // bytes of an fp32 element
 
 // Adds a module's kernels to the step's: `fw` and `bw` hold the bytes of all its `count` instances and the kernels of one.
 void add_instances(eager_step_traffic& out, const eager_traffic& fw, const eager_traffic& bw, double count) {
-    for (std::size_t c = 0; c < eager_classes; ++c) {
-        out.forward.bytes[c] += fw.bytes[c], out.forward.kernels[c] += count * fw.kernels[c];
-        out.backward.bytes[c] += bw.bytes[c], out.backward.kernels[c] += count * bw.kernels[c];
-    }
+    out.forward.add(fw, count);
+    out.backward.add(bw, count);
 }
 
 // `count` norms over `n` elements in all, each output cast for the GEMM after it. `e`: the activations' bytes per
@@ -119,7 +117,7 @@ eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, d
     // q's, k's and v's gradients copied back into the (fused) projection's layout.
     const double hd = static_cast<double>(m.head_dim);
     const double q = tokens * static_cast<double>(m.heads) * hd / tp;
-    const double kv = tokens * std::max(1.0, static_cast<double>(m.kv_heads) / tp) * hd;
+    const double kv = tokens * detail::kv_heads_per_rank(m, p.tp) * hd;
     if (!m.mla) {
         out.forward.add(C::strided, layers * q * 2.0 * e, layers);
         out.backward.add(C::strided, layers * (q + 2.0 * kv) * 2.0 * e, 3.0 * layers);
@@ -127,8 +125,7 @@ eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, d
         if (m.qk_norm) norm_kernels(out, true, false, t.lora.has_value(), 2.0 * layers, layers * (q + kv), e);
     }
     // Gated MLPs with separate gate and up projections (Hugging Face, litgpt): their input gradients summed.
-    const double dense_layers = static_cast<double>(m.layers - m.ffn_free_layer_count()) -
-                                (m.is_moe() ? static_cast<double>(m.moe_layer_count()) : 0.0);
+    const double dense_layers = static_cast<double>(m.dense_ffn_layer_count());
     if (m.gated_mlp && dense_layers > 0.0) out.backward.add(C::contiguous, dense_layers * hidden * 3.0 * e, dense_layers);
     // Dropout after attention and after the MLP: a 1-byte mask written and applied, read back in the backward.
     if (t.dropout) {

@@ -510,7 +510,7 @@ step_breakdown step_time_breakdown(const perf_setup& su, const batch_step& st, c
 
     const std::pair<const char*, const op_totals*> ops[] = {
         {"attention projections", &token_costs.projections}, {"attention core", &core},
-        {"mlp / experts", &token_costs.mlp},                  {"norms and elementwise", &token_costs.norms},
+        {"mlp / experts", &token_costs.mlp},                  {norms_op_name, &token_costs.norms},
         {"lm head and embedding", &token_costs.head}};
     out.ops.reserve(std::size(ops) + 1);  // one allocation a step: the five sums and a drafter
     for (const auto& [name, o] : ops) {

@@ -51,6 +51,11 @@ batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, 
 
 namespace {
 
+// `kernels` memory-bound kernels moving `bytes` in all at `efficiency` of the bandwidth, plus their launches (as §14).
+duration memory_passes(const perf_setup& perf, double bytes, double kernels, double efficiency) {
+    return bytes * units::B / (perf.memory_bandwidth * efficiency) + kernels * perf.efficiency.per_kernel;
+}
+
 // One pass's dequantisation of a QLoRA base on the fullest stage's device (see training_step_time).
 duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const weight_sharding& w) {
     using namespace units;
@@ -69,8 +74,8 @@ duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const w
         const bool gated = m.is_moe_layer(i) ? m.moe.gated : m.gated_mlp;
         for (std::int64_t j = 0; j < n; ++j) kernels += 4.0 + experts * (gated ? 3.0 : 2.0);  // per layer, as before
     });
-    const data_size per_kernel = bytes / std::max(1.0, kernels);
-    return bytes / (perf.memory_bandwidth * perf.efficiency.memory_at(per_kernel.si())) + kernels * perf.efficiency.per_kernel;
+    kernels = std::max(1.0, kernels);
+    return memory_passes(perf, bytes.si(), kernels, perf.efficiency.memory_at(bytes.si() / kernels));
 }
 
 // Selective recompute beyond the attention core (training_spec::recompute_modules): each named module's forward once
@@ -153,7 +158,7 @@ duration elementwise_time(const eager_traffic& k, const perf_setup& perf, bool e
         if (k.bytes[c] <= 0.0) continue;
         const double kernels = std::max(1.0, k.kernels[c]), size = k.bytes[c] / kernels;
         const double efficiency = eager ? perf.efficiency.eager_at(static_cast<eager_class>(c), size) : perf.efficiency.memory_at(size);
-        out += k.bytes[c] * B / (perf.memory_bandwidth * efficiency) + kernels * perf.efficiency.per_kernel;
+        out += memory_passes(perf, k.bytes[c], kernels, efficiency);
     }
     return out;
 }
@@ -170,7 +175,7 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
     auto act_fwd = [&](bool gated) { return gated ? (t.eager_kernels ? 5.0 : 3.0) : 2.0; };
     auto act_bwd = [&](bool gated) { return gated ? (t.eager_kernels ? 9.0 : 5.0) : 3.0; };
     const double moe_layers = m.is_moe() ? static_cast<double>(m.moe_layer_count()) : 0.0;
-    const double dense_layers = static_cast<double>(m.layers - m.ffn_free_layer_count()) - moe_layers;
+    const double dense_layers = static_cast<double>(m.dense_ffn_layer_count());
     const double dense_width = tokens * static_cast<double>(m.intermediate) / tp;  // elements per layer on this rank
     // The activation's kernels: contiguous element-wise, one class of eager_traffic (fused ones at the memory rate).
     eager_traffic fwd, bwd;
@@ -191,10 +196,8 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
     }
     if (t.eager_kernels) {
         const eager_step_traffic k = eager_elementwise_traffic(s, tokens, cast_parameters);
-        for (std::size_t c = 0; c < eager_classes; ++c) {
-            fwd.bytes[c] += k.forward.bytes[c], fwd.kernels[c] += k.forward.kernels[c];
-            bwd.bytes[c] += k.backward.bytes[c], bwd.kernels[c] += k.backward.kernels[c];
-        }
+        fwd.add(k.forward);
+        bwd.add(k.backward);
     }
     const duration fwd_time = elementwise_time(fwd, perf, t.eager_kernels), bwd_time = elementwise_time(bwd, perf, t.eager_kernels);
     // The loss over tokens x V/tp logits of each head (the model's and each MTP module's): fused (Transformer Engine's
@@ -206,8 +209,7 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
     const double logits = (1.0 + t.mtp_layers) * tokens * static_cast<double>(m.vocab) / tp;
     const double per_logit = t.fused_cross_entropy ? 12.0 : 50.0;
     const double loss_kernels = (1.0 + t.mtp_layers) * (t.fused_cross_entropy ? 3.0 : 6.0);
-    const duration loss = logits * per_logit * B / (perf.memory_bandwidth * perf.efficiency.memory_at(logits * per_logit / loss_kernels)) +
-                          loss_kernels * perf.efficiency.per_kernel;
+    const duration loss = memory_passes(perf, logits * per_logit, loss_kernels, perf.efficiency.memory_at(logits * per_logit / loss_kernels));
     return {fwd_time, bwd_time, loss};
 }
 
@@ -270,7 +272,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // Eager kernels: §14's fused norm, residual and rotary passes give way to the eager kernels counted one by one
     // (training_elementwise_passes), in the forward and so in the backward that doubles it.
     if (t.eager_kernels) {
-        const auto norms = std::find_if(f.ops.begin(), f.ops.end(), [](const op_time& op) { return op.op == "norms and elementwise"; });
+        const auto norms = std::find_if(f.ops.begin(), f.ops.end(), [](const op_time& op) { return op.op == norms_op_name; });
         if (norms != f.ops.end()) forward -= norms->time / stages;
     }
     // Multi-token prediction (DeepSeek-V3 arXiv:2412.19437 §2.2, Eq. 21-22): each module projects [norm(h); norm(emb)]

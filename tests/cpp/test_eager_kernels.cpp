@@ -114,7 +114,7 @@ TEST_CASE("eager kernels price by class: the H200's measured shares of its bandw
 TEST_CASE("a training scenario's autocast flag is read, and defaults off") {
     CHECK(tiny(R"("Llama-3.1-8B")", R"(, "autocast": true)").training->autocast);
     CHECK_FALSE(tiny(R"("Llama-3.1-8B")", "").training->autocast);
-    CHECK_THROWS_AS(tiny(R"("Llama-3.1-8B")", R"(, "autocast": "yes")"), config_error);
+    CHECK_THROWS_WITH_AS(tiny(R"("Llama-3.1-8B")", R"(, "autocast": "yes")"), doctest::Contains("/training/autocast"), config_error);
 }
 
 TEST_CASE("autocast with fused kernels changes nothing, and a note says so") {
@@ -127,4 +127,21 @@ TEST_CASE("autocast with fused kernels changes nothing, and a note says so") {
     bool noted = false;
     for (const auto& n : fused.notes) noted = noted || n.find("training.autocast") != std::string::npos;
     CHECK(noted);
+}
+
+TEST_CASE("bad eager_elementwise efficiencies name their field") {
+    auto error_of = [](const std::string& eager) {
+        try {
+            (void)read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": {"vendor": "generic", "memory":
+                {"capacity": "80 GB", "bandwidth": "3 TB/s"}, "peak_dense_flops": {"bf16": "1 PFLOP/s"},
+                "efficiency": {"eager_elementwise": )" + eager + "}}}}", test::shipped_catalog());
+        } catch (const config_error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK(error_of(R"({"strided": 2})").find("/system/accelerator/efficiency/eager_elementwise/strided: not an efficiency") == 0);
+    CHECK(error_of(R"({"strided": 0})").find("/system/accelerator/efficiency/eager_elementwise/strided: not an efficiency") == 0);
+    CHECK(error_of(R"({"stridded": 0.3})").find("/system/accelerator/efficiency/eager_elementwise/stridded") == 0);
+    CHECK(error_of(R"({"strided": 0.3})").empty());
 }

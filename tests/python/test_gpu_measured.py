@@ -90,8 +90,9 @@ def test_the_calibration_predicts_decode_within_10_percent_and_its_prefill_gap_s
     assert len(prefill) == 4 and all(-0.25 <= e < 0 for e in prefill.values()), prefill
 
 
-# Training steps of small decoders, measured by scripts/device_train_step.py (issue #20, item 3), all held out (the first
-# set's eager steps shaped the eager kernel model's form: docs/validation.md).
+# Training steps of small decoders, measured by scripts/device_train_step.py (issue #20, item 3): the eager steps are
+# fitted (the first set shaped the eager kernel model's form, the second was seen before its corrections), the compiled
+# ones held out (docs/validation.md).
 SECOND_SET = ("smollm2-360m", "qwen2.5-0.5b", "llama-3.2-1b")
 
 
@@ -115,14 +116,17 @@ def test_the_measured_training_steps_were_gpu_bound_and_eager_dispatch_is_measur
 
 
 def test_the_second_set_measured_after_the_eager_kernel_model_meets_the_small_model_target(training_rows):
-    # Issue #20's target for held-out training rows: median |error| within 7%, each within 12%. SmolLM2-360M,
+    # Issue #20's target for training rows: median |error| within 7%, each within 12%. SmolLM2-360M,
     # Qwen2.5-0.5B and Llama-3.2-1B shapes, measured after eager_kernels.hpp was written: +3.1%, +2.2%, +8.9% eager,
     # -2.2% compiled (2026-12-04, after the review's source corrections; -2.2%, -0.9%, +6.0% before them; capplan before
-    # the eager model read -28.2%, -17.5%, -9.7%: tests/data/gpu/h200_train_steps_earlier_capplan.json).
-    errors = [r["error"] for (tag, q), r in training_rows.items()
-              if q == "gpu_training_step" and any(f"[{m}" in tag for m in SECOND_SET)]
-    assert len(errors) == 4 and all(r["role"] == "held_out" for (tag, q), r in training_rows.items()
-                                    if q == "gpu_training_step" and any(f"[{m}" in tag for m in SECOND_SET))
+    # the eager model read -28.2%, -17.5%, -9.7%: tests/data/gpu/h200_train_steps_earlier_capplan.json). The eager
+    # steps count as fitted since the corrections were settled after their errors had been seen; the compiled one, which
+    # the eager model does not touch, stays held out.
+    second = {tag: r for (tag, q), r in training_rows.items()
+              if q == "gpu_training_step" and any(f"[{m}" in tag for m in SECOND_SET)}
+    errors = [r["error"] for r in second.values()]
+    assert len(errors) == 4 and all(r["role"] == ("held_out" if tag.endswith("compiled]") else "fitted")
+                                    for tag, r in second.items())
     assert statistics.median(abs(e) for e in errors) <= 0.07 and all(abs(e) <= 0.12 for e in errors), errors
 
 
@@ -172,5 +176,5 @@ def test_the_moe_expert_gemms_of_the_published_rows_ran_at_about_twice_capplans_
     assert len(d["cases"]) == 8
     for c in d["cases"]:
         for kind, t in c["times_ms"].items():
-            fraction = c["flop_per_kind"] / (t["grouped_mm_bf16"] * 1e-3) / 989.4e12
+            fraction = c["flop_per_kind"] / (t["grouped_mm_bf16"] * 1e-3) / capplan.accelerator("H200").peak("bf16").si
             assert 0.55 <= fraction <= 0.8 and fraction >= 1.8 * ceiling, (c["case"], kind, fraction)

@@ -29,6 +29,10 @@ struct eager_traffic {
         bytes[static_cast<std::size_t>(c)] += b;
         kernels[static_cast<std::size_t>(c)] += k;
     }
+    // Another's bytes, and its kernels `count` times (a module's kernels of one instance, repeated).
+    void add(const eager_traffic& o, double count = 1.0) {
+        for (std::size_t c = 0; c < eager_classes; ++c) bytes[c] += o.bytes[c], kernels[c] += count * o.kernels[c];
+    }
 };
 
 struct eager_step_traffic {

@@ -92,6 +92,9 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
 perf_efficiency calibrated_perf_efficiency(const efficiency_table& t, const accelerator_spec& a,
                                            const number_format& compute);
 
+// The step's operator for the norms, residual adds and rotary passes (training with eager kernels replaces it).
+inline constexpr const char* norms_op_name = "norms and elementwise";
+
 struct op_time {
     std::string_view op;  // a string literal: a step is costed thousands of times a simulation, without allocating
     flop_count flops;

@@ -149,6 +149,8 @@ struct model_spec {
     }
     std::int64_t moe_layer_count() const;
     std::int64_t ffn_free_layer_count() const;
+    // Layers with a dense feed-forward: neither feed-forward-free nor mixture-of-experts.
+    std::int64_t dense_ffn_layer_count() const { return layers - ffn_free_layer_count() - moe_layer_count(); }
     std::int64_t sliding_layer_count() const;
     std::int64_t linear_layer_count() const;
 };
