@@ -106,15 +106,27 @@ std::optional<ownership_cost> ownership(const cost_spec& c, int devices, int uni
     return o;
 }
 
-// The providers with offers of a commitment, in the catalog's order, each once: "AWS, Azure, Google Cloud".
-std::string providers_of(const std::vector<cloud_offer>& cloud, const std::string& commitment) {
+// The providers with offers of a commitment, in the catalog's order, each once.
+std::vector<std::string> providers_of(const std::vector<cloud_offer>& cloud, const std::string& commitment) {
     std::vector<std::string> names;
     for (const cloud_offer& o : cloud)
         if (o.commitment == commitment && std::find(names.begin(), names.end(), o.provider) == names.end())
             names.push_back(o.provider);
+    return names;
+}
+
+// "AWS, Azure, Google Cloud"
+std::string listed(const std::vector<std::string>& names) {
     std::string out;
     for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
     return out;
+}
+
+// Whether two lists of providers name the same ones, in whatever order the catalog lists their offers.
+bool same_providers(std::vector<std::string> a, std::vector<std::string> b) {
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    return a == b;
 }
 
 std::optional<rental_cost> rental(const cost_spec& c, int devices, std::vector<std::string>& notes) {
@@ -146,11 +158,12 @@ std::optional<rental_cost> rental(const cost_spec& c, int devices, std::vector<s
     r.per_hour = {devices * r.usd_per_device_hour, devices * per_device.front(), devices * per_device.back()};
     // Committed prices are published by fewer providers than on-demand ones: their medians are over different sellers.
     if (c.commitment == "on_demand") return r;
-    const std::string committed = providers_of(c.economics.cloud, c.commitment),
-                      on_demand = providers_of(c.economics.cloud, "on_demand");
-    if (!on_demand.empty() && committed != on_demand)
-        notes.push_back("renting: the " + c.commitment + " offers come from " + committed + " and the on-demand ones from " +
-                        on_demand + ": medians over different sellers, so compare a provider's own prices (the offers), "
+    const std::vector<std::string> committed = providers_of(c.economics.cloud, c.commitment),
+                                   on_demand = providers_of(c.economics.cloud, "on_demand");
+    if (!on_demand.empty() && !same_providers(committed, on_demand))
+        notes.push_back("renting: the " + c.commitment + " offers come from " + listed(committed) +
+                        " and the on-demand ones from " + listed(on_demand) +
+                        ": medians over different sellers, so compare a provider's own prices (the offers), "
                         "not the two medians");
     return r;
 }

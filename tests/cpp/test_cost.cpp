@@ -118,6 +118,37 @@ TEST_CASE("renting takes the middle offer per accelerator-hour, not the mean") {
     CHECK(r.cost->rent->per_hour.high == doctest::Approx(128.0));
 }
 
+TEST_CASE("committed and on-demand medians are flagged only when different providers publish them") {
+    // Two providers, each with an on-demand and a one-year offer; the catalog may list them in any order.
+    auto offer = [](const char* provider, const char* commitment, double usd) {
+        cloud_offer o;
+        o.provider = provider;
+        o.instance = "x";
+        o.commitment = commitment;
+        o.usd_per_hour = usd;
+        return o;
+    };
+    cost_spec c;
+    c.commitment = "1y";
+    c.economics.cloud = {offer("A", "on_demand", 4), offer("B", "on_demand", 6), offer("B", "1y", 3), offer("A", "1y", 2)};
+    auto flagged = [](const cost_result& r) {
+        return std::any_of(r.notes.begin(), r.notes.end(),
+                           [](const std::string& n) { return n.find("different sellers") != std::string::npos; });
+    };
+    const cost_result same = hourly_cost(c, 1);
+    REQUIRE(same.rent.has_value());
+    CHECK(same.rent->usd_per_device_hour == doctest::Approx(2.5));  // (2 + 3) / 2
+    CHECK_FALSE(flagged(same));
+    // Only B commits for a year: its one price is not comparable with A and B's on-demand median.
+    c.economics.cloud.pop_back();
+    const cost_result fewer = hourly_cost(c, 1);
+    CHECK(fewer.rent->usd_per_device_hour == doctest::Approx(3.0));
+    CHECK(flagged(fewer));
+    const auto note = std::find_if(fewer.notes.begin(), fewer.notes.end(),
+                                   [](const std::string& n) { return n.find("different sellers") != std::string::npos; });
+    CHECK(note->find("the 1y offers come from B and the on-demand ones from A, B") != std::string::npos);
+}
+
 TEST_CASE("a million output tokens costs the hours they take, stretched by the hardware's utilization") {
     const auto r = run(serving(given));
     const double tps = *r.inference->throughput_tokens_per_s;
