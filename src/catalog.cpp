@@ -1,5 +1,6 @@
 #include "capplan/catalog.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <fstream>
@@ -112,6 +113,37 @@ std::optional<double> sourced_count(object_reader& r, std::string_view key) {
 
 }  // namespace
 
+// A kernel's published rates: {"points": [{"head_dim", "seq_len", "rate"}, ...], "causal": true, "source", ...}, each
+// (head_dim, seq_len) once; returned sorted by head dimension, then sequence length.
+std::vector<attention_rate_point> read_attention_rates(object_reader& r) {
+    r.required_string("source");
+    r.allow({"confidence", "note", "date"});
+    if (r.boolean("causal") != true) r.missing("causal", "true (the rates of a causal mask, as a decoder trains)");
+    const json* pts = r.get("points");
+    if (!pts || !pts->is_array() || pts->empty())
+        r.missing("points", "[{\"head_dim\": 64, \"seq_len\": 2048, \"rate\": \"79 TFLOP/s\"}, ...]");
+    std::vector<attention_rate_point> out;
+    for (std::size_t i = 0; i < pts->size(); ++i) {
+        object_reader pr((*pts)[i], r.path("points") + "/" + std::to_string(i));
+        attention_rate_point p;
+        p.head_dim = static_cast<double>(pr.required_integer("head_dim", 1, 1024));
+        p.seq_len = static_cast<double>(pr.required_integer("seq_len", 1, std::int64_t{1} << 24));
+        p.rate = pr.required_quantity<flop_rate>("rate");
+        if (p.rate.si() <= 0) throw config_error(pr.path("rate"), "", "must be positive", "a FLOP rate such as \"79 TFLOP/s\"");
+        pr.finish();
+        for (const auto& q : out)
+            if (q.head_dim == p.head_dim && q.seq_len == p.seq_len)
+                throw config_error(pr.path("seq_len"), std::to_string(static_cast<std::int64_t>(p.seq_len)),
+                                   "a second rate for this head dimension and sequence length", "one point each");
+        out.push_back(p);
+    }
+    std::sort(out.begin(), out.end(), [](const attention_rate_point& x, const attention_rate_point& y) {
+        return x.head_dim != y.head_dim ? x.head_dim < y.head_dim : x.seq_len < y.seq_len;
+    });
+    r.finish();
+    return out;
+}
+
 accelerator_spec read_accelerator(object_reader& r, const header& h) {
     accelerator_spec a;
     a.name = h.name;
@@ -191,6 +223,15 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
         by_key("matmul", formats, a.matmul_efficiency);
         by_key("grouped_matmul", formats, a.grouped_matmul_efficiency);
         by_key("eager_elementwise", eager_class_names, a.eager_elementwise_efficiency);
+        if (const json* k = e.get("attention_kernels"); k && !k->is_null()) {
+            object_reader kr(*k, e.path("attention_kernels"));
+            for (const char* kernel : measured_attention_kernels)
+                if (const json* v = kr.get(kernel); v && !v->is_null()) {
+                    object_reader vr(*v, kr.path(kernel));
+                    a.attention_kernel_rates[kernel] = read_attention_rates(vr);
+                }
+            kr.finish();
+        }
         a.kernel_launch = e.quantity<duration>("kernel_launch");
         a.prefill_step_overhead = e.quantity<duration>("prefill_step_overhead");
         a.roofline_norm = fraction(e, "roofline_norm", true);

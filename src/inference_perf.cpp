@@ -199,7 +199,9 @@ struct step_shape {
 // Costs operators into their totals: the per-operator roofline of the header's comment.
 struct op_costing {
     const perf_setup& su;
-    enum class unit { matrix, grouped_matrix, attention, norm };
+    // softmax_attention: the softmax attention core, the one operator a named training kernel replaces
+    // (perf_efficiency::attention_kernel); attention: the other cores (linear attention, DSA's indexer).
+    enum class unit { matrix, grouped_matrix, attention, softmax_attention, norm };
 
     // Dequantising weight-only formats adds vector work per weight element read (serial with the load).
     duration dequant(double weight_elements, double ops) const {
@@ -210,9 +212,10 @@ struct op_costing {
                 double dequant_ops = -1.0) const {
         const perf_efficiency& eff = su.efficiency;
         const double share = 1.0 / kernels;
-        const double ge = u == unit::attention        ? eff.attention_at(f.si() * share)
-                          : u == unit::grouped_matrix ? eff.grouped_gemm_at(f.si() * share)
-                                                      : eff.gemm_at(f.si() * share);
+        const double ge = u == unit::softmax_attention ? eff.softmax_attention_at(f.si() * share)
+                          : u == unit::attention       ? eff.attention_at(f.si() * share)
+                          : u == unit::grouped_matrix  ? eff.grouped_gemm_at(f.si() * share)
+                                                       : eff.gemm_at(f.si() * share);
         const double me = u == unit::norm ? eff.norm_at(b.si() * share) : eff.memory_at(b.si() * share);
         const duration c = f / (su.peak * ge);
         const duration mem = b / (su.memory_bandwidth * me) + dequant(weight_elements, dequant_ops < 0 ? su.dequant_ops : dequant_ops);
@@ -326,7 +329,7 @@ op_totals attention_core(const perf_setup& su, const batch_step& st, const step_
             // draws the dropout inside its kernel: no traffic.)
             const double per_score = 4.0 * ba + (su.dropout ? 2.0 * ba + 1.0 : 0.0);
             const data_size scores = su.flash_attention ? data_size{} : (m.heads / tp) * pk * per_score * units::B;
-            cost.charge(layer, unit::attention, per_key * (pk + dk) * units::FLOP,
+            cost.charge(layer, unit::softmax_attention, per_key * (pk + dk) * units::FLOP,
                         kv_bytes + tokens * 2.0 * sh.q_out * ba * units::B + scores, m.mla ? 3 : 2);
         }
         add_layers(sum, layer, static_cast<double>(lk.kinds[k].count));

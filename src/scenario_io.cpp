@@ -379,6 +379,12 @@ training_spec read_training(object_reader& r) {
     t.overlap_grad_reduce = r.boolean("overlap_grad_reduce").value_or(true);
     t.overlap_param_gather = r.boolean("overlap_param_gather").value_or(true);
     t.flash_attention = r.boolean("flash_attention").value_or(true);
+    t.attention_kernel = r.choice("attention_kernel", {"fused", "flash_attention_1", "flash_attention_2", "flash_attention_triton"})
+                             .value_or("fused");
+    if (!t.flash_attention && t.attention_kernel != "fused")
+        throw config_error(r.path("attention_kernel"), "'" + t.attention_kernel + "'",
+                           "names a fused attention kernel, but flash_attention is false (scores materialised)",
+                           "leave attention_kernel out, or flash_attention: true");
     t.dropout = r.boolean("dropout").value_or(false);
     t.ep_comm_overlap = r.boolean("ep_comm_overlap").value_or(false);
     t.moe_dispatcher = r.choice("moe_dispatcher", {"alltoall", "deepep", "hybridep"}).value_or("alltoall");
@@ -852,6 +858,15 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
             throw config_error("/precision/weights", sc.precision.weights.name,
                                "an NF4 base is frozen: only LoRA / QLoRA trains on it",
                                "training.lora {rank, targets}, or 16-bit weights for full training");
+        }
+        const std::string& kernel = sc.training->attention_kernel;
+        if (kernel != "fused" && !sc.system.accelerator.attention_kernel_rates.count(kernel)) {
+            std::string published;
+            for (const auto& [name, rates] : sc.system.accelerator.attention_kernel_rates) published += ", " + name;
+            throw config_error("/training/attention_kernel", "'" + kernel + "'",
+                               "no published rate for this kernel on " + sc.system.accelerator.name +
+                                   " (catalog efficiency.attention_kernels)",
+                               "fused" + published);
         }
         if (sc.parallelism.attention_dp)
             throw config_error("/parallelism/attention_dp", "true", "is a serving layout, not modelled for training",

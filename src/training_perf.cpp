@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "capplan/analysis/attention_kernel.hpp"
 #include "capplan/analysis/collectives.hpp"
 #include "capplan/analysis/eager_kernels.hpp"
 #include "capplan/analysis/flops.hpp"
@@ -19,6 +20,8 @@ perf_setup training_perf_setup(const scenario& s, bool explain) {
     perf_setup perf = perf_setup::from(s, explain);
     perf.flash_attention = s.training->flash_attention;  // (serving engines always fuse attention)
     perf.dropout = s.training->dropout;
+    // A named attention kernel runs at its published rate, whatever the GEMMs' format (FP8 training included).
+    if (const auto rate = training_attention_rate(s)) perf.efficiency.attention_kernel = *rate / perf.peak;
     // QLoRA's base is dequantised by a kernel of its own before each 16-bit GEMM (bitsandbytes dequantize_4bit,
     // timed in training_step_time), not inside the GEMM as serving kernels do.
     if (s.training->lora) perf.dequant_ops = perf.expert_dequant_ops = 0.0;
@@ -263,7 +266,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // in 16 bits (DotProductAttention: FP8 only with fp8_dpa, default off): at the 16-bit rate.
     duration attention_16bit_extra;
     const bool fp8_training = s.precision.compute.peak_key == "fp8" && !s.precision.activations.quantized();
-    if (fp8_training && core != f.ops.end() && core->compute_bound) {
+    if (fp8_training && core != f.ops.end() && core->compute_bound && perf.efficiency.attention_kernel == 0.0) {
         const peak_rate p16 = s.system.accelerator.peak(s.precision.activations.peak_key);
         if (p16.status == peak_rate::state::known) attention_16bit_extra = (perf.peak / p16.value - 1.0) * attention_core;
     }
@@ -623,6 +626,12 @@ training_performance assemble_training_performance(const scenario& s, const perf
                                 "(attention core 2.5x), and MFU counts forward + input gradients (2 x forward + the "
                                 "attention core's extra); the adapters' own small GEMMs are not timed");
     }
+    if (perf.explain && perf.efficiency.attention_kernel > 0.0)
+        out.notes.push_back("attention core at " + t.attention_kernel + "'s published forward + backward rate, " +
+                            format(perf.efficiency.attention_kernel * perf.peak) + " at head dimension " +
+                            format_number(attention_head_dim(m)) + " and " + format_number(attention_kernel_seq_len(s)) +
+                            " tokens (catalog efficiency.attention_kernels: Dao 2023, FlashAttention-2, Fig. 4 / 7; "
+                            "between measured points interpolated, beyond them the nearest)");
     if (perf.explain && t.autocast && !t.eager_kernels)
         out.notes.push_back("training.autocast changes the step only with kernels \"eager\": fused kernels' traffic is "
                             "counted at the activations' width (docs/formulas.md §15)");

@@ -409,6 +409,8 @@ def _training_scenario(args) -> Dict[str, Any]:
                                 "kernels": args.kernels}
     if args.autocast:
         training["autocast"] = True
+    if args.attention_kernel != "fused":
+        training["attention_kernel"] = args.attention_kernel
     if args.lora_rank is not None:
         targets = args.lora_targets or "all_linear"
         training["lora"] = {"rank": args.lora_rank, "targets": targets if targets == "all_linear" else targets.split(",")}
@@ -534,7 +536,8 @@ def _cmd_size(args) -> str:
     if args.workload == "training":
         return _cmd_size_training(args)
     for flag, given in (("--lora-rank", args.lora_rank is not None), ("--lora-targets", args.lora_targets is not None),
-                        ("--kernels", args.kernels != "fused"), ("--autocast", args.autocast)):
+                        ("--kernels", args.kernels != "fused"), ("--autocast", args.autocast),
+                        ("--attention-kernel", args.attention_kernel != "fused")):
         if given:
             raise _UsageError(f"{flag}: fine-tuning sizing is `size training`; `size inference` does not use it")
     from .sizing import size_inference
@@ -770,6 +773,10 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--autocast", action="store_true",
                    help="training: torch.autocast over fp32 weights (Hugging Face Trainer bf16=True on an fp32 model); "
                         "with --kernels eager the residual stream is fp32")
+    z.add_argument("--attention-kernel", default="fused",
+                   choices=["fused", "flash_attention_1", "flash_attention_2", "flash_attention_triton"],
+                   help="training: the attention kernel; fused (default) at the GEMMs' efficiency, or a FlashAttention "
+                        "version at its published rate on the accelerator (A100, H100)")
     z.add_argument("--price", default=None,
                    help="USD per accelerator-hour: inference NAME=PRICE,... to rank by cost; training PRICE (or "
                         "NAME=PRICE) for each layout's cost an hour and per billion tokens")

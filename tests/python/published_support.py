@@ -140,16 +140,20 @@ def training_published(row, variant=None):
         training.update(zero=1, recompute="none")
         return {"model": _gpt_shape(row), "system": system, "parallelism": par, "training": training}, row["step_time_s"], "step_time_s"
     if rid.startswith("tinyllama"):
-        # lit_gpt on Lightning's FSDP (FULL_SHARD, ZeRO-3), no recompute, fused norms, SwiGLU and loss.
+        # lit_gpt on Lightning's FSDP (FULL_SHARD, ZeRO-3), no recompute, fused norms, SwiGLU and loss; FlashAttention-2
+        # (its README's list of fused kernels).
         sh = row["shape"]
         model = {"model_type": "llama", "hidden_size": sh["hidden"], "intermediate_size": sh["ffn"], "num_hidden_layers": sh["layers"],
                  "num_attention_heads": sh["heads"], "num_key_value_heads": sh["kv_heads"], "vocab_size": sh["vocab"],
                  "max_position_embeddings": row["seq_len"], "tie_word_embeddings": sh["tied_embeddings"]}
-        training.update(zero=3, recompute="none")
+        training.update(zero=3, recompute="none", attention_kernel="flash_attention_2")
         published = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
         return {"model": model, "system": system, "parallelism": par, "training": training}, published, "step_time_s"
     if rid.startswith("mosaic"):
-        training.update(zero=3, recompute="none" if row["recompute"] == "none" else "full")
+        # llm-foundry's benchmark script runs Tri Dao's Triton FlashAttention (scripts/train/benchmarking/
+        # submit_benchmarks.py at 061f2c7c: '--attn_impl', default='triton').
+        training.update(zero=3, recompute="none" if row["recompute"] == "none" else "full",
+                        attention_kernel="flash_attention_triton")
         published = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
         return {"model": _gpt_shape(row), "system": system, "parallelism": par, "training": training}, published, "step_time_s"
     # NeMo 24.07 and Megatron-Bridge: FP8 with the distributed optimizer and FP8 primary weights (their recipes),

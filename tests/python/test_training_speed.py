@@ -318,26 +318,22 @@ def test_tp_comm_overlap_hides_tensor_parallel_traffic_and_needs_sequence_parall
     assert e.value.field == "/training/tp_comm_overlap"
 
 
-MOSAIC_A100 = [r for r in json.loads((pathlib.Path(__file__).parents[1] / "data" / "published_training.json").read_text())["rows"]
-               if r["id"].startswith("mosaic-llmfoundry-a100") and not r.get("known_gap")]  # the small models: a known gap
+MOSAIC = [r for r in json.loads((pathlib.Path(__file__).parents[1] / "data" / "published_training.json").read_text())["rows"]
+          if r["id"].startswith("mosaic-llmfoundry") and not r.get("known_gap")]
 
 
-@pytest.mark.parametrize("row", MOSAIC_A100, ids=[r["id"] for r in MOSAIC_A100])
-def test_fsdp_on_a100_within_10_percent(row):
-    # MosaicML llm-foundry benchmark table (PyTorch FSDP FULL_SHARD = ZeRO-3 over all GPUs, bf16,
-    # FlashAttention): MPT-7B on 8 A100s (micro-batch 6, no recompute) -2.3%, MPT-70B on 64 (micro-batch
-    # 8, activation checkpointing) +7.4%. Step = global batch x sequence / tokens per second.
-    sh = row["shape"]
-    model = {"model_type": "gpt2", "n_embd": sh["hidden"], "n_head": sh["heads"], "n_layer": sh["layers"],
-             "n_positions": row["seq_len"], "vocab_size": sh["vocab"]}
-    r = capplan.estimate({"model": model, "system": {"preset": "DGX-A100", "count": row["gpus"]},
-                          "parallelism": {"tp": 1},
-                          "training": {"seq_len": row["seq_len"], "global_batch": row["global_batch"],
-                                       "micro_batch": row["micro_batch"], "zero": 3,
-                                       "recompute": "none" if row["recompute"] == "none" else "full"}})
+@pytest.mark.parametrize("row", MOSAIC, ids=[r["id"] for r in MOSAIC])
+def test_llm_foundry_rows_within_10_percent(row):
+    # MosaicML llm-foundry's benchmark table (PyTorch FSDP FULL_SHARD = ZeRO-3 over all GPUs, amp_bf16, Tri Dao's
+    # Triton FlashAttention, its benchmark script's default: published_support); step = global batch x sequence / tokens
+    # per second. The A100 rows are held out; the H100 rows fitted (the Triton port's H100 rate is FlashAttention v1's,
+    # chosen with them in view). The kernel's published rates (catalog efficiency.attention_kernels, FlashAttention-2's
+    # Fig. 4 and 7) moved these from -26..-1% to -4..+8%.
+    from published_support import training_published
+    scenario, published, key = training_published(row)
+    r = capplan.estimate(scenario)
     assert r.memory.fits is True
-    measured = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
-    assert r.to_dict()["training"]["step_time_s"] == pytest.approx(measured, rel=0.10)
+    assert r.to_dict()["training"][key] == pytest.approx(published, rel=0.10)
 
 
 def test_fp8_primary_weights_drop_the_16_bit_copy_of_the_block_weights():
@@ -461,3 +457,22 @@ def test_training_limits_keep_recompute_modules_only_with_selective_recompute():
     assert lim["fits"] is True
     assert lim["limits_with"]["recompute"] == "full"
     assert lim["largest_micro_batch"] >= 1 and lim["longest_sequence"] >= 4096
+
+
+def test_size_training_attention_kernel_slows_the_step_where_published(run_cli):
+    # Llama-2-7B training on one DGX A100 (head dimension 128): Tri Dao's Triton FlashAttention at its published rate (68 TFLOP/s at
+    # head dimension 128, 2k tokens) is slower than attention at the GEMMs' efficiency, so the best layout's step is too;
+    # on B200, which has no published rate for it, the flag is an error naming the field.
+    def best(system, *extra):
+        return run_cli("size", "training", "--model", "Llama-2-7B", "--system", system, "--seq-len", "2048",
+                       "--global-batch", "64", "--format", "json", *extra)
+    code, out, err = best("DGX-A100")
+    assert code == 0, err
+    code, slow, err = best("DGX-A100", "--attention-kernel", "flash_attention_triton")
+    assert code == 0, err
+    assert json.loads(slow)["best"][0]["step_time_s"] > json.loads(out)["best"][0]["step_time_s"]
+    code, _, err = best("HGX-B200", "--attention-kernel", "flash_attention_triton")
+    assert code == 2 and "/training/attention_kernel" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "100",
+                           "--output", "100", "--attention-kernel", "flash_attention_2")
+    assert code == 2 and "--attention-kernel" in err and "size training" in err

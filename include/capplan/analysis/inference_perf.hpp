@@ -57,8 +57,14 @@ struct perf_efficiency {
         const double dense = gemm_at(flops_per_kernel);
         return grouped_gemm > 0.0 ? std::min(dense, grouped_gemm) : dense;
     }
+    // A training attention kernel's published rate / the compute format's peak (attention_kernel.hpp); 0: none named.
+    double attention_kernel = 0.0;
     double attention_at(double flops_per_kernel) const {
         return attention_by_size.empty() ? gemm_at(flops_per_kernel) : attention_by_size.at(flops_per_kernel);
+    }
+    // The softmax attention core: the named kernel's rate, else as attention_at.
+    double softmax_attention_at(double flops_per_kernel) const {
+        return attention_kernel > 0.0 ? attention_kernel : attention_at(flops_per_kernel);
     }
     double memory_at(double bytes_per_kernel) const {
         return memory_by_size.empty() ? memory : memory_by_size.at(bytes_per_kernel);

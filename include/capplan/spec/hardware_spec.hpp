@@ -2,6 +2,7 @@
 // Optional values are facts the catalog does not know (null there), never invented defaults.
 #pragma once
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +17,20 @@ struct peak_rate {
     enum class state { known, unknown, unsupported };
     state status = state::unknown;
     flop_rate value{};
+};
+
+// Training attention kernels with published forward + backward rates (catalog efficiency.attention_kernels); a
+// scenario's training.attention_kernel names one, or "fused" (at the matrix units' efficiency, as FlashAttention-3,
+// cuDNN and Transformer Engine run on Hopper and later).
+inline constexpr std::array<const char*, 3> measured_attention_kernels{"flash_attention_1", "flash_attention_2",
+                                                                       "flash_attention_triton"};
+
+// One published forward + backward rate of a causal attention kernel, counted as FlashAttention-2's benchmark counts it
+// (4 s^2 d h forward, halved for causal, x 3.5 with the backward; Dao 2023 §4.1).
+struct attention_rate_point {
+    double head_dim = 0.0;
+    double seq_len = 0.0;
+    flop_rate rate;
 };
 
 struct accelerator_spec {
@@ -37,6 +52,8 @@ struct accelerator_spec {
     // PyTorch's eager element-wise kernels by class (eager_class.hpp: contiguous, mixed_dtype, strided, broadcast, reduction),
     // as fractions of the peak bandwidth; a class without one: the memory efficiency.
     std::map<std::string, double> eager_elementwise_efficiency;
+    // Training attention kernels' published rates by kernel name, points sorted by head dimension, then sequence.
+    std::map<std::string, std::vector<attention_rate_point>> attention_kernel_rates;
     std::optional<duration> kernel_launch;
     std::optional<duration> prefill_step_overhead;  // host work of a step that runs a prompt (no CUDA graph)
     std::optional<double> roofline_norm;  // p of a kernel's (compute^p + memory^p)^(1/p) (inference_perf.hpp)
@@ -68,6 +85,13 @@ inline void share_efficiencies(accelerator_spec& to, const accelerator_spec& fro
     to.matmul_efficiency = from.matmul_efficiency;
     to.grouped_matmul_efficiency = from.grouped_matmul_efficiency;
     to.eager_elementwise_efficiency = from.eager_elementwise_efficiency;
+    // Kernel rates are absolute: scaled by the 16-bit peaks (the same die at other clocks runs them in proportion).
+    to.attention_kernel_rates = from.attention_kernel_rates;
+    const peak_rate mine = to.peak("bf16"), theirs = from.peak("bf16");
+    const bool scalable = mine.status == peak_rate::state::known && theirs.status == peak_rate::state::known &&
+                          theirs.value.si() > 0;
+    for (auto& [kernel, points] : to.attention_kernel_rates)
+        for (auto& p : points) p.rate = scalable ? p.rate * (mine.value / theirs.value) : p.rate;
     to.kernel_launch = from.kernel_launch;
     to.prefill_step_overhead = from.prefill_step_overhead;
     to.roofline_norm = from.roofline_norm;

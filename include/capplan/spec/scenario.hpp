@@ -143,6 +143,9 @@ struct training_spec {
     // (DeepEP normal kernels, HybridEP: each token crosses the network once per node, then NVLink fans it out).
     std::string moe_dispatcher = "alltoall";
     bool flash_attention = true;         // false: attention scores materialised (Megatron-LM before 2023)
+    // The fused attention kernel: "fused" (at the matrix units' efficiency) or one with published rates on the
+    // accelerator (measured_attention_kernels: FlashAttention v1, v2, Triton; analysis/attention_kernel.hpp).
+    std::string attention_kernel = "fused";
     bool dropout = false;                // attention and hidden dropout (Megatron-LM's GPT default 0.1)
     bool fp8_params = false;             // FP8 primary weights (Megatron --fp8-param-gather): no 16-bit copy
     // Data loading (data_pipeline.hpp): bytes per token (default by vocabulary), or per sample for
