@@ -102,35 +102,37 @@ eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, d
     // Every layer's norms and the final one.
     const double norms = static_cast<double>(m.norms_per_layer) * layers + 1.0;
     norm_kernels(out, m.norm == norm_kind::rms_norm, fp32_residual, t.lora.has_value(), norms, norms * hidden, e);
-    // Two residual adds a layer. fp32 residual: fp32 + a 16-bit branch output, written fp32; backward, the residual's
-    // gradient cast to the branch's dtype and, at each branch point, the norm's input gradient added to it.
-    const double adds = 2.0 * layers * hidden;
+    // A residual add per branch (two a layer: attention's and the MLP's, where the layer has them). fp32 residual: fp32 +
+    // a 16-bit branch output, written fp32; backward, the residual's gradient cast to the branch's dtype and, at each
+    // branch point, the norm's input gradient added to it.
+    const double branches = static_cast<double>(m.residual_branch_count()), adds = branches * hidden;
     if (fp32_residual) {
-        out.forward.add(C::mixed_dtype, adds * (f32 + e + f32), 2.0 * layers);
-        out.backward.add(C::mixed_dtype, adds * (f32 + e), 2.0 * layers);
-        out.backward.add(C::contiguous, adds * 3.0 * f32, 2.0 * layers);
+        out.forward.add(C::mixed_dtype, adds * (f32 + e + f32), branches);
+        out.backward.add(C::mixed_dtype, adds * (f32 + e), branches);
+        out.backward.add(C::contiguous, adds * 3.0 * f32, branches);
     } else {
-        out.forward.add(C::contiguous, adds * 3.0 * e, 2.0 * layers);
-        out.backward.add(C::contiguous, adds * 3.0 * e, 2.0 * layers);
+        out.forward.add(C::contiguous, adds * 3.0 * e, branches);
+        out.backward.add(C::contiguous, adds * 3.0 * e, branches);
     }
-    // Attention, per layer: its output's [batch, heads, tokens, head_dim] -> [batch, tokens, hidden] copy; backward,
-    // q's, k's and v's gradients copied back into the (fused) projection's layout.
-    const double hd = static_cast<double>(m.head_dim);
+    // Attention, per softmax-attention layer (not linear attention's or Mamba's, whose kernels are not counted): its
+    // output's [batch, heads, tokens, head_dim] -> [batch, tokens, hidden] copy; backward, q's, k's and v's gradients
+    // copied back into the (fused) projection's layout.
+    const double hd = static_cast<double>(m.head_dim), attention = static_cast<double>(m.attention_layer_count());
     const double q = tokens * static_cast<double>(m.heads) * hd / tp;
     const double kv = tokens * detail::kv_heads_per_rank(m, p.tp) * hd;
-    if (!m.mla) {
-        out.forward.add(C::strided, layers * q * 2.0 * e, layers);
-        out.backward.add(C::strided, layers * (q + 2.0 * kv) * 2.0 * e, 3.0 * layers);
-        if (!m.learned_positions) rotary_kernels(out, fp32_residual, 2.0 * layers, layers * (q + kv), e);
-        if (m.qk_norm) norm_kernels(out, true, false, t.lora.has_value(), 2.0 * layers, layers * (q + kv), e);
+    if (!m.mla && attention > 0.0) {
+        out.forward.add(C::strided, attention * q * 2.0 * e, attention);
+        out.backward.add(C::strided, attention * (q + 2.0 * kv) * 2.0 * e, 3.0 * attention);
+        if (!m.learned_positions) rotary_kernels(out, fp32_residual, 2.0 * attention, attention * (q + kv), e);
+        if (m.qk_norm) norm_kernels(out, true, false, t.lora.has_value(), 2.0 * attention, attention * (q + kv), e);
     }
     // Gated MLPs with separate gate and up projections (Hugging Face, litgpt): their input gradients summed.
     const double dense_layers = static_cast<double>(m.dense_ffn_layer_count());
     if (m.gated_mlp && dense_layers > 0.0) out.backward.add(C::contiguous, dense_layers * hidden * 3.0 * e, dense_layers);
     // Dropout after attention and after the MLP: a 1-byte mask written and applied, read back in the backward.
     if (t.dropout) {
-        out.forward.add(C::contiguous, adds * (1.0 + 2.0 * e), 2.0 * layers);
-        out.backward.add(C::contiguous, adds * (1.0 + 2.0 * e), 2.0 * layers);
+        out.forward.add(C::contiguous, adds * (1.0 + 2.0 * e), branches);
+        out.backward.add(C::contiguous, adds * (1.0 + 2.0 * e), branches);
     }
     // Autocast casts each GEMM's fp32 weight once a forward (cached for its backward; a weight already in 16 bits is not
     // cast); backward, each 16-bit weight gradient is cast to the fp32 parameter's. A frozen LoRA base is cast only when

@@ -274,9 +274,11 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     duration forward = (f.compute + head_time + attention_16bit_extra) / stages;
     // Eager kernels: §14's fused norm, residual and rotary passes give way to the eager kernels counted one by one
     // (training_elementwise_passes), in the forward and so in the backward that doubles it.
+    duration fused_norms;  // the fused passes the eager kernels replace (the MTP module's block below leaves them out too)
     if (t.eager_kernels) {
         const auto norms = std::find_if(f.ops.begin(), f.ops.end(), [](const op_time& op) { return op.op == norms_op_name; });
-        if (norms != f.ops.end()) forward -= norms->time / stages;
+        if (norms != f.ops.end()) fused_norms = norms->time;
+        forward -= fused_norms / stages;
     }
     // Multi-token prediction (DeepSeek-V3 arXiv:2412.19437 §2.2, Eq. 21-22): each module projects [norm(h); norm(emb)]
     // (2h -> h), runs one transformer block and the shared output head over every position. Its block is costed as
@@ -286,7 +288,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     if (t.mtp_layers > 0) {
         const double layers = static_cast<double>(m.layers);
         const auto head_op = std::find_if(f.ops.begin(), f.ops.end(), [](const op_time& op) { return op.op == "lm head and embedding"; });
-        const duration blocks = f.compute - (head_op != f.ops.end() ? head_op->time : duration{});
+        const duration blocks = f.compute - (head_op != f.ops.end() ? head_op->time : duration{}) - fused_norms;
         const flop_count proj = 2.0 * tokens * 2.0 * static_cast<double>(m.hidden) * static_cast<double>(m.hidden) / p.tp * FLOP;
         const duration module = blocks / layers + head_time + proj / (perf.peak * perf.efficiency.gemm);
         forward += static_cast<double>(t.mtp_layers) * module / stages;

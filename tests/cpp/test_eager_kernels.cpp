@@ -2,6 +2,8 @@
 // hand: bytes per element from each kernel's operands' dtypes (docs/formulas.md §15, "Eager element-wise kernels").
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "capplan/analysis/eager_kernels.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/training_perf.hpp"
@@ -144,4 +146,46 @@ TEST_CASE("bad eager_elementwise efficiencies name their field") {
     CHECK(error_of(R"({"strided": 0})").find("/system/accelerator/efficiency/eager_elementwise/strided: not an efficiency") == 0);
     CHECK(error_of(R"({"stridded": 0.3})").find("/system/accelerator/efficiency/eager_elementwise/stridded") == 0);
     CHECK(error_of(R"({"strided": 0.3})").empty());
+}
+
+TEST_CASE("eager kernels of hybrid models: attention's copies and rotary only in softmax-attention layers") {
+    // Qwen3-Next-80B-A3B: 48 layers, every fourth full attention (12), each with both branches (96 residual adds);
+    // Nemotron-3-Nano: 52 blocks of one kind each (23 Mamba-2, 6 attention, 23 MoE): 52 residual adds.
+    const model_spec& next = test::shipped_catalog().model("Qwen3-Next-80B-A3B");
+    CHECK(next.attention_layer_count() == 12);
+    CHECK(next.residual_branch_count() == 96);
+    const model_spec& nano = test::shipped_catalog().model("Nemotron-3-Nano-30B-A3B");
+    CHECK(nano.attention_layer_count() == 6);
+    CHECK(nano.residual_branch_count() == 52);
+    // Per attention layer, forward: the output's copy (1 strided kernel) and rotary's four strided kernels on q and on
+    // k (negation, concatenation, q * cos, the sum): 9; the residual adds are contiguous, one a branch.
+    const scenario s = read_scenario(R"({"model": "Qwen3-Next-80B-A3B", "system": {"accelerator": "H200", "count": 8},
+        "parallelism": {"tp": 1, "ep": 8}, "training": {"seq_len": 10, "global_batch": 8, "kernels": "eager"}})",
+                                     test::shipped_catalog());
+    const eager_step_traffic k = eager_elementwise_traffic(s, 10.0, 0.0);
+    CHECK(at(k.forward.kernels, eager_class::strided) == 9.0 * 12);
+}
+
+TEST_CASE("an MTP module under eager kernels does not pay the fused norm passes the eager kernels replaced") {
+    // The module's block is costed as the model's mean layer. With fused kernels that mean includes the fused norm
+    // passes; with eager ones they were taken out of the step (their eager kernels counted instead), so the module's
+    // block must leave them out too: the module adds norms / layers less under eager kernels, per micro-batch.
+    auto run = [](const char* kernels, int mtp) {
+        return read_scenario(std::string(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H200", "count": 1},
+            "training": {"seq_len": 2048, "global_batch": 2, "micro_batch": 1, "kernels": ")") + kernels +
+                                 R"(", "mtp_layers": )" + std::to_string(mtp) + "}}",
+                             test::shipped_catalog());
+    };
+    auto forward = [](const scenario& s) {
+        for (const auto& term : estimate_training_performance(s).terms)
+            if (term.term == "forward") return term.time.si();
+        return -1.0;
+    };
+    const scenario fused = run("fused", 0);
+    const step_breakdown f = step_time_breakdown(training_perf_setup(fused), training_micro_batch(1, 2048, 1));
+    const auto norms = std::find_if(f.ops.begin(), f.ops.end(), [](const op_time& o) { return o.op == norms_op_name; });
+    REQUIRE(norms != f.ops.end());
+    const double added_fused = forward(run("fused", 1)) - forward(fused);
+    const double added_eager = forward(run("eager", 1)) - forward(run("eager", 0));
+    CHECK(added_fused - added_eager == doctest::Approx(2 * norms->time.si() / 32).epsilon(1e-9));  // 2 micro-batches
 }

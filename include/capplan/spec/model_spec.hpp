@@ -153,6 +153,19 @@ struct model_spec {
     std::int64_t dense_ffn_layer_count() const { return layers - ffn_free_layer_count() - moe_layer_count(); }
     std::int64_t sliding_layer_count() const;
     std::int64_t linear_layer_count() const;
+    // Layers whose mixer is softmax attention (a mixer, not linear attention or Mamba).
+    std::int64_t attention_layer_count() const {
+        std::int64_t n = 0;
+        for (std::int64_t i = 0; i < layers; ++i) n += has_mixer(i) && !is_linear_layer(i);
+        return n;
+    }
+    // Residual branches: a mixer's and a feed-forward's per layer, where the layer has them.
+    std::int64_t residual_branch_count() const { return 2 * layers - ffn_free_layer_count() - mixer_free_layer_count(); }
+    std::int64_t mixer_free_layer_count() const {
+        std::int64_t n = 0;
+        for (bool b : mixer_free_layer) n += b;
+        return n;
+    }
 };
 
 inline std::int64_t model_spec::linear_layer_count() const {
