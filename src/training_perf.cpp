@@ -81,6 +81,42 @@ duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const w
     return memory_passes(perf, bytes.si(), kernels, perf.efficiency.memory_at(bytes.si() / kernels));
 }
 
+// The LoRA adapters' own kernels for one micro-batch on the fullest stage's device (lora.hpp
+// lora_adapter_traffic_per_token): the r-wide GEMMs on the roofline (forward; the backward's input and weight
+// gradients twice that), the element-wise kernels memory-bound; each kernel's launch.
+struct adapter_time {
+    duration forward, backward;
+};
+adapter_time lora_adapter_time(const scenario& s, const perf_setup& perf, const weight_sharding& w, double tokens) {
+    using namespace units;
+    adapter_time out;
+    if (!s.training->lora) return out;
+    const model_spec& m = s.model;
+    const pipeline_stage& st = w.stages[static_cast<std::size_t>(w.largest_stage)];
+    const double e = s.precision.activations.bytes_per_element();
+    adapter_traffic sum;
+    m.for_layer_runs(st.first_layer, st.layers, [&](std::int64_t i, std::int64_t n) {
+        const adapter_traffic a = lora_adapter_traffic_per_token(m, i, *s.training->lora, e, s.parallelism.tp);
+        const double k = static_cast<double>(n);
+        sum.gemm_flops += k * a.gemm_flops, sum.gemm_bytes += k * a.gemm_bytes, sum.gemm_kernels += k * a.gemm_kernels;
+        sum.forward_bytes += k * a.forward_bytes, sum.backward_bytes += k * a.backward_bytes;
+        sum.forward_kernels += k * a.forward_kernels, sum.backward_kernels += k * a.backward_kernels;
+    });
+    if (sum.gemm_kernels <= 0.0) return out;
+    const double flops = sum.gemm_flops * tokens, bytes = sum.gemm_bytes * tokens;
+    const duration compute = flops * FLOP / (perf.peak * perf.efficiency.gemm_at(flops / sum.gemm_kernels));
+    const duration memory = bytes * B / (perf.memory_bandwidth * perf.efficiency.memory_at(bytes / sum.gemm_kernels));
+    const duration gemms = overlapped_roofline(compute, memory, perf.efficiency.roofline_norm) +
+                           sum.gemm_kernels * perf.efficiency.per_kernel;
+    auto passes = [&](double b, double kernels) {
+        return kernels > 0.0 ? memory_passes(perf, b * tokens, kernels, perf.efficiency.memory_at(b * tokens / kernels))
+                             : duration{};
+    };
+    out.forward = gemms + passes(sum.forward_bytes, sum.forward_kernels);
+    out.backward = 2.0 * gemms + passes(sum.backward_bytes, sum.backward_kernels);
+    return out;
+}
+
 // Selective recompute beyond the attention core (training_spec::recompute_modules): each named module's forward once
 // more in the backward, for the whole model on one rank (the caller divides by the stages). `tokens`: the rank's
 // tokens of one micro-batch. The MoE module's rerun also repeats its dispatch and combine (`alltoall`).
@@ -323,9 +359,10 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // of the stage's block weights into a 16-bit buffer (read the packed weight, write 2 bytes), memory-bound,
     // one kernel per matrix, serial with the GEMM that reads it (bitsandbytes MatMul4Bit).
     const duration dequant = lora_dequantise_time(s, perf, w);
-    forward += dequant;
-    backward += dequant;
-    if (t.recompute == recompute_kind::full) recompute += dequant;
+    const adapter_time adapters = lora_adapter_time(s, perf, w, tokens);
+    forward += dequant + adapters.forward;
+    backward += dequant + adapters.backward;
+    if (t.recompute == recompute_kind::full) recompute += dequant + adapters.forward;
     // Context parallelism by parallelism.cp_algorithm (ring attention: Liu et al. 2023 arXiv:2310.01889).
     duration cp_comm, cp_exposed;
     if (p.cp > 1) {
@@ -626,7 +663,8 @@ training_performance assemble_training_performance(const scenario& s, const perf
         if (perf.explain)
             out.notes.push_back("LoRA: the frozen base has no weight-gradient GEMMs: the backward is one forward's worth "
                                 "(attention core 2.5x), and MFU counts forward + input gradients (2 x forward + the "
-                                "attention core's extra); the adapters' own small GEMMs are not timed");
+                                "attention core's extra); the adapters' own kernels are timed (their r-wide GEMMs, scaling, add and dropout: "
+                                "docs/formulas.md §15), not counted in MFU");
     }
     if (perf.explain && perf.efficiency.attention_kernel > 0.0)
         out.notes.push_back("attention core at " + t.attention_kernel + "'s published forward + backward rate, " +

@@ -3,6 +3,7 @@
 
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_perf.hpp"
+#include "capplan/analysis/lora.hpp"
 #include "capplan/analysis/training_perf.hpp"
 #include "capplan/error.hpp"
 #include "capplan/spec/scenario_io.hpp"
@@ -318,4 +319,60 @@ TEST_CASE("rank order: data parallelism outermost spans the cluster, and crosses
     CHECK_THROWS_WITH_AS(read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
         "parallelism": {"rank_order": "dp-tp"}, "training": {"seq_len": 4096, "global_batch": 8}})", test::shipped_catalog()),
                          doctest::Contains("/parallelism/rank_order"), config_error);
+}
+
+TEST_CASE("LoRA adapters' own kernels by hand: r-wide GEMMs, the scaling and the add, and their gradients") {
+    // Llama-3.1-8B, r 16, tp 1, per token of one layer. Targets (d_in, d_out): q (4096, 4096), k and v (4096, 1024),
+    // o (4096, 4096), gate and up (4096, 14336), down (14336, 4096): sum of d_in 38,912, of d_out 43,008.
+    const model_spec& m = test::shipped_catalog().model("Llama-3.1-8B");
+    lora_spec all;
+    all.rank = 16;
+    all.set_targets({"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
+    const adapter_traffic a = lora_adapter_traffic_per_token(m, 0, all, 2.0, 1);
+    CHECK(a.gemm_flops == 2.0 * 16 * (38'912 + 43'008));              // 2 r (d_in + d_out)
+    CHECK(a.gemm_bytes == (38'912 + 7 * 2 * 16 + 43'008) * 2.0);       // x read, x·A written and read, B's output
+    CHECK(a.forward_bytes == 5.0 * 43'008 * 2);                        // scaling 2, add 3 passes of d_out
+    CHECK(a.backward_bytes == (2.0 * 43'008 + 3.0 * 38'912) * 2);      // scaling's gradient; x's gradients summed
+    CHECK(a.gemm_kernels == 14);
+    CHECK(a.forward_kernels == 14);
+    // Dropout adds a pass each way over d_in: read x, write the copy and a 1-byte mask.
+    all.dropout = 0.05;
+    const adapter_traffic d = lora_adapter_traffic_per_token(m, 0, all, 2.0, 1);
+    CHECK(d.forward_bytes - a.forward_bytes == 38'912 * 5.0);
+    CHECK(d.forward_kernels == 21);
+    // tp 2: column-parallel outputs and row-parallel inputs split; the replicated sides whole.
+    all.dropout = 0.0;
+    const adapter_traffic t2 = lora_adapter_traffic_per_token(m, 0, all, 2.0, 2);
+    // q, k, v, gate, up: 4,096 in, (4,096 + 1,024 + 1,024 + 14,336 + 14,336) / 2 out; o, down: (4,096 + 14,336) / 2 in,
+    // 2 x 4,096 out.
+    CHECK(t2.gemm_flops == 2.0 * 16 * (5 * 4096 + (4096 + 1024 + 1024 + 14'336 + 14'336) / 2 + (4096 + 14'336) / 2 + 2 * 4096));
+}
+
+TEST_CASE("the step pays the adapters forward and twice backward, memory-bound at rank 16") {
+    // Llama-3.1-8B on one H100, 4,096 tokens: all seven targets against q alone. Only the adapters differ, so the
+    // forward term's difference is theirs: per token and layer, q alone 262,144 FLOPs and 16,448 GEMM bytes and 40,960
+    // element-wise bytes, 2 + 2 kernels; all seven (above) 2,621,440, 164,288 and 430,080, 14 + 14 kernels.
+    auto run = [](const std::string& targets) {
+        return read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 1},
+            "training": {"seq_len": 4096, "global_batch": 1, "recompute": "full", "lora": {"rank": 16, "targets": )" +
+                                 targets + "}}}",
+                             test::shipped_catalog());
+    };
+    const scenario q = run(R"(["q_proj"])"), all = run(R"("all_linear")");
+    const perf_efficiency& eff = training_perf_setup(q).efficiency;
+    const double T = 4096, L = 32, peak = 989.5e12, bw = 3.35e12;
+    auto adapters = [&](double flops, double gemm_bytes, double bytes, double kernels) {
+        const double F = flops * T * L, G = gemm_bytes * T * L, E = bytes * T * L, k = kernels * L;
+        const double gemm = std::max(F / (peak * eff.gemm_at(F / k)), G / (bw * eff.memory_at(G / k)));
+        return gemm + E / (bw * eff.memory_at(E / k)) + 2 * k * eff.per_kernel.si();
+    };
+    auto forward = [](const scenario& s) {
+        for (const auto& term : estimate_training_performance(s).terms)
+            if (term.term == "forward") return term.time.si();
+        return -1.0;
+    };
+    const double expected = adapters(2'621'440, 164'288, 430'080, 14) - adapters(262'144, 16'448, 40'960, 2);
+    CHECK(forward(all) - forward(q) == doctest::Approx(expected).epsilon(1e-9));
+    // Memory-bound: at 3.35 TB/s the seven targets' forward passes move 0.6 MB per token and layer.
+    CHECK(expected > (164'288 + 430'080 - 16'448 - 40'960) * T * L / bw);
 }

@@ -12,7 +12,8 @@
 //              whenever any input needs a gradient). A targeted projection's adapter keeps x (dA = x^T·(dY·B^T))
 //              and its r-wide intermediate x·A; with LoRA dropout, the dropped copy and its 1-byte mask.
 //   speed      no weight-gradient GEMMs: the backward of the linear layers is their input gradients only,
-//              one forward's worth (the attention core still 2.5x with FlashAttention).
+//              one forward's worth (the attention core still 2.5x with FlashAttention); the adapters' own kernels
+//              (lora_adapter_traffic_per_token) on top.
 #pragma once
 
 #include <array>
@@ -52,37 +53,56 @@ inline double frozen_base_bytes(const device_parameters& d, const precision_spec
            d.other * other;
 }
 
-// One layer's adapter parameters (all tensor-parallel ranks together).
-inline lora_parameters lora_layer_parameters(const model_spec& m, std::int64_t layer, const lora_spec& l) {
-    const double r = static_cast<double>(l.rank), h = static_cast<double>(m.hidden);
-    auto adapter = [&](double d_in, double d_out) { return r * (d_in + d_out); };
-    lora_parameters out;
+// Which copies of a projection an adapter sits on: the layer's own (attention, a dense MLP), each shared expert's,
+// or each routed expert's (a layer holds routed_experts of them; a token passes experts_per_token).
+enum class adapter_group { layer, shared_expert, routed_expert };
+
+// Calls f(d_in, d_out, column_parallel, group) for each targeted projection of a layer, whole (all tensor-parallel
+// ranks together): q, k, v and the MLP's gate and up read the hidden state (column-parallel), o and down write it
+// (row-parallel); a non-gated MLP has no gate.
+template <class F>
+void for_each_adapter(const model_spec& m, std::int64_t layer, const lora_spec& l, F&& f) {
+    const double h = static_cast<double>(m.hidden);
     if (m.has_mixer(layer) && !m.is_linear_layer(layer) && !m.mla) {
         const double d = static_cast<double>(m.head_dim);
         const double q = static_cast<double>(m.heads) * d * (m.attention_output_gate ? 2.0 : 1.0);
         const double kv = static_cast<double>(m.kv_heads) * d;
-        if (l.has(lora_target::q_proj)) out.dense += adapter(h, q);
-        if (l.has(lora_target::k_proj)) out.dense += adapter(h, kv);
-        if (l.has(lora_target::v_proj)) out.dense += adapter(h, kv);
-        if (l.has(lora_target::o_proj)) out.dense += adapter(static_cast<double>(m.heads) * d, h);
+        if (l.has(lora_target::q_proj)) f(h, q, true, adapter_group::layer);
+        if (l.has(lora_target::k_proj)) f(h, kv, true, adapter_group::layer);
+        if (l.has(lora_target::v_proj)) f(h, kv, true, adapter_group::layer);
+        if (l.has(lora_target::o_proj)) f(static_cast<double>(m.heads) * d, h, false, adapter_group::layer);
     }
-    if (!m.has_ffn(layer)) return out;
-    // gate and up read the hidden state, down writes it; a non-gated MLP has no gate.
-    auto mlp = [&](double width, bool gated) {
-        double p = 0.0;
-        if (gated && l.has(lora_target::gate_proj)) p += adapter(h, width);
-        if (l.has(lora_target::up_proj)) p += adapter(h, width);
-        if (l.has(lora_target::down_proj)) p += adapter(width, h);
-        return p;
+    if (!m.has_ffn(layer)) return;
+    auto mlp = [&](double width, bool gated, adapter_group g) {
+        if (gated && l.has(lora_target::gate_proj)) f(h, width, true, g);
+        if (l.has(lora_target::up_proj)) f(h, width, true, g);
+        if (l.has(lora_target::down_proj)) f(width, h, false, g);
     };
     if (m.is_moe_layer(layer)) {
-        out.dense += static_cast<double>(m.moe.shared_experts) * mlp(static_cast<double>(m.moe.shared_width()), m.moe.gated);
-        out.routed_experts += static_cast<double>(m.moe.routed_experts) *
-                              mlp(static_cast<double>(m.moe.expert_intermediate), m.moe.gated);
+        if (m.moe.shared_experts > 0) mlp(static_cast<double>(m.moe.shared_width()), m.moe.gated, adapter_group::shared_expert);
+        mlp(static_cast<double>(m.moe.expert_intermediate), m.moe.gated, adapter_group::routed_expert);
     } else {
-        out.dense += mlp(static_cast<double>(m.intermediate), m.gated_mlp);
+        mlp(static_cast<double>(m.intermediate), m.gated_mlp, adapter_group::layer);
     }
+}
+
+// One layer's adapter parameters (all tensor-parallel ranks together).
+inline lora_parameters lora_layer_parameters(const model_spec& m, std::int64_t layer, const lora_spec& l) {
+    const double r = static_cast<double>(l.rank);
+    lora_parameters out;
+    for_each_adapter(m, layer, l, [&](double d_in, double d_out, bool, adapter_group g) {
+        const double p = r * (d_in + d_out);
+        if (g == adapter_group::routed_expert) out.routed_experts += static_cast<double>(m.moe.routed_experts) * p;
+        else out.dense += (g == adapter_group::shared_expert ? static_cast<double>(m.moe.shared_experts) : 1.0) * p;
+    });
     return out;
+}
+
+// How many copies of an adapter a token passes: one, each shared expert, its k routed experts.
+inline double adapter_copies_per_token(const model_spec& m, adapter_group g) {
+    return g == adapter_group::layer           ? 1.0
+           : g == adapter_group::shared_expert ? static_cast<double>(m.moe.shared_experts)
+                                               : static_cast<double>(m.moe.experts_per_token);
 }
 
 // Activation bytes per token the adapters of one layer add, on one tensor-parallel rank: each targeted projection
@@ -92,30 +112,47 @@ inline lora_parameters lora_layer_parameters(const model_spec& m, std::int64_t l
 // and up whole on every rank, the split inputs of o and down 1/tp. Routed experts: per routed copy (k per token).
 inline double lora_activation_bytes_per_token(const model_spec& m, std::int64_t layer, const lora_spec& l, double e,
                                               int tp) {
-    const double r = static_cast<double>(l.rank), h = static_cast<double>(m.hidden);
+    const double r = static_cast<double>(l.rank);
     const double drop = l.dropout > 0.0 ? e + 1.0 : 0.0;
-    auto whole = [&]() { return e * r + drop * h; };
-    auto split = [&](double width) { return e * r + drop * width / tp; };
     double bytes = 0.0;
-    if (m.has_mixer(layer) && !m.is_linear_layer(layer) && !m.mla) {
-        for (const lora_target t : {lora_target::q_proj, lora_target::k_proj, lora_target::v_proj})
-            if (l.has(t)) bytes += whole();
-        if (l.has(lora_target::o_proj)) bytes += split(static_cast<double>(m.heads * m.head_dim));
-    }
-    if (!m.has_ffn(layer)) return bytes;
-    auto mlp = [&](double width, bool gated) {
-        double b = 0.0;
-        if (gated && l.has(lora_target::gate_proj)) b += whole();
-        if (l.has(lora_target::up_proj)) b += whole();
-        if (l.has(lora_target::down_proj)) b += split(width);
-        return b;
-    };
-    if (m.is_moe_layer(layer))
-        bytes += static_cast<double>(m.moe.shared_experts) * mlp(static_cast<double>(m.moe.shared_width()), m.moe.gated) +
-                 static_cast<double>(m.moe.experts_per_token) * mlp(static_cast<double>(m.moe.expert_intermediate), m.moe.gated);
-    else
-        bytes += mlp(static_cast<double>(m.intermediate), m.gated_mlp);
+    for_each_adapter(m, layer, l, [&](double d_in, double, bool column, adapter_group g) {
+        bytes += adapter_copies_per_token(m, g) * (e * r + drop * (column ? d_in : d_in / tp));
+    });
     return bytes;
+}
+
+// The adapters' own kernels in a training step, per token of one layer on one tensor-parallel rank (PEFT's
+// lora.Linear.forward: result + lora_B(lora_A(dropout(x))) * scaling; litgpt's LoRA layer alike): forward, A's and B's
+// GEMMs (r wide, memory-bound below r ~ 100), the scaling and the add to the frozen projection's output, and the
+// dropout; backward, the scaling's gradient, each GEMM's input and weight gradients, the dropout's mask, and x's
+// gradient summed with the frozen path's. Bytes at `e` per element (1 per mask byte); `gemm_*` of the r-wide GEMMs.
+struct adapter_traffic {
+    double gemm_flops = 0.0, gemm_bytes = 0.0, gemm_kernels = 0.0;          // forward; the backward is twice each
+    double forward_bytes = 0.0, backward_bytes = 0.0, forward_kernels = 0.0, backward_kernels = 0.0;  // element-wise
+};
+inline adapter_traffic lora_adapter_traffic_per_token(const model_spec& m, std::int64_t layer, const lora_spec& l,
+                                                      double e, int tp) {
+    const double r = static_cast<double>(l.rank);
+    const bool dropout = l.dropout > 0.0;
+    adapter_traffic out;
+    for_each_adapter(m, layer, l, [&](double d_in, double d_out, bool column, adapter_group g) {
+        const double n = adapter_copies_per_token(m, g);
+        const double in = column ? d_in : d_in / tp, o = column ? d_out / tp : d_out;  // this rank's widths
+        out.gemm_flops += n * 2.0 * r * (in + o);
+        out.gemm_bytes += n * (in + 2.0 * r + o) * e;  // A reads x, writes x·A; B reads it, writes its output
+        out.gemm_kernels += 2.0;
+        out.forward_bytes += n * 5.0 * o * e;          // * scaling (read, write), + the frozen output (2 reads, a write)
+        out.backward_bytes += n * (2.0 * o + 3.0 * in) * e;  // the scaling's gradient; x's two gradients summed
+        out.forward_kernels += 2.0;
+        out.backward_kernels += 2.0;
+        if (dropout) {
+            out.forward_bytes += n * in * (2.0 * e + 1.0);   // read x, write the dropped copy and the mask
+            out.backward_bytes += n * in * (2.0 * e + 1.0);  // the gradient times the mask
+            out.forward_kernels += 1.0;
+            out.backward_kernels += 1.0;
+        }
+    });
+    return out;
 }
 
 // The whole model's adapters.
