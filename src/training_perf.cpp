@@ -93,10 +93,16 @@ adapter_time lora_adapter_time(const scenario& s, const perf_setup& perf, const 
     if (!s.training->lora) return out;
     const model_spec& m = s.model;
     const pipeline_stage& st = w.stages[static_cast<std::size_t>(w.largest_stage)];
-    const double e = s.precision.activations.bytes_per_element();
+    const parallelism_spec& p = s.parallelism;
+    const double e = s.precision.activations.bytes_per_element(), tp = p.tp, etp = p.etp;
+    // Routed copies as the step routes them (training_elementwise_passes): the rank's 1/tp of the tokens, k each, over
+    // the expert-tensor group, times the load's imbalance.
+    const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
+    const adapter_split split{tp, etp, imbalance * static_cast<double>(m.moe.experts_per_token) * etp / tp,
+                              static_cast<double>(m.moe.routed_experts) / p.ep};
     adapter_traffic sum;
     m.for_layer_runs(st.first_layer, st.layers, [&](std::int64_t i, std::int64_t n) {
-        const adapter_traffic a = lora_adapter_traffic_per_token(m, i, *s.training->lora, e, s.parallelism.tp);
+        const adapter_traffic a = lora_adapter_traffic_per_token(m, i, *s.training->lora, e, split);
         const double k = static_cast<double>(n);
         sum.gemm_flops += k * a.gemm_flops, sum.gemm_bytes += k * a.gemm_bytes, sum.gemm_kernels += k * a.gemm_kernels;
         sum.forward_bytes += k * a.forward_bytes, sum.backward_bytes += k * a.backward_bytes;
@@ -234,9 +240,11 @@ elementwise_passes training_elementwise_passes(const scenario& s, const perf_set
         bwd.add(eager_class::contiguous, moe_layers * act_bwd(m.moe.gated) * (routed + shared) * e, moe_layers * (eager_moe ? 3.0 : 1.0));
     }
     if (t.eager_kernels) {
+        // An MTP module's block, costed as the model's mean layer, runs the mean layer's eager kernels too.
+        const double with_mtp = 1.0 + static_cast<double>(t.mtp_layers) / static_cast<double>(m.layers);
         const eager_step_traffic k = eager_elementwise_traffic(s, tokens, cast_parameters);
-        fwd.add(k.forward);
-        bwd.add(k.backward);
+        fwd.add_share(k.forward, with_mtp);
+        bwd.add_share(k.backward, with_mtp);
     }
     const duration fwd_time = elementwise_time(fwd, perf, t.eager_kernels), bwd_time = elementwise_time(bwd, perf, t.eager_kernels);
     // The loss over tokens x V/tp logits of each head (the model's and each MTP module's): fused (Transformer Engine's
@@ -310,7 +318,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     duration forward = (f.compute + head_time + attention_16bit_extra) / stages;
     // Eager kernels: §14's fused norm, residual and rotary passes give way to the eager kernels counted one by one
     // (training_elementwise_passes), in the forward and so in the backward that doubles it.
-    duration fused_norms;  // the fused passes the eager kernels replace (the MTP module's block below leaves them out too)
+    duration fused_norms;  // the fused passes the eager kernels replace (in the MTP module's block below too)
     if (t.eager_kernels) {
         const auto norms = std::find_if(f.ops.begin(), f.ops.end(), [](const op_time& op) { return op.op == norms_op_name; });
         if (norms != f.ops.end()) fused_norms = norms->time;
@@ -664,7 +672,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
             out.notes.push_back("LoRA: the frozen base has no weight-gradient GEMMs: the backward is one forward's worth "
                                 "(attention core 2.5x), and MFU counts forward + input gradients (2 x forward + the "
                                 "attention core's extra); the adapters' own kernels are timed (their r-wide GEMMs, scaling, add and dropout: "
-                                "docs/formulas.md §15), not counted in MFU");
+                                "docs/formulas.md §9), not counted in MFU");
     }
     if (perf.explain && perf.efficiency.attention_kernel > 0.0)
         out.notes.push_back("attention core at " + t.attention_kernel + "'s published forward + backward rate, " +

@@ -166,12 +166,15 @@ TEST_CASE("eager kernels of hybrid models: attention's copies and rotary only in
     CHECK(at(k.forward.kernels, eager_class::strided) == 9.0 * 12);
 }
 
-TEST_CASE("an MTP module under eager kernels does not pay the fused norm passes the eager kernels replaced") {
+TEST_CASE("an MTP module under eager kernels pays the mean layer's eager kernels, not the fused norm passes") {
     // The module's block is costed as the model's mean layer. With fused kernels that mean includes the fused norm
-    // passes; with eager ones they were taken out of the step (their eager kernels counted instead), so the module's
-    // block must leave them out too: the module adds norms / layers less under eager kernels, per micro-batch.
+    // passes; with eager ones those are replaced, in the module as in the model, by the mean layer's eager kernels. So
+    // what the module adds under eager kernels, less what it adds under fused ones, is 1 / layers of what the eager
+    // kernels add to the model's forward (a GeLU MLP: the activation's kernel is the same either way; on H100, which has
+    // no measured eager classes, every element-wise kernel runs at the one memory efficiency, so times add linearly).
     auto run = [](const char* kernels, int mtp) {
-        return read_scenario(std::string(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H200", "count": 1},
+        return read_scenario(std::string(R"({"model": {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12,
+            "n_positions": 2048, "vocab_size": 50304}, "system": {"accelerator": "H100-SXM", "count": 1},
             "training": {"seq_len": 2048, "global_batch": 2, "micro_batch": 1, "kernels": ")") + kernels +
                                  R"(", "mtp_layers": )" + std::to_string(mtp) + "}}",
                              test::shipped_catalog());
@@ -181,11 +184,8 @@ TEST_CASE("an MTP module under eager kernels does not pay the fused norm passes 
             if (term.term == "forward") return term.time.si();
         return -1.0;
     };
-    const scenario fused = run("fused", 0);
-    const step_breakdown f = step_time_breakdown(training_perf_setup(fused), training_micro_batch(1, 2048, 1));
-    const auto norms = std::find_if(f.ops.begin(), f.ops.end(), [](const op_time& o) { return o.op == norms_op_name; });
-    REQUIRE(norms != f.ops.end());
-    const double added_fused = forward(run("fused", 1)) - forward(fused);
-    const double added_eager = forward(run("eager", 1)) - forward(run("eager", 0));
-    CHECK(added_fused - added_eager == doctest::Approx(2 * norms->time.si() / 32).epsilon(1e-9));  // 2 micro-batches
+    const double fused0 = forward(run("fused", 0)), eager0 = forward(run("eager", 0));
+    const double added_fused = forward(run("fused", 1)) - fused0, added_eager = forward(run("eager", 1)) - eager0;
+    REQUIRE(eager0 > fused0);
+    CHECK(added_eager - added_fused == doctest::Approx((eager0 - fused0) / 12).epsilon(1e-9));
 }

@@ -328,7 +328,7 @@ TEST_CASE("LoRA adapters' own kernels by hand: r-wide GEMMs, the scaling and the
     lora_spec all;
     all.rank = 16;
     all.set_targets({"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
-    const adapter_traffic a = lora_adapter_traffic_per_token(m, 0, all, 2.0, 1);
+    const adapter_traffic a = lora_adapter_traffic_per_token(m, 0, all, 2.0, {1, 1, 0, 0});
     CHECK(a.gemm_flops == 2.0 * 16 * (38'912 + 43'008));              // 2 r (d_in + d_out)
     CHECK(a.gemm_bytes == (38'912 + 7 * 2 * 16 + 43'008) * 2.0);       // x read, x·A written and read, B's output
     CHECK(a.forward_bytes == 5.0 * 43'008 * 2);                        // scaling 2, add 3 passes of d_out
@@ -337,15 +337,31 @@ TEST_CASE("LoRA adapters' own kernels by hand: r-wide GEMMs, the scaling and the
     CHECK(a.forward_kernels == 14);
     // Dropout adds a pass each way over d_in: read x, write the copy and a 1-byte mask.
     all.dropout = 0.05;
-    const adapter_traffic d = lora_adapter_traffic_per_token(m, 0, all, 2.0, 1);
+    const adapter_traffic d = lora_adapter_traffic_per_token(m, 0, all, 2.0, {1, 1, 0, 0});
     CHECK(d.forward_bytes - a.forward_bytes == 38'912 * 5.0);
     CHECK(d.forward_kernels == 21);
     // tp 2: column-parallel outputs and row-parallel inputs split; the replicated sides whole.
     all.dropout = 0.0;
-    const adapter_traffic t2 = lora_adapter_traffic_per_token(m, 0, all, 2.0, 2);
+    const adapter_traffic t2 = lora_adapter_traffic_per_token(m, 0, all, 2.0, {2, 1, 0, 0});
     // q, k, v, gate, up: 4,096 in, (4,096 + 1,024 + 1,024 + 14,336 + 14,336) / 2 out; o, down: (4,096 + 14,336) / 2 in,
     // 2 x 4,096 out.
     CHECK(t2.gemm_flops == 2.0 * 16 * (5 * 4096 + (4096 + 1024 + 1024 + 14'336 + 14'336) / 2 + (4096 + 14'336) / 2 + 2 * 4096));
+}
+
+TEST_CASE("routed experts' adapters: per routed copy on the rank, widths over etp, kernels per expert held") {
+    // Mixtral-8x7B (h 4,096, experts 14,336 wide, top 2, gated), r 8 on gate, up and down. ep 4 x tp 2, etp 1: a rank
+    // sees 2 x 1 / 2 = 1 routed copy per token (the step's tokens x k x etp / tp), each whole (etp 1), and holds 2 experts.
+    const model_spec& m = test::shipped_catalog().model("Mixtral-8x7B");
+    lora_spec mlp;
+    mlp.rank = 8;
+    mlp.set_targets({"gate_proj", "up_proj", "down_proj"});
+    const adapter_traffic a = lora_adapter_traffic_per_token(m, 0, mlp, 2.0, {2, 1, 1.0, 2.0});
+    CHECK(a.gemm_flops == 1.0 * 2 * 8 * 3 * (4096 + 14'336));
+    CHECK(a.forward_bytes == 5.0 * (14'336 + 14'336 + 4096) * 2);
+    CHECK(a.gemm_kernels == 2 * 3 * 2);  // two GEMMs per target and expert held
+    // etp 2: the same copies' widths halved, twice the copies per rank (k x etp / tp = 2).
+    const adapter_traffic b = lora_adapter_traffic_per_token(m, 0, mlp, 2.0, {2, 2, 2.0, 2.0});
+    CHECK(b.gemm_flops == 2.0 * 2 * 8 * (2 * (4096 + 7168) + (7168 + 4096)));
 }
 
 TEST_CASE("the step pays the adapters forward and twice backward, memory-bound at rank 16") {

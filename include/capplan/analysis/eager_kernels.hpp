@@ -33,6 +33,10 @@ struct eager_traffic {
     void add(const eager_traffic& o, double count = 1.0) {
         for (std::size_t c = 0; c < eager_classes; ++c) bytes[c] += o.bytes[c], kernels[c] += count * o.kernels[c];
     }
+    // Another's bytes and kernels, both `share` times (the model's kernels standing for more or fewer layers).
+    void add_share(const eager_traffic& o, double share) {
+        for (std::size_t c = 0; c < eager_classes; ++c) bytes[c] += share * o.bytes[c], kernels[c] += share * o.kernels[c];
+    }
 };
 
 struct eager_step_traffic {

@@ -98,58 +98,76 @@ inline lora_parameters lora_layer_parameters(const model_spec& m, std::int64_t l
     return out;
 }
 
-// How many copies of an adapter a token passes: one, each shared expert, its k routed experts.
-inline double adapter_copies_per_token(const model_spec& m, adapter_group g) {
+// How one rank sees the adapters: attention's, dense MLPs' and shared experts' projections split over tp; a routed
+// expert's over etp, each token bringing `routed_copies` routed copies to the rank on average (tokens·k·etp/tp, times
+// the load's imbalance or the capacity factor) of the `local_experts` experts it holds (routed_experts / ep).
+struct adapter_split {
+    double tp = 1.0, etp = 1.0, routed_copies = 0.0, local_experts = 0.0;
+};
+
+// Adapter copies a token passes on the rank, the ways its widths split there, and the modules (each its own kernels,
+// as PEFT wraps every expert's projection) the rank runs.
+inline double adapter_copies_per_token(const model_spec& m, adapter_group g, const adapter_split& sp) {
     return g == adapter_group::layer           ? 1.0
            : g == adapter_group::shared_expert ? static_cast<double>(m.moe.shared_experts)
-                                               : static_cast<double>(m.moe.experts_per_token);
+                                               : sp.routed_copies;
+}
+inline double adapter_width_split(adapter_group g, const adapter_split& sp) {
+    return g == adapter_group::routed_expert ? sp.etp : sp.tp;
+}
+inline double adapter_modules(const model_spec& m, adapter_group g, const adapter_split& sp) {
+    return g == adapter_group::layer           ? 1.0
+           : g == adapter_group::shared_expert ? static_cast<double>(m.moe.shared_experts)
+                                               : sp.local_experts;
 }
 
-// Activation bytes per token the adapters of one layer add, on one tensor-parallel rank: each targeted projection
-// keeps its r-wide x·A for dB, at `e` bytes (whole on every rank: A of a column-parallel projection is replicated,
-// a row-parallel one's partial products are all-reduced); with LoRA dropout also the dropped input and its 1-byte
-// mask (torch.nn.Dropout), one per adapter as PEFT and torchtune apply it: the hidden-wide inputs of q, k, v, gate
-// and up whole on every rank, the split inputs of o and down 1/tp. Routed experts: per routed copy (k per token).
+// Activation bytes per token the adapters of one layer add, on one rank: each targeted projection keeps its r-wide x·A
+// for dB, at `e` bytes (whole on every rank: A of a column-parallel projection is replicated, a row-parallel one's
+// partial products are all-reduced); with LoRA dropout also the dropped input and its 1-byte mask (torch.nn.Dropout),
+// one per adapter as PEFT and torchtune apply it: the hidden-wide inputs of q, k, v, gate and up whole on every rank,
+// the split inputs of o and down 1/tp (a routed expert's 1/etp). Routed experts: per routed copy on the rank.
 inline double lora_activation_bytes_per_token(const model_spec& m, std::int64_t layer, const lora_spec& l, double e,
-                                              int tp) {
+                                              const adapter_split& sp) {
     const double r = static_cast<double>(l.rank);
     const double drop = l.dropout > 0.0 ? e + 1.0 : 0.0;
     double bytes = 0.0;
     for_each_adapter(m, layer, l, [&](double d_in, double, bool column, adapter_group g) {
-        bytes += adapter_copies_per_token(m, g) * (e * r + drop * (column ? d_in : d_in / tp));
+        bytes += adapter_copies_per_token(m, g, sp) * (e * r + drop * (column ? d_in : d_in / adapter_width_split(g, sp)));
     });
     return bytes;
 }
 
-// The adapters' own kernels in a training step, per token of one layer on one tensor-parallel rank (PEFT's
-// lora.Linear.forward: result + lora_B(lora_A(dropout(x))) * scaling; litgpt's LoRA layer alike): forward, A's and B's
-// GEMMs (r wide, memory-bound below r ~ 100), the scaling and the add to the frozen projection's output, and the
+// The adapters' own kernels in a training step, per token of one layer on one rank (PEFT's lora.Linear.forward:
+// result + lora_B(lora_A(dropout(x))) * scaling; litgpt's LoRA layer alike): forward, A's and B's GEMMs (2r/e FLOPs a
+// byte: memory-bound below r ~ 300 on an H100), the scaling and the add to the frozen projection's output, and the
 // dropout; backward, the scaling's gradient, each GEMM's input and weight gradients, the dropout's mask, and x's
-// gradient summed with the frozen path's. Bytes at `e` per element (1 per mask byte); `gemm_*` of the r-wide GEMMs.
+// gradient summed with the frozen path's. Bytes at `e` per element (1 per mask byte); `gemm_*` of the r-wide GEMMs;
+// kernels once per module the rank runs.
 struct adapter_traffic {
     double gemm_flops = 0.0, gemm_bytes = 0.0, gemm_kernels = 0.0;          // forward; the backward is twice each
     double forward_bytes = 0.0, backward_bytes = 0.0, forward_kernels = 0.0, backward_kernels = 0.0;  // element-wise
 };
 inline adapter_traffic lora_adapter_traffic_per_token(const model_spec& m, std::int64_t layer, const lora_spec& l,
-                                                      double e, int tp) {
+                                                      double e, const adapter_split& sp) {
     const double r = static_cast<double>(l.rank);
     const bool dropout = l.dropout > 0.0;
     adapter_traffic out;
     for_each_adapter(m, layer, l, [&](double d_in, double d_out, bool column, adapter_group g) {
-        const double n = adapter_copies_per_token(m, g);
-        const double in = column ? d_in : d_in / tp, o = column ? d_out / tp : d_out;  // this rank's widths
+        const double n = adapter_copies_per_token(m, g, sp), modules = adapter_modules(m, g, sp);
+        const double split = adapter_width_split(g, sp);
+        const double in = column ? d_in : d_in / split, o = column ? d_out / split : d_out;  // this rank's widths
         out.gemm_flops += n * 2.0 * r * (in + o);
         out.gemm_bytes += n * (in + 2.0 * r + o) * e;  // A reads x, writes x·A; B reads it, writes its output
-        out.gemm_kernels += 2.0;
+        out.gemm_kernels += 2.0 * modules;
         out.forward_bytes += n * 5.0 * o * e;          // * scaling (read, write), + the frozen output (2 reads, a write)
         out.backward_bytes += n * (2.0 * o + 3.0 * in) * e;  // the scaling's gradient; x's two gradients summed
-        out.forward_kernels += 2.0;
-        out.backward_kernels += 2.0;
+        out.forward_kernels += 2.0 * modules;
+        out.backward_kernels += 2.0 * modules;
         if (dropout) {
             out.forward_bytes += n * in * (2.0 * e + 1.0);   // read x, write the dropped copy and the mask
             out.backward_bytes += n * in * (2.0 * e + 1.0);  // the gradient times the mask
-            out.forward_kernels += 1.0;
-            out.backward_kernels += 1.0;
+            out.forward_kernels += modules;
+            out.backward_kernels += modules;
         }
     });
     return out;

@@ -204,7 +204,11 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
         const double act_out = rerun(recompute_module::moe_act) ? 0.0 : down_in * g;
         routed = whole ? 0.0 : copies * ((mlp_in * g + e) * h + (gate_up * e + act_out) * Ie);
     }
-    if (lora) split += lora_activation_bytes_per_token(m, layer, *lora, e, p.tp);
+    if (lora) {
+        const double routed_copies = static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
+                                     static_cast<double>(p.etp) / tp;
+        split += lora_activation_bytes_per_token(m, layer, *lora, e, {tp, static_cast<double>(p.etp), routed_copies, 0.0});
+    }
     return (tokens * (replicated / rep + split) + routed) * units::B;
 }
 
