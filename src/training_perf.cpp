@@ -87,7 +87,8 @@ duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const w
 struct adapter_time {
     duration forward, backward;
 };
-adapter_time lora_adapter_time(const scenario& s, const perf_setup& perf, const weight_sharding& w, double tokens) {
+adapter_time lora_adapter_time(const scenario& s, const perf_setup& perf, const weight_sharding& w, double tokens,
+                               unsigned groups = all_adapter_groups) {
     using namespace units;
     adapter_time out;
     if (!s.training->lora) return out;
@@ -102,7 +103,7 @@ adapter_time lora_adapter_time(const scenario& s, const perf_setup& perf, const 
                               static_cast<double>(m.moe.routed_experts) / p.ep};
     adapter_traffic sum;
     m.for_layer_runs(st.first_layer, st.layers, [&](std::int64_t i, std::int64_t n) {
-        const adapter_traffic a = lora_adapter_traffic_per_token(m, i, *s.training->lora, e, split);
+        const adapter_traffic a = lora_adapter_traffic_per_token(m, i, *s.training->lora, e, split, groups);
         const double k = static_cast<double>(n);
         sum.gemm_flops += k * a.gemm_flops, sum.gemm_bytes += k * a.gemm_bytes, sum.gemm_kernels += k * a.gemm_kernels;
         sum.forward_bytes += k * a.forward_bytes, sum.backward_bytes += k * a.backward_bytes;
@@ -371,6 +372,13 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     forward += dequant + adapters.forward;
     backward += dequant + adapters.backward;
     if (t.recompute == recompute_kind::full) recompute += dequant + adapters.forward;
+    // Selective recompute of the MLP, the experts or the shared experts reruns their adapters' forward too.
+    if (t.lora && t.recompute == recompute_kind::selective) {
+        const unsigned rerun_groups = (t.recomputes(recompute_module::mlp) ? static_cast<unsigned>(adapter_group::mlp) : 0u) |
+                                      (t.recomputes(recompute_module::moe) ? static_cast<unsigned>(adapter_group::routed_expert) : 0u) |
+                                      (t.recomputes(recompute_module::shared_experts) ? static_cast<unsigned>(adapter_group::shared_expert) : 0u);
+        if (rerun_groups != 0) recompute += lora_adapter_time(s, perf, w, tokens, rerun_groups).forward;
+    }
     // Context parallelism by parallelism.cp_algorithm (ring attention: Liu et al. 2023 arXiv:2310.01889).
     duration cp_comm, cp_exposed;
     if (p.cp > 1) {

@@ -392,3 +392,24 @@ TEST_CASE("the step pays the adapters forward and twice backward, memory-bound a
     // Memory-bound: at 3.35 TB/s the seven targets' forward passes move 0.6 MB per token and layer.
     CHECK(expected > (164'288 + 430'080 - 16'448 - 40'960) * T * L / bw);
 }
+
+TEST_CASE("selective recompute of the MLP reruns its adapters' forward, not attention's") {
+    // Llama-3.1-8B on one H100, LoRA r 16, recompute_modules ["mlp"]: the MLP's adapters (gate, up, down) run again in
+    // the recompute. Targets all seven against attention's four: the recompute differs by the MLP adapters' forward,
+    // which is also what the forward differs by (the adapters memory-bound, every pass at one memory efficiency).
+    auto run = [](const std::string& targets) {
+        return read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 1},
+            "training": {"seq_len": 4096, "global_batch": 1, "recompute_modules": ["mlp"],
+                         "lora": {"rank": 16, "targets": )" + targets + "}}}",
+                             test::shipped_catalog());
+    };
+    auto term = [](const scenario& s, std::string_view name) {
+        for (const auto& t : estimate_training_performance(s).terms)
+            if (t.term == name) return t.time.si();
+        return -1.0;
+    };
+    const scenario all = run(R"("all_linear")"), attention = run(R"(["q_proj", "k_proj", "v_proj", "o_proj"])");
+    const double mlp_adapters = term(all, "forward") - term(attention, "forward");
+    REQUIRE(mlp_adapters > 0.0);
+    CHECK(term(all, "recompute") - term(attention, "recompute") == doctest::Approx(mlp_adapters).epsilon(1e-9));
+}

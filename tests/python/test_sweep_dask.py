@@ -39,7 +39,9 @@ def test_a_dask_sweep_is_the_local_sweep(cluster):
 
 def test_a_worker_killed_mid_sweep_costs_only_its_partitions(cluster):
     c, client = cluster
-    grid = dict(GRID, **{"inference.concurrency": list(range(1, 97))})  # about 1 s on the cluster: time to kill one
+    # About 1 s on the two-worker cluster of an idle 2-core machine (96 concurrencies took 0.3 s there, as long as the
+    # kill's wait: the sweep could end before it), time to kill one worker mid-sweep.
+    grid = dict(GRID, **{"inference.concurrency": list(range(1, 577))})
     local = capplan.sweep(SCENARIO, grid, progress=False)
     pids = client.run(os.getpid)  # worker address -> its process
     victim = sorted(pids)[0]

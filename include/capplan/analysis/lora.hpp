@@ -53,9 +53,10 @@ inline double frozen_base_bytes(const device_parameters& d, const precision_spec
            d.other * other;
 }
 
-// Which copies of a projection an adapter sits on: the layer's own (attention, a dense MLP), each shared expert's,
-// or each routed expert's (a layer holds routed_experts of them; a token passes experts_per_token).
-enum class adapter_group { layer, shared_expert, routed_expert };
+// The module an adapter's projection belongs to (as selective recompute names them): attention, a dense MLP, each
+// shared expert, or each routed expert (a layer holds routed_experts of them; a token passes experts_per_token).
+enum class adapter_group : unsigned { attention = 1u << 0, mlp = 1u << 1, shared_expert = 1u << 2, routed_expert = 1u << 3 };
+inline constexpr unsigned all_adapter_groups = 0xfu;
 
 // Calls f(d_in, d_out, column_parallel, group) for each targeted projection of a layer, whole (all tensor-parallel
 // ranks together): q, k, v and the MLP's gate and up read the hidden state (column-parallel), o and down write it
@@ -67,10 +68,10 @@ void for_each_adapter(const model_spec& m, std::int64_t layer, const lora_spec& 
         const double d = static_cast<double>(m.head_dim);
         const double q = static_cast<double>(m.heads) * d * (m.attention_output_gate ? 2.0 : 1.0);
         const double kv = static_cast<double>(m.kv_heads) * d;
-        if (l.has(lora_target::q_proj)) f(h, q, true, adapter_group::layer);
-        if (l.has(lora_target::k_proj)) f(h, kv, true, adapter_group::layer);
-        if (l.has(lora_target::v_proj)) f(h, kv, true, adapter_group::layer);
-        if (l.has(lora_target::o_proj)) f(static_cast<double>(m.heads) * d, h, false, adapter_group::layer);
+        if (l.has(lora_target::q_proj)) f(h, q, true, adapter_group::attention);
+        if (l.has(lora_target::k_proj)) f(h, kv, true, adapter_group::attention);
+        if (l.has(lora_target::v_proj)) f(h, kv, true, adapter_group::attention);
+        if (l.has(lora_target::o_proj)) f(static_cast<double>(m.heads) * d, h, false, adapter_group::attention);
     }
     if (!m.has_ffn(layer)) return;
     auto mlp = [&](double width, bool gated, adapter_group g) {
@@ -82,7 +83,7 @@ void for_each_adapter(const model_spec& m, std::int64_t layer, const lora_spec& 
         if (m.moe.shared_experts > 0) mlp(static_cast<double>(m.moe.shared_width()), m.moe.gated, adapter_group::shared_expert);
         mlp(static_cast<double>(m.moe.expert_intermediate), m.moe.gated, adapter_group::routed_expert);
     } else {
-        mlp(static_cast<double>(m.intermediate), m.gated_mlp, adapter_group::layer);
+        mlp(static_cast<double>(m.intermediate), m.gated_mlp, adapter_group::mlp);
     }
 }
 
@@ -108,17 +109,17 @@ struct adapter_split {
 // Adapter copies a token passes on the rank, the ways its widths split there, and the modules (each its own kernels,
 // as PEFT wraps every expert's projection) the rank runs.
 inline double adapter_copies_per_token(const model_spec& m, adapter_group g, const adapter_split& sp) {
-    return g == adapter_group::layer           ? 1.0
-           : g == adapter_group::shared_expert ? static_cast<double>(m.moe.shared_experts)
-                                               : sp.routed_copies;
+    return g == adapter_group::shared_expert   ? static_cast<double>(m.moe.shared_experts)
+           : g == adapter_group::routed_expert ? sp.routed_copies
+                                               : 1.0;
 }
 inline double adapter_width_split(adapter_group g, const adapter_split& sp) {
     return g == adapter_group::routed_expert ? sp.etp : sp.tp;
 }
 inline double adapter_modules(const model_spec& m, adapter_group g, const adapter_split& sp) {
-    return g == adapter_group::layer           ? 1.0
-           : g == adapter_group::shared_expert ? static_cast<double>(m.moe.shared_experts)
-                                               : sp.local_experts;
+    return g == adapter_group::shared_expert   ? static_cast<double>(m.moe.shared_experts)
+           : g == adapter_group::routed_expert ? sp.local_experts
+                                               : 1.0;
 }
 
 // Activation bytes per token the adapters of one layer add, on one rank: each targeted projection keeps its r-wide x·A
@@ -142,17 +143,19 @@ inline double lora_activation_bytes_per_token(const model_spec& m, std::int64_t 
 // byte: memory-bound below r ~ 300 on an H100), the scaling and the add to the frozen projection's output, and the
 // dropout; backward, the scaling's gradient, each GEMM's input and weight gradients, the dropout's mask, and x's
 // gradient summed with the frozen path's. Bytes at `e` per element (1 per mask byte); `gemm_*` of the r-wide GEMMs;
-// kernels once per module the rank runs.
+// kernels once per module the rank runs. `groups`: the adapter_group bits counted (selective recompute reruns some).
 struct adapter_traffic {
     double gemm_flops = 0.0, gemm_bytes = 0.0, gemm_kernels = 0.0;          // forward; the backward is twice each
     double forward_bytes = 0.0, backward_bytes = 0.0, forward_kernels = 0.0, backward_kernels = 0.0;  // element-wise
 };
 inline adapter_traffic lora_adapter_traffic_per_token(const model_spec& m, std::int64_t layer, const lora_spec& l,
-                                                      double e, const adapter_split& sp) {
+                                                      double e, const adapter_split& sp,
+                                                      unsigned groups = all_adapter_groups) {
     const double r = static_cast<double>(l.rank);
     const bool dropout = l.dropout > 0.0;
     adapter_traffic out;
     for_each_adapter(m, layer, l, [&](double d_in, double d_out, bool column, adapter_group g) {
+        if ((groups & static_cast<unsigned>(g)) == 0) return;
         const double n = adapter_copies_per_token(m, g, sp), modules = adapter_modules(m, g, sp);
         const double split = adapter_width_split(g, sp);
         const double in = column ? d_in : d_in / split, o = column ? d_out / split : d_out;  // this rank's widths
