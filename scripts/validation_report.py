@@ -822,17 +822,18 @@ def _gpu_training_notes(steps, rows):
     """How the two sets compare, with earlier capplan versions on the same steps, and what is left."""
     eager = [s for s in steps if not s["compiled"]]
     steps_rows = [r for r in rows if r["quantity"] == "gpu_training_step"]
-    first = [r for r in steps_rows if r["fitted_for"] == _FIRST_SET_ROLE["fitted_for"]]
-    second = [r for r in steps_rows if not any(f"[{m}" in r["id"] for m in GPU_TRAINING_FIRST_SET)]
+    name = lambda r: r["id"][len("measured_gpu_training["):-1]  # "llama-3.2-1b compiled"
+    in_first = lambda r: name(r).split(" ")[0] in GPU_TRAINING_FIRST_SET
+    first = [r for r in steps_rows if in_first(r) and r["role"] == "fitted"]  # the eager ones the form was written from
+    second = [r for r in steps_rows if not in_first(r)]
     med = lambda errs: 100 * statistics.median(abs(x) for x in errs)
-    span = lambda errs: f"{100 * min(errs):+.1f}% to {100 * max(errs):+.1f}%"
-    measured = {f"{s['model']}{' compiled' if s['compiled'] else ''}": s["median_ms"] for s in steps}
+    span = lambda errs: f"{_pct(min(errs))} to {_pct(max(errs))}"
+    measured = {name(r): r["published"] for r in steps_rows}
     earlier = json.loads(GPU_TRAINING_EARLIER.read_text())["models"]
-    second_names = [r["id"][len("measured_gpu_training["):-1] for r in second]
     then = "; ".join(f"{m['label']} (commit {m['commit']}): "
-                     + ", ".join(f"{n} {100 * (m['step_ms'][n] / measured[n] - 1):+.1f}%" for n in second_names)
+                     + ", ".join(f"{name(r)} {_pct(m['step_ms'][name(r)] / measured[name(r)] - 1)}" for r in second)
                      for m in earlier)
-    now = {r["id"][len("measured_gpu_training["):-1]: r["modelled"] for r in steps_rows}
+    now = {name(r): r["modelled"] for r in steps_rows}
     change = lambda names: span([now[n] / earlier[-1]["step_ms"][n] - 1 for n in names])
     eager_names = [n for n in now if not n.endswith("compiled")]
     classes = _catalog_efficiency("h200", "eager_elementwise")
@@ -887,8 +888,8 @@ def _moe_gemm_section():
     ceiling8 = _catalog_efficiency("h200", "grouped_matmul", "fp8")
     eff = lambda c, k, impl, peak: (c["flop_per_kind"] / (c["times_ms"][k][impl] * 1e-3) / peak
                                     if c["times_ms"][k].get(impl) else None)
-    cell = lambda c, impl, peak: " / ".join("-" if eff(c, k, impl, peak) is None else f"{eff(c, k, impl, peak):.2f}"
-                                            for k in ("forward", "input_grad", "weight_grad"))
+    shown = lambda v: "-" if v is None else f"{v:.2f}"
+    cell = lambda c, impl, peak: " / ".join(shown(eff(c, k, impl, peak)) for k in ("forward", "input_grad", "weight_grad"))
     lines = ["", "### MoE expert GEMMs of training measured on the H200 (issue #20 item 2; evidence, no rows)", "",
              f"`scripts/device_moe_gemm.py` ({d['torch']}, {d['date'][:10]}; log in `tests/data/gpu/logs/moe`) timed one "
              "rank's routed-expert GEMMs of one MoE layer at the shapes of the published Megatron-Bridge rows (balanced "

@@ -1,5 +1,6 @@
 #include "capplan/analysis/eager_kernels.hpp"
 
+#include "capplan/analysis/kv_cache.hpp"
 #include "capplan/analysis/sharding.hpp"
 
 namespace capplan {
@@ -117,7 +118,7 @@ eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, d
     // Attention, per softmax-attention layer (not linear attention's or Mamba's, whose kernels are not counted): its
     // output's [batch, heads, tokens, head_dim] -> [batch, tokens, hidden] copy; backward, q's, k's and v's gradients
     // copied back into the (fused) projection's layout.
-    const double hd = static_cast<double>(m.head_dim), attention = static_cast<double>(m.attention_layer_count());
+    const double hd = static_cast<double>(m.head_dim), attention = static_cast<double>(attention_layers(m, all_layers(m)));
     const double q = tokens * static_cast<double>(m.heads) * hd / tp;
     const double kv = tokens * detail::kv_heads_per_rank(m, p.tp) * hd;
     if (!m.mla && attention > 0.0) {

@@ -103,11 +103,7 @@ adapter_time lora_adapter_time(const scenario& s, const perf_setup& perf, const 
                               static_cast<double>(m.moe.routed_experts) / p.ep};
     adapter_traffic sum;
     m.for_layer_runs(st.first_layer, st.layers, [&](std::int64_t i, std::int64_t n) {
-        const adapter_traffic a = lora_adapter_traffic_per_token(m, i, *s.training->lora, e, split, groups);
-        const double k = static_cast<double>(n);
-        sum.gemm_flops += k * a.gemm_flops, sum.gemm_bytes += k * a.gemm_bytes, sum.gemm_kernels += k * a.gemm_kernels;
-        sum.forward_bytes += k * a.forward_bytes, sum.backward_bytes += k * a.backward_bytes;
-        sum.forward_kernels += k * a.forward_kernels, sum.backward_kernels += k * a.backward_kernels;
+        sum.add(lora_adapter_traffic_per_token(m, i, *s.training->lora, e, split, groups), static_cast<double>(n));
     });
     if (sum.gemm_kernels <= 0.0) return out;
     const double flops = sum.gemm_flops * tokens, bytes = sum.gemm_bytes * tokens;
@@ -198,7 +194,6 @@ struct elementwise_passes {
 // Element-wise kernels by class plus their launches (as §14): eager ones each class at its own measured share of the
 // bandwidth, fused ones at the memory efficiency of their size.
 duration elementwise_time(const eager_traffic& k, const perf_setup& perf, bool eager) {
-    using namespace units;
     duration out;
     for (std::size_t c = 0; c < eager_classes; ++c) {
         if (k.bytes[c] <= 0.0) continue;
@@ -209,7 +204,6 @@ duration elementwise_time(const eager_traffic& k, const perf_setup& perf, bool e
     return out;
 }
 elementwise_passes training_elementwise_passes(const scenario& s, const perf_setup& perf, double tokens, double cast_parameters) {
-    using namespace units;
     const training_spec& t = *s.training;
     const model_spec& m = s.model;
     const parallelism_spec& p = s.parallelism;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "capplan/analysis/eager_kernels.hpp"
+#include "capplan/analysis/kv_cache.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/training_perf.hpp"
 #include "capplan/spec/scenario_io.hpp"
@@ -152,10 +153,10 @@ TEST_CASE("eager kernels of hybrid models: attention's copies and rotary only in
     // Qwen3-Next-80B-A3B: 48 layers, every fourth full attention (12), each with both branches (96 residual adds);
     // Nemotron-3-Nano: 52 blocks of one kind each (23 Mamba-2, 6 attention, 23 MoE): 52 residual adds.
     const model_spec& next = test::shipped_catalog().model("Qwen3-Next-80B-A3B");
-    CHECK(next.attention_layer_count() == 12);
+    CHECK(attention_layers(next, all_layers(next)) == 12);
     CHECK(next.residual_branch_count() == 96);
     const model_spec& nano = test::shipped_catalog().model("Nemotron-3-Nano-30B-A3B");
-    CHECK(nano.attention_layer_count() == 6);
+    CHECK(attention_layers(nano, all_layers(nano)) == 6);
     CHECK(nano.residual_branch_count() == 52);
     // Per attention layer, forward: the output's copy (1 strided kernel) and rotary's four strided kernels on q and on
     // k (negation, concatenation, q * cos, the sum): 9; the residual adds are contiguous, one a branch.

@@ -196,7 +196,7 @@ TEST_CASE("training's own memory-bound kernels: the activation between the GEMMs
     const step_breakdown ops = step_time_breakdown(perf, training_micro_batch(1, 4096, 1));
     duration norms;
     for (const auto& op : ops.ops)
-        if (op.op == "norms and elementwise") norms = op.time;
+        if (op.op == norms_op_name) norms = op.time;
     REQUIRE(norms > duration{});
     CHECK((total(e, "forward") - total(f, "forward")).si() ==
           doctest::Approx((2.0 * rows + fwd_bytes) / bw + fwd_kernels * launch - norms.si()));
@@ -260,7 +260,7 @@ TEST_CASE("dropout: two more passes of materialised scores and a mask byte; mask
     // FlashAttention draws it inside the kernel: no score traffic either way.
     CHECK(bytes(fused_dropped, "attention core") == doctest::Approx(bytes(fused, "attention core")));
     // Hidden dropout: a 1-byte mask of 4096 x 4096 after attention and after the MLP, 32 layers.
-    CHECK(bytes(fused_dropped, "norms and elementwise") - bytes(fused, "norms and elementwise") ==
+    CHECK(bytes(fused_dropped, norms_op_name) - bytes(fused, norms_op_name) ==
           doctest::Approx(32.0 * 2 * 4096.0 * 4096.0));
 }
 

@@ -92,8 +92,9 @@ def test_the_calibration_predicts_decode_within_10_percent_and_its_prefill_gap_s
 
 # Training steps of small decoders, measured by scripts/device_train_step.py (issue #20, item 3): the eager steps are
 # fitted (the first set shaped the eager kernel model's form, the second was seen before its corrections), the compiled
-# ones held out (docs/validation.md).
-SECOND_SET = ("smollm2-360m", "qwen2.5-0.5b", "llama-3.2-1b")
+# ones held out (docs/validation.md). A step's set: its model (the tag's first word) in the report's first set or not.
+def _in_first_set(tag):
+    return tag[len("measured_gpu_training["):-1].split(" ")[0] in report.GPU_TRAINING_FIRST_SET
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +124,7 @@ def test_the_second_set_measured_after_the_eager_kernel_model_meets_the_small_mo
     # steps count as fitted since the corrections were settled after their errors had been seen; the compiled one, which
     # the eager model does not touch, stays held out.
     second = {tag: r for (tag, q), r in training_rows.items()
-              if q == "gpu_training_step" and any(f"[{m}" in tag for m in SECOND_SET)}
+              if q == "gpu_training_step" and not _in_first_set(tag)}
     errors = [r["error"] for r in second.values()]
     assert len(errors) == 4 and all(r["role"] == ("held_out" if tag.endswith("compiled]") else "fitted")
                                     for tag, r in second.items())
@@ -135,7 +136,7 @@ def test_the_first_set_which_shaped_the_model_is_fitted_and_within_12_percent(tr
     # these ran at 0.72-0.77), TinyLlama +7.6% eager and -8.8% compiled (Inductor's rotary kernels, not counted). The
     # eager steps shaped the eager kernel model's form: fitted, not held out.
     steps = {tag: r for (tag, q), r in training_rows.items()
-             if q == "gpu_training_step" and not any(f"[{m}" in tag for m in SECOND_SET)}
+             if q == "gpu_training_step" and _in_first_set(tag)}
     assert len(steps) == 6 and all(abs(r["error"]) <= 0.12 for r in steps.values()), steps
     assert [tag for tag, r in steps.items() if r["role"] == "held_out"] == ["measured_gpu_training[tinyllama-1.1b compiled]"]
     assert -0.12 <= steps["measured_gpu_training[tinyllama-1.1b compiled]"]["error"] < 0
@@ -146,7 +147,8 @@ def test_the_eager_kernel_classes_come_from_the_micro_benchmark():
     # over the three runs, each kernel in the class the last run's script gives it (the first two named x * rsqrt strided).
     runs = [json.loads((ROOT / "tests" / "data" / "gpu" / name).read_text())["eager_kernels"]
             for name in ("h200_eager_kernels_a.json", "h200_eager_kernels.json", "h200_eager_kernels_b.json")]
-    catalog = json.loads((ROOT / "models" / "accelerators" / "h200.json").read_text())["efficiency"]["eager_elementwise"]
+    catalog = report._catalog_efficiency("h200", "eager_elementwise")
+    bandwidth_gb_per_s = capplan.accelerator("H200").memory_bandwidth.si / 1e9  # 4,800 GB/s
     kind = {k["kernel"]: k["kernel_class"] for k in runs[2]}
     by_class = {}
     for run in runs:
@@ -154,7 +156,7 @@ def test_the_eager_kernel_classes_come_from_the_micro_benchmark():
             by_class.setdefault(kind[k["kernel"]], []).append(k["gb_per_s"])
     assert set(by_class) == set(catalog)
     for cls, rates in by_class.items():
-        assert catalog[cls]["value"] == pytest.approx(statistics.median(rates) / 4800, abs=0.0015), cls
+        assert catalog[cls]["value"] == pytest.approx(statistics.median(rates) / bandwidth_gb_per_s, abs=0.0015), cls
 
 
 def test_the_measured_peak_memory_is_within_15_percent_but_one_compiled_step(training_rows):
@@ -172,9 +174,9 @@ def test_the_moe_expert_gemms_of_the_published_rows_ran_at_about_twice_capplans_
     # Megatron-Bridge rows' expert shapes one torch._grouped_mm bf16 kernel reached 0.59-0.71 of the bf16 peak in each
     # of the forward, input-gradient and weight-gradient products, where capplan charges H100s and H200s at most 0.30.
     d = json.loads((ROOT / "tests" / "data" / "gpu" / "h200_moe_gemm.json").read_text())
-    ceiling = json.loads((ROOT / "models" / "accelerators" / "h200.json").read_text())["efficiency"]["grouped_matmul"]["bf16"]["value"]
+    ceiling = report._catalog_efficiency("h200", "grouped_matmul", "bf16")
     assert len(d["cases"]) == 8
     for c in d["cases"]:
         for kind, t in c["times_ms"].items():
-            fraction = c["flop_per_kind"] / (t["grouped_mm_bf16"] * 1e-3) / capplan.accelerator("H200").peak("bf16").si
+            fraction = c["flop_per_kind"] / (t["grouped_mm_bf16"] * 1e-3) / report._h200_peak("bf16")
             assert 0.55 <= fraction <= 0.8 and fraction >= 1.8 * ceiling, (c["case"], kind, fraction)

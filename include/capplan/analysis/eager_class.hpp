@@ -15,5 +15,8 @@ enum class eager_class : std::size_t { contiguous, mixed_dtype, strided, broadca
 inline constexpr std::size_t eager_classes = 5;
 inline constexpr std::array<const char*, eager_classes> eager_class_names{"contiguous", "mixed_dtype", "strided", "broadcast",
                                                                           "reduction"};
+// Every class named: the last enumerator closes the count and has its name.
+static_assert(static_cast<std::size_t>(eager_class::reduction) + 1 == eager_classes &&
+              eager_class_names[eager_classes - 1] != nullptr);
 
 }  // namespace capplan

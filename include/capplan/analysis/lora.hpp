@@ -147,6 +147,12 @@ inline double lora_activation_bytes_per_token(const model_spec& m, std::int64_t 
 struct adapter_traffic {
     double gemm_flops = 0.0, gemm_bytes = 0.0, gemm_kernels = 0.0;          // forward; the backward is twice each
     double forward_bytes = 0.0, backward_bytes = 0.0, forward_kernels = 0.0, backward_kernels = 0.0;  // element-wise
+    // Another's traffic `n` times (n layers alike).
+    void add(const adapter_traffic& o, double n) {
+        gemm_flops += n * o.gemm_flops, gemm_bytes += n * o.gemm_bytes, gemm_kernels += n * o.gemm_kernels;
+        forward_bytes += n * o.forward_bytes, backward_bytes += n * o.backward_bytes;
+        forward_kernels += n * o.forward_kernels, backward_kernels += n * o.backward_kernels;
+    }
 };
 inline adapter_traffic lora_adapter_traffic_per_token(const model_spec& m, std::int64_t layer, const lora_spec& l,
                                                       double e, const adapter_split& sp,

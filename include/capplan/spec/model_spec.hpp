@@ -147,47 +147,19 @@ struct model_spec {
         for (std::int64_t i = first; i < std::min(end, alike); ++i) f(i, std::int64_t{1});
         if (end > alike) f(alike, end - alike);
     }
-    std::int64_t moe_layer_count() const;
-    std::int64_t ffn_free_layer_count() const;
+    // Layers a per-layer list marks (layers beyond a list are unmarked).
+    static std::int64_t marked(const std::vector<bool>& list) {
+        return static_cast<std::int64_t>(std::count(list.begin(), list.end(), true));
+    }
+    std::int64_t moe_layer_count() const { return marked(moe_layer); }
+    std::int64_t ffn_free_layer_count() const { return marked(ffn_free_layer); }
+    std::int64_t mixer_free_layer_count() const { return marked(mixer_free_layer); }
+    std::int64_t sliding_layer_count() const { return marked(sliding_layer); }
+    std::int64_t linear_layer_count() const { return marked(linear_layer); }
     // Layers with a dense feed-forward: neither feed-forward-free nor mixture-of-experts.
     std::int64_t dense_ffn_layer_count() const { return layers - ffn_free_layer_count() - moe_layer_count(); }
-    std::int64_t sliding_layer_count() const;
-    std::int64_t linear_layer_count() const;
-    // Layers whose mixer is softmax attention (a mixer, not linear attention or Mamba).
-    std::int64_t attention_layer_count() const {
-        std::int64_t n = 0;
-        for (std::int64_t i = 0; i < layers; ++i) n += has_mixer(i) && !is_linear_layer(i);
-        return n;
-    }
     // Residual branches: a mixer's and a feed-forward's per layer, where the layer has them.
     std::int64_t residual_branch_count() const { return 2 * layers - ffn_free_layer_count() - mixer_free_layer_count(); }
-    std::int64_t mixer_free_layer_count() const {
-        std::int64_t n = 0;
-        for (bool b : mixer_free_layer) n += b;
-        return n;
-    }
 };
-
-inline std::int64_t model_spec::linear_layer_count() const {
-    std::int64_t n = 0;
-    for (bool b : linear_layer) n += b;
-    return n;
-}
-
-inline std::int64_t model_spec::moe_layer_count() const {
-    std::int64_t n = 0;
-    for (bool b : moe_layer) n += b;
-    return n;
-}
-inline std::int64_t model_spec::ffn_free_layer_count() const {
-    std::int64_t n = 0;
-    for (bool b : ffn_free_layer) n += b;
-    return n;
-}
-inline std::int64_t model_spec::sliding_layer_count() const {
-    std::int64_t n = 0;
-    for (bool b : sliding_layer) n += b;
-    return n;
-}
 
 }  // namespace capplan
