@@ -52,7 +52,7 @@ ROLES = ("fitted", "held_out")
 QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_loop", "throughput_static",
               "speculative_speedup", "throughput_pool", "kv_offload", "prefix_cache", "engine_allreduce",
               "training_step", "training_mfu", "checkpoint_size", "checkpoint_save", "checkpoint_restore", "lora_memory",
-              "collective_busbw", "gpu_step", "gpu_step_calibrated", "gpu_training_step", "gpu_training_memory")
+              "lora_time", "collective_busbw", "gpu_step", "gpu_step_calibrated", "gpu_training_step", "gpu_training_memory")
 # Issue #18's targets on held-out rows: median |error| per quantity, and no row beyond ROW_LIMIT
 # without a documented cause.
 TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput_static": 0.15,
@@ -359,14 +359,21 @@ def _collective_rows():
 
 
 def _lora_rows(data):
-    # Live tensors at the peak of a LoRA / QLoRA fine-tune against the allocator's published peak.
+    # Live tensors at the peak of a LoRA / QLoRA fine-tune against the allocator's published peak, and a fine-tune's
+    # published run time against capplan's step time over its samples.
     out = []
     for n, row in _compared(data["rows"]):
-        modelled, published = _published.lora_published(row)
         label = (f"{row['model']} {row['weights']} r{row['rank']} {len(row['targets'])} targets {row['seq_len']} x "
-                 f"{row['micro_batch']} on {row['gpus']} GPU(s){' zero-3' if row['zero'] == 3 else ''}")
-        out.append(_entry(f"published_lora[{n}]", label, "lora_memory", "bytes", published, modelled, row,
-                          row["source"].split(" '")[0], role_note=row.get("role_note")))
+                 f"{row['micro_batch']} on {row['gpus']} {row.get('accelerator', 'GPU(s)')}"
+                 f"{' zero-3' if row['zero'] == 3 else ''}")
+        if "published_time" in row:
+            modelled, published = _published.lora_time_published(row)
+            quantity, metric = "lora_time", f"s for {row['samples']} sequences"
+        else:
+            modelled, published = _published.lora_published(row)
+            quantity, metric = "lora_memory", "bytes"
+        out.append(_entry(f"published_lora[{n}]", label, quantity, metric, published, modelled, row,
+                          row["source"].split(" '")[0], role_note=row.get("role_note"), gap=row.get("known_gap")))
     return out
 
 
@@ -633,7 +640,7 @@ def render(rows, provenance, data):
         "`tests/data/published_engine_allreduce.json`",
         "(serving engines' own tensor-parallel all-reduce kernels), or in `tests/data/published_checkpoint.json`",
         "(training checkpoints written to and read from a shared file system, issue #20), or in",
-        "`tests/data/published_lora.json` (peak memory of LoRA and QLoRA fine-tuning, issue #20), or in",
+        "`tests/data/published_lora.json` (peak memory and run time of LoRA and QLoRA fine-tuning, issue #20), or in",
         "`tests/data/published_training.json` (pre-training step time and MFU, run as each family's test in",
         "`tests/python/test_training_speed.py` runs it; a row whose layout does not fit capplan's memory says so), or",
         "the large-message collective bus bandwidths of `tests/python/test_collectives.py` (rows cited in",

@@ -56,18 +56,26 @@ def checkpoint_published(row):
     return r.to_dict()["checkpoint"]
 
 
-def lora_published(row):
-    """A held-out row of tests/data/published_lora.json: its fine-tune on A100-80GB-SXM (the accelerator does not
-    enter the memory model). Returns (modelled live tensors in bytes, published in bytes): capplan's per-device
-    memory less its runtime reservation, which the allocator's max_memory_allocated does not count."""
-    training = {"seq_len": row["seq_len"], "global_batch": row["micro_batch"] * row["gpus"], "micro_batch": row["micro_batch"],
+def _lora_training(row, global_batch):
+    """The training section of a tests/data/published_lora.json row's fine-tune."""
+    training = {"seq_len": row["seq_len"], "global_batch": global_batch, "micro_batch": row["micro_batch"],
                 "recompute": row["recompute"], "kernels": row["kernels"], "master_weights": row["master_weights"],
                 "optimizer_state_format": row["optimizer_state_format"],
                 "lora": {"rank": row["rank"], "targets": row["targets"], "dropout": row["lora_dropout"]}}
     if row["zero"]:
         training["zero"] = row["zero"]
+    if "attention_kernel" in row:
+        training["attention_kernel"] = row["attention_kernel"]
+    return training
+
+
+def lora_published(row):
+    """A held-out memory row of tests/data/published_lora.json: its fine-tune on A100-80GB-SXM (the accelerator does
+    not enter the memory model). Returns (modelled live tensors in bytes, published in bytes): capplan's per-device
+    memory less its runtime reservation, which the allocator's max_memory_allocated does not count."""
     r = capplan.estimate({"model": row["model"], "system": {"accelerator": "A100-80GB-SXM", "count": row["gpus"]},
-                          "precision": {"weights": row["weights"]}, "training": training})
+                          "precision": {"weights": row["weights"]},
+                          "training": _lora_training(row, row["micro_batch"] * row["gpus"])})
     m = r.to_dict()["memory"]
     published = row.get("published_allocated", row["published_peak"])
     scale = 2**30 if published["unit"] == "GiB" else 1e9
@@ -75,6 +83,16 @@ def lora_published(row):
 
 
 _TRAINING_SYSTEMS = {"A100-80GB-SXM": "DGX-A100", "A100-40GB-SXM": "DGX-A100", "H100-SXM": "DGX-H100", "B200": "HGX-B200"}
+
+
+def lora_time_published(row):
+    """A time row of tests/data/published_lora.json: (modelled seconds, published seconds) for its `samples`
+    sequences, step time x samples / global batch, on the row's accelerator in its DGX system."""
+    system = {"preset": _TRAINING_SYSTEMS[row["accelerator"]], "count": row["gpus"], "accelerator": row["accelerator"]}
+    r = capplan.estimate({"model": row["model"], "system": system, "precision": {"weights": row["weights"]},
+                          "training": _lora_training(row, row["global_batch"])})
+    step = r.to_dict()["training"]["step_time_s"]
+    return step * row["samples"] / row["global_batch"], row["published_time"]["value"]
 
 
 def _gpt_shape(row):

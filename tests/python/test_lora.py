@@ -1,15 +1,18 @@
-"""LoRA and QLoRA fine-tuning (issue #20 item 4): adapter counts, the NF4 base, memory by hand and against
-published peaks (tests/data/published_lora.json, held out), speed, checkpoints, the layout search and bad input."""
+"""LoRA and QLoRA fine-tuning (issue #20 item 4): adapter counts, the NF4 base, memory by hand and against published
+peaks, run times against published ones (tests/data/published_lora.json, held out), speed, checkpoints, the layout
+search and bad input."""
 import json
 import pathlib
 
 import pytest
 
 import capplan
-from published_support import lora_published
+from published_support import lora_published, lora_time_published
 
-ROWS = [r for r in json.loads((pathlib.Path(__file__).parents[1] / "data" / "published_lora.json").read_text())["rows"]
-        if r["role"] == "held_out"]
+_HELD_OUT = [r for r in json.loads((pathlib.Path(__file__).parents[1] / "data" / "published_lora.json").read_text())["rows"]
+             if r["role"] == "held_out"]
+ROWS = [r for r in _HELD_OUT if "published_peak" in r]  # peak memory
+TIME_ROWS = [r for r in _HELD_OUT if "published_time" in r]  # a fine-tune's run time
 
 # Llama-2-7B: hidden 4096, 32 heads of 128 (no GQA), MLP 11008, 32 layers, vocabulary 32000.
 QV = ["q_proj", "v_proj"]
@@ -106,6 +109,21 @@ def test_peak_memory_within_10_percent_of_published(row):
     # Issue #20's target. From -7.6% (litgpt's QLoRA rows: about 1.5 GB of their peak is not modelled) to +2.6%.
     modelled, published = lora_published(row)
     assert modelled == pytest.approx(published, rel=0.10)
+
+
+@pytest.mark.parametrize("row", TIME_ROWS, ids=[r["id"] for r in TIME_ROWS])
+def test_qlora_run_time_against_published(row):
+    # Held out, predicted once (2026-12-04): A100-40GB x 2 -2.8%, x 4 +19.0%, x 8 +12.1%, H100 x 4 -21.8%; the three
+    # beyond issue #20's 12% are documented gaps (known_gap). The bound is their spread when first predicted, a guard
+    # against drift rather than a target: issue #20 sets none for fine-tuning speed.
+    modelled, published = lora_time_published(row)
+    assert modelled == pytest.approx(published, rel=0.25)
+    # The run cannot beat its GEMMs at peak: 1,024 sequences of 2,048 tokens through forward, recomputed forward and
+    # the input gradients (3 x 2 FLOPs a weight and token; the frozen base has no weight gradients) on all GPUs.
+    # Llama-2-70B's GEMM weights: 80 layers x (2 x 8192^2 + 2 x 8192 x 1024 + 3 x 8192 x 28672) + the 8192 x 32000 head.
+    weights = 80 * (2 * 8192**2 + 2 * 8192 * 1024 + 3 * 8192 * 28672) + 8192 * 32000  # 68.71e9
+    peak = capplan.accelerator(row["accelerator"]).peak("bf16").si
+    assert modelled > 6 * weights * row["samples"] * row["seq_len"] / (row["gpus"] * peak)
 
 
 def test_backward_has_no_weight_gradients_and_checkpoints_hold_the_adapters():
