@@ -366,7 +366,7 @@ def _lora_rows(data):
         label = (f"{row['model']} {row['weights']} r{row['rank']} {len(row['targets'])} targets {row['seq_len']} x "
                  f"{row['micro_batch']} on {row['gpus']} {row.get('accelerator', 'GPU(s)')}"
                  f"{' zero-3' if row['zero'] == 3 else ''}")
-        if "published_time" in row:
+        if "published_time" in row or "published_throughput" in row:
             modelled, published = _published.lora_time_published(row)
             quantity, metric = "lora_time", f"s for {row['samples']} sequences"
         else:

@@ -332,8 +332,7 @@ void check_training_model(const model_spec& m, const parallelism_spec& p, const 
             throw config_error(field, recompute_module_names[static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(r)))],
                                m.name + " has no " + what, "modules the model has");
     };
-    bool dense_mlp = false;
-    for (std::int64_t i = 0; i < m.layers && !dense_mlp; ++i) dense_mlp = m.has_ffn(i) && !m.is_moe_layer(i);
+    const bool dense_mlp = m.dense_ffn_layer_count() > 0;
     lacks(recompute_module::mla_up_proj, m.mla, "multi-head latent attention (MLA) up-projections");
     lacks(recompute_module::mlp, dense_mlp, "dense MLP layers (mlp reruns those; MoE layers are moe, moe_act)");
     lacks(recompute_module::moe, m.is_moe(), "MoE layers");
@@ -850,10 +849,16 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
         check_training_model(sc.model, sc.parallelism, *sc.training);
         if (sc.training->lora) {
             check_lora_model(sc.model, *sc.training->lora);
-            if (sc.precision.compute.element_bits < 16.0)
-                throw config_error("/precision/compute", sc.precision.compute.name,
-                                   "LoRA fine-tuning is modelled with 16-bit GEMMs (the base dequantised to them)",
-                                   "precision.compute: bf16 (or fp16, fp32)");
+            const number_format& compute = sc.precision.compute;
+            if (compute.element_bits < 8.0 || (compute.element_bits < 16.0 && sc.precision.weights.element_bits < compute.element_bits))
+                throw config_error("/precision/compute", compute.name,
+                                   "LoRA fine-tuning is modelled with 16-bit GEMMs (the base dequantised to them) or FP8 GEMMs "
+                                   "over a base of 8 bits or more (Transformer Engine; a 4-bit base dequantises to 16 bits)",
+                                   "precision.compute: bf16 (or fp16, fp32), or fp8 with precision.weights fp8 or bf16");
+            if (sc.training->fp8_params)
+                throw config_error("/training/fp8_params", "true",
+                                   "a LoRA base is frozen in precision.weights: FP8 primary weights are precision.weights: fp8",
+                                   "precision.weights: fp8 (and leave fp8_params out)");
         } else if (sc.precision.weights.peak_key == "nf4") {
             throw config_error("/precision/weights", sc.precision.weights.name,
                                "an NF4 base is frozen: only LoRA / QLoRA trains on it",

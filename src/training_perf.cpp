@@ -25,6 +25,16 @@ perf_setup training_perf_setup(const scenario& s, bool explain) {
     // QLoRA's base is dequantised by a kernel of its own before each 16-bit GEMM (bitsandbytes dequantize_4bit,
     // timed in training_step_time), not inside the GEMM as serving kernels do.
     if (s.training->lora) perf.dequant_ops = perf.expert_dequant_ops = 0.0;
+    // LoRA under FP8 GEMMs (Transformer Engine's fp8 autocast over the frozen base): the adapters are plain 16-bit
+    // linear layers outside it (NeMo's ParallelLinearAdapter: Megatron Core's Column/RowParallelLinear, not TE's).
+    const number_format& sixteen = s.precision.activations;
+    if (s.training->lora && s.precision.compute.element_bits < sixteen.element_bits) {
+        const peak_rate p16 = s.system.accelerator.peak(sixteen.peak_key);
+        if (p16.status == peak_rate::state::known)
+            perf.adapter_gemm = std::make_shared<const perf_setup::gemm_rate>(perf_setup::gemm_rate{
+                p16.value, s.calibration ? calibrated_perf_efficiency(*s.calibration, s.system.accelerator, sixteen)
+                                         : default_perf_efficiency(s.system.accelerator, sixteen, false)});
+    }
     return perf;
 }
 
@@ -62,7 +72,8 @@ duration memory_passes(const perf_setup& perf, double bytes, double kernels, dou
 // One pass's dequantisation of a QLoRA base on the fullest stage's device (see training_step_time).
 duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const weight_sharding& w) {
     using namespace units;
-    if (!s.training->lora || !s.precision.weights.quantized()) return duration{};
+    // Only a base narrower than the GEMMs' inputs (an FP8 base under FP8 GEMMs is read as it is).
+    if (!s.training->lora || s.precision.weights.element_bits >= s.precision.compute.element_bits) return duration{};
     const model_spec& m = s.model;
     const parallelism_spec& p = s.parallelism;
     const pipeline_stage& st = w.stages[static_cast<std::size_t>(w.largest_stage)];
@@ -107,7 +118,9 @@ adapter_time lora_adapter_time(const scenario& s, const perf_setup& perf, const 
     });
     if (sum.gemm_kernels <= 0.0) return out;
     const double flops = sum.gemm_flops * tokens, bytes = sum.gemm_bytes * tokens;
-    const duration compute = flops * FLOP / (perf.peak * perf.efficiency.gemm_at(flops / sum.gemm_kernels));
+    const flop_rate peak = perf.adapter_gemm ? perf.adapter_gemm->peak : perf.peak;
+    const perf_efficiency& rate = perf.adapter_gemm ? perf.adapter_gemm->efficiency : perf.efficiency;
+    const duration compute = flops * FLOP / (peak * rate.gemm_at(flops / sum.gemm_kernels));
     const duration memory = bytes * B / (perf.memory_bandwidth * perf.efficiency.memory_at(bytes / sum.gemm_kernels));
     const duration gemms = overlapped_roofline(compute, memory, perf.efficiency.roofline_norm) +
                            sum.gemm_kernels * perf.efficiency.per_kernel;
@@ -138,7 +151,6 @@ module_rerun selective_module_rerun(const scenario& s, const perf_setup& perf, c
         return flops * FLOP / (perf.peak * perf.efficiency.gemm_at(flops / kernels));
     };
     auto pass = [&](double bytes) { return bytes * B / (perf.memory_bandwidth * perf.efficiency.memory_at(bytes)); };
-    const double layers = static_cast<double>(m.layers);
     const double moe_layers = m.is_moe() ? static_cast<double>(m.moe_layer_count()) : 0.0;
     if (t.recomputes(recompute_module::mla_up_proj) && m.mla) {
         // q_b (q_lora_rank -> heads x qk) and kv_b (kv_lora_rank -> heads x (qk_nope + v)), column-parallel over tp.
@@ -149,14 +161,15 @@ module_rerun selective_module_rerun(const scenario& s, const perf_setup& perf, c
         out.compute += static_cast<double>(attention_layers(m, all_layers(m))) * gemm(2.0 * tokens * (q + kv), q > 0 ? 2.0 : 1.0);
     }
     if (t.recomputes(recompute_module::layernorm)) {
-        // The two norms per layer: read the input, write the output (split over tp with sequence parallelism).
+        // Each branch's pre-norm (Megatron's input_layernorm and pre_mlp_layernorm; a hybrid's single-purpose block
+        // has one, and post-norms are not in the module): read the input, write the output (split over tp with
+        // sequence parallelism).
         const double rep = p.sequence_parallel && p.tp > 1 ? tp : 1.0;
-        out.compute += layers * 2.0 * pass(tokens * 2.0 * e * h / rep);
+        out.compute += static_cast<double>(m.residual_branch_count()) * pass(tokens * 2.0 * e * h / rep);
     }
     if (t.recomputes(recompute_module::mlp)) {
-        const double dense = layers - moe_layers;
         const double mats = (m.gated_mlp ? 3.0 : 2.0) * h * static_cast<double>(m.intermediate) / tp;
-        out.compute += dense * gemm(2.0 * tokens * mats, 2.0);
+        out.compute += static_cast<double>(m.dense_ffn_layer_count()) * gemm(2.0 * tokens * mats, 2.0);
     }
     if (m.is_moe()) {
         const double imbalance = p.ep > 1 ? p.expert_imbalance : 1.0;
@@ -358,8 +371,8 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                          : t.recompute == recompute_kind::selective
                              ? (t.recomputes(recompute_module::core_attn) ? attention_forward : duration{}) + rerun.compute / stages
                              : duration{};
-    // LoRA on a base narrower than 16 bits: every forward, backward and recomputed forward first dequantises each
-    // of the stage's block weights into a 16-bit buffer (read the packed weight, write 2 bytes), memory-bound,
+    // LoRA on a base narrower than its GEMMs' inputs: every forward, backward and recomputed forward first dequantises
+    // each of the stage's block weights into a 16-bit buffer (read the packed weight, write 2 bytes), memory-bound,
     // one kernel per matrix, serial with the GEMM that reads it (bitsandbytes MatMul4Bit).
     const duration dequant = lora_dequantise_time(s, perf, w);
     const adapter_time adapters = lora_adapter_time(s, perf, w, tokens);

@@ -99,6 +99,23 @@ TEST_CASE("recompute modules cost their forward again: DeepSeek-V3's MLA up-proj
     CHECK(q2.recompute < q2.forward);
 }
 
+TEST_CASE("the layernorm module reruns each branch's pre-norm: two per layer, one per block of a hybrid stack") {
+    // A norm's rerun reads its input and writes its output, 4096 tokens x 2 B x hidden each way, at the memory rate of
+    // its size; the dense model has 2 per layer, Nemotron-H's blocks (mixer or feed-forward, not both) one each.
+    auto norm_reruns = [](const std::string& model, double hidden) {
+        const std::string with = R"({"seq_len": 4096, "global_batch": 8, "recompute_modules": ["core_attn", "layernorm"]})";
+        const std::string without = R"({"seq_len": 4096, "global_batch": 8, "recompute_modules": ["core_attn"]})";
+        const scenario a = read(model, R"({"tp": 1})", with, 8), b = read(model, R"({"tp": 1})", without, 8);
+        const perf_setup perf = training_perf_setup(a);
+        const double bytes = 4096.0 * 2.0 * 2.0 * hidden;
+        const double one = bytes / (perf.memory_bandwidth.si() * perf.efficiency.memory_at(bytes));
+        return (parts(a).recompute - parts(b).recompute).si() / one;
+    };
+    CHECK(norm_reruns("Llama-3.1-8B", 4096.0) == doctest::Approx(64.0));  // 32 layers x 2
+    // Nemotron-3-Nano: 52 blocks (23 Mamba-2, 6 attention, 23 MoE), one RMSNorm each.
+    CHECK(norm_reruns("Nemotron-3-Nano-30B-A3B", 2688.0) == doctest::Approx(52.0));
+}
+
 TEST_CASE("recompute_modules: errors name the field") {
     auto bad = [](const std::string& model, const std::string& training, const char* says) {
         CHECK_THROWS_WITH_AS(read(model, R"({"tp": 1})", training), doctest::Contains(says), config_error);

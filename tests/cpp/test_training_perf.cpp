@@ -4,6 +4,7 @@
 #include "capplan/analysis/flops.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/lora.hpp"
+#include "capplan/analysis/training_memory.hpp"
 #include "capplan/analysis/training_perf.hpp"
 #include "capplan/error.hpp"
 #include "capplan/spec/scenario_io.hpp"
@@ -391,6 +392,46 @@ TEST_CASE("the step pays the adapters forward and twice backward, memory-bound a
     CHECK(forward(all) - forward(q) == doctest::Approx(expected).epsilon(1e-9));
     // Memory-bound: at 3.35 TB/s the seven targets' forward passes move 0.6 MB per token and layer.
     CHECK(expected > (164'288 + 430'080 - 16'448 - 40'960) * T * L / bw);
+}
+
+TEST_CASE("LoRA under FP8 GEMMs: 16-bit adapters, an FP8 base read as it is, its transpose cached") {
+    // Llama-3.1-8B on one H100, LoRA r 16, full recompute. (weights, compute) formats vary; nothing else does.
+    auto run = [](const std::string& weights, const std::string& compute, const std::string& targets) {
+        return read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 1},
+            "precision": {"weights": ")" + weights + R"(", "compute": ")" + compute + R"("},
+            "training": {"seq_len": 4096, "global_batch": 1, "recompute": "full", "lora": {"rank": 16, "targets": )" +
+                                 targets + "}}}",
+                             test::shipped_catalog());
+    };
+    auto forward = [](const scenario& s) {
+        for (const auto& term : estimate_training_performance(s).terms)
+            if (term.term == "forward") return term.time.si();
+        return -1.0;
+    };
+    const std::string all = R"("all_linear")", q = R"(["q_proj"])";
+    // The adapters (all seven targets against q alone) cost the same under FP8 GEMMs as under 16-bit ones: they run in
+    // 16 bits either way.
+    CHECK(forward(run("fp8", "fp8", all)) - forward(run("fp8", "fp8", q)) ==
+          doctest::Approx(forward(run("bf16", "bf16", all)) - forward(run("bf16", "bf16", q))).epsilon(1e-9));
+    // An FP8 base under FP8 GEMMs is not dequantised: its forward is a 16-bit base's under FP8 GEMMs (whose weight
+    // casts happen once a step, not counted); under 16-bit GEMMs the FP8 base is dequantised first.
+    CHECK(forward(run("fp8", "fp8", all)) == doctest::Approx(forward(run("bf16", "fp8", all))).epsilon(1e-12));
+    CHECK(forward(run("fp8", "bf16", all)) > forward(run("bf16", "bf16", all)));
+    // Memory: the 16-bit base (2 B) and its two cached FP8 copies (1 + 1 B) against the FP8 base (1 B) and its cached
+    // transpose (1 B): 2 B less per block weight, 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336) of them.
+    auto weights = [](const scenario& s) {
+        return estimate_training_memory(s.model, shard_weights(s.model, s.parallelism), s.precision, s.parallelism,
+                                        *s.training).weights.si();
+    };
+    CHECK(weights(run("bf16", "fp8", all)) - weights(run("fp8", "fp8", all)) == doctest::Approx(2.0 * 6'979'321'856.0));
+    // Transformer Engine keeps a frozen projection's input only for a weight gradient, whatever the base's format
+    // (bitsandbytes, dequantising, keeps it): the activations of an FP8 base equal a 16-bit base's under FP8 GEMMs.
+    auto activations = [](const scenario& s) {
+        return estimate_training_memory(s.model, shard_weights(s.model, s.parallelism), s.precision, s.parallelism,
+                                        *s.training).activations.si();
+    };
+    CHECK(activations(run("fp8", "fp8", q)) == doctest::Approx(activations(run("bf16", "fp8", q))));
+    CHECK(activations(run("fp8", "bf16", q)) > activations(run("bf16", "bf16", q)));
 }
 
 TEST_CASE("selective recompute of the MLP reruns its adapters' forward, not attention's") {

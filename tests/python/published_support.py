@@ -82,17 +82,26 @@ def lora_published(row):
     return m["per_device_bytes"] - m["overhead_bytes"], published["value"] * scale
 
 
-_TRAINING_SYSTEMS = {"A100-80GB-SXM": "DGX-A100", "A100-40GB-SXM": "DGX-A100", "H100-SXM": "DGX-H100", "B200": "HGX-B200"}
+_TRAINING_SYSTEMS = {"A100-80GB-SXM": "DGX-A100", "A100-40GB-SXM": "DGX-A100", "H100-SXM": "DGX-H100", "H200": "HGX-H200",
+                     "B200": "HGX-B200"}
 
 
 def lora_time_published(row):
-    """A time row of tests/data/published_lora.json: (modelled seconds, published seconds) for its `samples`
-    sequences, step time x samples / global batch, on the row's accelerator in its DGX system."""
+    """A time or throughput row of tests/data/published_lora.json: (modelled seconds, published seconds) for its
+    `samples` sequences, step time x samples / global batch, on the row's accelerator in its DGX / HGX system; a
+    published throughput in samples per second becomes samples / throughput."""
     system = {"preset": _TRAINING_SYSTEMS[row["accelerator"]], "count": row["gpus"], "accelerator": row["accelerator"]}
-    r = capplan.estimate({"model": row["model"], "system": system, "precision": {"weights": row["weights"]},
-                          "training": _lora_training(row, row["global_batch"])})
-    step = r.to_dict()["training"]["step_time_s"]
-    return step * row["samples"] / row["global_batch"], row["published_time"]["value"]
+    training = _lora_training(row, row["global_batch"])
+    if row.get("tp_comm_overlap"):
+        training["tp_comm_overlap"] = True
+    scenario = {"model": row["model"], "system": system,
+                "precision": {"weights": row["weights"], "compute": row.get("compute", "bf16")},
+                "parallelism": {"tp": row.get("tp", 1), "sequence_parallel": row.get("sequence_parallel", False)},
+                "training": training}
+    step = capplan.estimate(scenario).to_dict()["training"]["step_time_s"]
+    published = (row["published_time"]["value"] if "published_time" in row
+                 else row["samples"] / row["published_throughput"]["value"])
+    return step * row["samples"] / row["global_batch"], published
 
 
 def _gpt_shape(row):

@@ -13,6 +13,7 @@ _HELD_OUT = [r for r in json.loads((pathlib.Path(__file__).parents[1] / "data" /
              if r["role"] == "held_out"]
 ROWS = [r for r in _HELD_OUT if "published_peak" in r]  # peak memory
 TIME_ROWS = [r for r in _HELD_OUT if "published_time" in r]  # a fine-tune's run time
+THROUGHPUT_ROWS = [r for r in _HELD_OUT if "published_throughput" in r]  # MLPerf's FP8 LoRA steps
 
 # Llama-2-7B: hidden 4096, 32 heads of 128 (no GQA), MLP 11008, 32 layers, vocabulary 32000.
 QV = ["q_proj", "v_proj"]
@@ -126,6 +127,20 @@ def test_qlora_run_time_against_published(row):
     assert modelled > 6 * weights * row["samples"] * row["seq_len"] / (row["gpus"] * peak)
 
 
+@pytest.mark.parametrize("row", THROUGHPUT_ROWS, ids=[r["id"] for r in THROUGHPUT_ROWS])
+def test_fp8_lora_step_against_mlperf(row):
+    # MLPerf's Llama-2-70B LoRA in FP8 (NVIDIA's NeMo submissions), held out, predicted once (2026-12-04): H100 +20.6%,
+    # H200 +14.4%, B200 +10.3%, slow where the runs' FP8 attention is modelled in 16 bits (known_gap). The bound is
+    # their spread when first predicted, a guard against drift (issue #20 sets no target for fine-tuning speed).
+    modelled, published = lora_time_published(row)
+    assert modelled == pytest.approx(published, rel=0.25)
+    # No faster than its FP8 GEMMs at peak: 8 sequences of 8,192 tokens through forward and input gradients
+    # (2 x 2 FLOPs a weight and token, no recompute) of Llama-2-70B's 68.71e9 GEMM weights, on 8 GPUs.
+    weights = 80 * (2 * 8192**2 + 2 * 8192 * 1024 + 3 * 8192 * 28672) + 8192 * 32000
+    peak = capplan.accelerator(row["accelerator"]).peak("fp8").si
+    assert modelled > 4 * weights * row["samples"] * row["seq_len"] / (row["gpus"] * peak)
+
+
 def test_backward_has_no_weight_gradients_and_checkpoints_hold_the_adapters():
     full = estimate(lora=False).to_dict()["training"]
     lora = estimate().to_dict()["training"]
@@ -212,11 +227,18 @@ def test_what_lora_is_not_modelled_with_is_a_typed_error():
     with pytest.raises(capplan.ConfigError) as e:  # MLA's latent projections
         estimate(model="DeepSeek-V3", gpus=8)
     assert e.value.field == "/training/lora/targets"
-    with pytest.raises(capplan.ConfigError) as e:  # FP8 GEMMs
-        capplan.estimate({"model": "Llama-2-7B", "system": {"accelerator": "H100-SXM", "count": 1},
-                          "precision": {"weights": "bf16", "compute": "fp8"},
-                          "training": {"seq_len": 1024, "global_batch": 1, "lora": {"rank": 8, "targets": QV}}})
+    def fp8(weights, **training):
+        return capplan.estimate({"model": "Llama-2-7B", "system": {"accelerator": "H100-SXM", "count": 1},
+                                 "precision": {"weights": weights, "compute": "fp8"},
+                                 "training": {"seq_len": 1024, "global_batch": 1, "lora": {"rank": 8, "targets": QV},
+                                              **training}})
+    with pytest.raises(capplan.ConfigError) as e:  # FP8 GEMMs over a 4-bit base (bitsandbytes dequantises to 16 bits)
+        fp8("nf4")
     assert e.value.field == "/precision/compute"
+    with pytest.raises(capplan.ConfigError) as e:  # a frozen FP8 base is precision.weights fp8
+        fp8("bf16", fp8_params=True)
+    assert e.value.field == "/training/fp8_params" and "precision.weights: fp8" in str(e.value)
+    assert fp8("fp8").to_dict()["memory"]["fits"] is True  # FP8 LoRA (NeMo, MLPerf's Llama-2-70B LoRA) is modelled
     with pytest.raises(capplan.ConfigError) as e:
         estimate(kernels="triton")
     assert e.value.field == "/training/kernels"

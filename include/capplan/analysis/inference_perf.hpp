@@ -173,6 +173,13 @@ struct perf_setup {
     double expert_dequant_ops = 0.0;  // the same for the routed experts (their own format, precision.expert_weights)
     bool flash_attention = true;  // false: the s x s scores computed in full and kept in memory (training_perf_setup)
     bool dropout = false;         // training with attention and hidden dropout (training_perf_setup)
+    // LoRA under FP8 GEMMs: the adapters' r-wide GEMMs run in 16 bits, at that format's peak and efficiency
+    // (training_perf_setup); null: at `peak` and `efficiency`.
+    struct gemm_rate {
+        flop_rate peak;
+        perf_efficiency efficiency;
+    };
+    std::shared_ptr<const gemm_rate> adapter_gemm;
     duration pipeline_send_latency;
     byte_rate pipeline_send_bandwidth;
     // Speculative decoding (inference.speculative): the drafter's own step model (none for n-gram

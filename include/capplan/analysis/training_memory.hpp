@@ -54,7 +54,7 @@ struct activation_options {
     double gemm_input_bytes = 0;   // bytes of saved GEMM inputs (FP8 under Transformer Engine); 0 = activation format
     double moe_capacity_factor = 1.0;  // routed token copies per top-k slot (1 = dropless, balanced)
     const lora_spec* lora = nullptr;   // LoRA: frozen projections keep no input for a weight gradient (lora.hpp)
-    bool frozen_inputs_saved = false;  // LoRA on a bitsandbytes 4-bit base: MatMul4Bit saves its input anyway
+    bool frozen_inputs_saved = false;  // LoRA on a dequantised base (bitsandbytes MatMul4Bit) saves its input anyway
     bool eager = false;                // unfused PyTorch norms and SwiGLU (training.kernels "eager")
     unsigned recompute_modules = 0;    // selective recompute's modules (training_spec); 0: core_attn
 };
@@ -268,8 +268,8 @@ private:
 // LoRA / QLoRA model states on one device of `st` (lora.hpp): the frozen base in precision.weights (routed experts
 // in their own format; embeddings, head and norms in 16 bits when that is narrower), no gradients or optimizer
 // states for it; the adapters' states by `b` (training weights, gradients, optimizer, master), ZeRO-sharded like
-// the dense weights. A base narrower than 16 bits is dequantised one matrix at a time: a 16-bit copy of the
-// largest one is held while it runs (bitsandbytes dequantize_4bit before the matmul).
+// the dense weights. A base narrower than its GEMMs' inputs is dequantised one matrix at a time: a 16-bit copy of
+// the largest one is held while it runs (bitsandbytes dequantize_4bit before the matmul).
 inline void lora_model_states(const model_spec& m, const pipeline_stage& st, const precision_spec& prec,
                               const parallelism_spec& p, const training_spec& t, const state_bytes& b, double group,
                               double expert_group, int zero, training_memory& out, bool explain) {
@@ -289,7 +289,8 @@ inline void lora_model_states(const model_spec& m, const pipeline_stage& st, con
     const double od = std::max(shard(zero >= 1), t.distributed_optimizer ? static_cast<double>(p.dp) * p.cp : 1.0);
     out.optimizer_states = adapters * b.optimizer / od * units::B;
     out.master_weights = adapters * b.master / od * units::B;
-    if (prec.weights.quantized()) {
+    const bool dequantised = prec.weights.element_bits < prec.compute.element_bits;  // not an FP8 base under FP8 GEMMs
+    if (dequantised) {
         const double h = static_cast<double>(m.hidden);
         const double widest = std::max({static_cast<double>(m.heads * m.head_dim), static_cast<double>(m.intermediate),
                                         static_cast<double>(m.moe.expert_intermediate)});
@@ -302,7 +303,7 @@ inline void lora_model_states(const model_spec& m, const pipeline_stage& st, con
                         prec.weights.name + " (" + format_number(base) + " B per block weight" +
                         (prec.weights.quantized() ? ", embeddings, head and norms in 16 bits" : "") +
                         ") with no gradients or optimizer states");
-    if (prec.weights.quantized())
+    if (dequantised)
         out.notes.push_back("QLoRA: the " + prec.weights.name + " base is dequantised one matrix at a time; a 16-bit copy "
                             "of the largest is held (bitsandbytes dequantize_4bit)");
 }
@@ -374,13 +375,20 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
 
     // FP8 (or FP4) GEMMs: Transformer Engine caches the low-precision weight and its transpose between
     // micro-batches (TE user guide, "Performance Optimizations: FP8 weight caching"; "Handling transposes").
-    if (detail::low_precision_compute(prec) && zero < 3 && !t.lora) {
-        out.weights += 2.0 * st.params.block_linear * prec.compute.bytes_per_element() * units::B;
-        if (o.explain) out.notes.push_back("low-precision compute: 16-bit weights + fp32 master kept; cached " + prec.compute.name +
-                                           " weight copies (row- and column-wise) add 2 x " +
-                                           format_number(prec.compute.bytes_per_element()) +
-                                           " B per block parameter; GEMM inputs saved for backward in " + prec.compute.name +
-                                           " (Micikevicius et al. 2022, arXiv:2209.05433; DeepSeek-V3, arXiv:2412.19437 §3.3.3)");
+    // A LoRA base already in the GEMMs' format is the row-wise copy: only the transpose (for the input gradients).
+    if (detail::low_precision_compute(prec) && zero < 3) {
+        const bool base_is_copy = t.lora && prec.weights.peak_key == prec.compute.peak_key;
+        const double copies = base_is_copy ? 1.0 : 2.0;
+        out.weights += copies * st.params.block_linear * prec.compute.bytes_per_element() * units::B;
+        if (o.explain && t.lora)
+            out.notes.push_back("LoRA under " + prec.compute.name + " GEMMs: the frozen base's cached " + prec.compute.name +
+                                (base_is_copy ? " transpose adds " : " copies (row- and column-wise) add ") +
+                                format_number(copies * prec.compute.bytes_per_element()) + " B per block parameter (Transformer Engine)");
+        else if (o.explain)
+            out.notes.push_back("low-precision compute: 16-bit weights + fp32 master kept; cached " + prec.compute.name +
+                                " weight copies (row- and column-wise) add 2 x " + format_number(prec.compute.bytes_per_element()) +
+                                " B per block parameter; GEMM inputs saved for backward in " + prec.compute.name +
+                                " (Micikevicius et al. 2022, arXiv:2209.05433; DeepSeek-V3, arXiv:2412.19437 §3.3.3)");
         // FP8 primary weights (Megatron --fp8-param-gather, Transformer Engine fp8_model_init; on in
         // NeMo 2.0's and Megatron-Bridge's bf16_with_fp8_mixed recipes): the row-wise FP8 copy is the
         // weight, so the 16-bit copy of the block weights is gone; the fp32 master stays in the optimizer.
@@ -423,7 +431,9 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     ao.dropout = o.dropout;
     ao.moe_capacity_factor = o.moe_capacity_factor;
     if (t.lora) ao.lora = &*t.lora;
-    ao.frozen_inputs_saved = t.lora && prec.weights.quantized();
+    // bitsandbytes' MatMul4Bit keeps its input whatever trains; Transformer Engine's Linear (an FP8 base under FP8
+    // GEMMs) keeps it only for a weight gradient (pytorch/module/linear.py _Linear.forward: "if weight.requires_grad").
+    ao.frozen_inputs_saved = t.lora && prec.weights.element_bits < prec.compute.element_bits;
     ao.eager = t.eager_kernels;
     ao.recompute_modules = t.recompute_modules;
     if (detail::low_precision_compute(prec)) ao.gemm_input_bytes = prec.compute.bytes_per_element();
