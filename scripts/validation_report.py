@@ -57,9 +57,10 @@ QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_closed_
 # without a documented cause.
 TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput_static": 0.15,
            "lora_memory": 0.10,  # issue #20: LoRA/QLoRA peak memory within 10%
-           "training_step": 0.07}  # issue #20: held-out step time median within 7% (and 80% of rows within 12%)
+           "training_step": 0.07,  # issue #20: held-out step time median within 7% (and 80% of rows within 12%)
+           "lora_time": 0.07}  # issue #20's training target, for fine-tuning steps and runs too
 # Targets of an issue still open: reported (met or missed), not yet a test's bound.
-OPEN_TARGETS = {"training_step"}
+OPEN_TARGETS = {"training_step", "lora_time"}
 ROW_LIMIT = 0.35
 
 

@@ -289,7 +289,7 @@ lora_spec read_lora(object_reader& r) {
     if (!t) r.missing("targets", allowed);
     std::vector<std::string> targets;
     if (t->is_string() && t->get<std::string>() == "all_linear") {
-        targets = lora_projections;
+        targets = lora_all_linear;
     } else if (t->is_array() && !t->empty()) {
         for (std::size_t i = 0; i < t->size(); ++i) {
             const std::string& name = lora_projections[detail::name_index(
@@ -300,6 +300,17 @@ lora_spec read_lora(object_reader& r) {
         throw config_error(field, detail::short_value(*t), "expected \"all_linear\" or a non-empty list", allowed);
     }
     l.set_targets(targets);
+    // A fused projection's adapter replaces its parts' adapters: both would adapt the same weights twice.
+    auto fused = [&](lora_target whole, std::initializer_list<lora_target> parts, const std::string& what) {
+        for (const lora_target part : parts)
+            if (l.has(whole) && l.has(part))
+                throw config_error(field, lora_projections[static_cast<std::size_t>(whole)] + " with " +
+                                              lora_projections[static_cast<std::size_t>(part)],
+                                   lora_projections[static_cast<std::size_t>(whole)] + " is one adapter over the fused " + what,
+                                   "either the fused projection or its parts");
+    };
+    fused(lora_target::qkv_proj, {lora_target::q_proj, lora_target::k_proj, lora_target::v_proj}, "q, k and v");
+    fused(lora_target::gate_up_proj, {lora_target::gate_proj, lora_target::up_proj}, "gate and up projections");
     const auto d = r.number("dropout", 0.0);
     if (d && *d >= 1.0) throw config_error(r.path("dropout"), format_number(*d), "must be below 1", "a probability in [0, 1)");
     l.dropout = d.value_or(0.0);

@@ -766,7 +766,8 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--lora-rank", type=_integer(1, 65536), default=None,
                    help="training: fine-tune with LoRA adapters of this rank (the base frozen)")
     z.add_argument("--lora-targets", default=None,
-                   help="training: all_linear (default) or projections, e.g. q_proj,v_proj")
+                   help="training: all_linear (default) or projections, e.g. q_proj,v_proj (qkv_proj, gate_up_proj: "
+                        "one adapter over a fused projection, as Megatron / NeMo)")
     z.add_argument("--kernels", choices=["fused", "eager"], default="fused",
                    help="training: fused (Megatron, Transformer Engine) or eager (Hugging Face, litgpt) kernels: activation "
                         "memory and element-wise passes")

@@ -342,7 +342,7 @@ TEST_CASE("LoRA adapters by hand on a MoE layer: every expert's projections, spl
     const model_spec& m = test::shipped_catalog().model("Mixtral-8x7B");
     lora_spec l;
     l.rank = 16;
-    l.set_targets(lora_projections);
+    l.set_targets(lora_all_linear);
     const lora_parameters p = lora_layer_parameters(m, 0, l);
     const double attention = 16.0 * (8192 + 5120 + 5120 + 8192);
     const double expert = 3 * 16.0 * (4096 + 14336);
@@ -359,4 +359,23 @@ TEST_CASE("LoRA adapters by hand on a MoE layer: every expert's projections, spl
     l.set_targets({"q_proj", "v_proj"});
     CHECK(lora_layer_parameters(m, 0, l).routed_experts == 0.0);
     CHECK(lora_layer_parameters(m, 0, l).dense == doctest::Approx(16.0 * (8192 + 5120)));
+}
+
+TEST_CASE("LoRA on fused projections: one adapter over q, k and v, one over gate and up") {
+    // Llama-2-70B (hidden 8192, 64 heads and 8 KV heads of 128, MLP 28672), rank 16. Megatron's linear_qkv:
+    // 16 x (8192 + 8192 + 2 x 1024) against q, k and v's own 16 x (3 x 8192 + 8192 + 2 x 1024); linear_fc1:
+    // 16 x (8192 + 2 x 28672) against gate's and up's 2 x 16 x (8192 + 28672).
+    const model_spec& m = test::shipped_catalog().model("Llama-2-70B");
+    lora_spec fused, parts;
+    fused.rank = parts.rank = 16;
+    fused.dropout = parts.dropout = 0.1;
+    fused.set_targets({"qkv_proj", "gate_up_proj"});
+    parts.set_targets({"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"});
+    CHECK(lora_layer_parameters(m, 0, fused).dense == doctest::Approx(16.0 * (18432 + 65536)));
+    CHECK(lora_layer_parameters(m, 0, parts).dense == doctest::Approx(16.0 * (34816 + 2 * 36864)));
+    // Activations per token: each adapter keeps its r-wide x·A (2 B each) and, with dropout, its dropped input and
+    // mask (3 B per input element): the fused pair reads x twice, the parts five times.
+    const adapter_split one{1, 1, 0, 0};
+    CHECK(lora_activation_bytes_per_token(m, 0, fused, 2.0, one) == doctest::Approx(2 * (2.0 * 16 + 3.0 * 8192)));
+    CHECK(lora_activation_bytes_per_token(m, 0, parts, 2.0, one) == doctest::Approx(5 * (2.0 * 16 + 3.0 * 8192)));
 }

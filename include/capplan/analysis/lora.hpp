@@ -36,7 +36,8 @@ struct lora_parameters {
 // A model whose projections this count knows: standard (GQA/MHA) attention, dense or MoE MLPs. MLA's latent
 // projections and linear-attention mixers have other names and shapes; targeting them is an error naming the field.
 inline void check_lora_model(const model_spec& m, const lora_spec& l) {
-    const bool attention = l.has(lora_target::q_proj) || l.has(lora_target::k_proj) || l.has(lora_target::v_proj) || l.has(lora_target::o_proj);
+    const bool attention = l.has(lora_target::q_proj) || l.has(lora_target::k_proj) || l.has(lora_target::v_proj) ||
+                           l.has(lora_target::qkv_proj) || l.has(lora_target::o_proj);
     if (attention && m.mla)
         throw config_error("/training/lora/targets", m.name, "MLA's latent projections (q_a/q_b, kv_a/kv_b) are not "
                            "modelled as LoRA targets", "the MLP projections only (gate_proj, up_proj, down_proj)");
@@ -60,7 +61,8 @@ inline constexpr unsigned all_adapter_groups = 0xfu;
 
 // Calls f(d_in, d_out, column_parallel, group) for each targeted projection of a layer, whole (all tensor-parallel
 // ranks together): q, k, v and the MLP's gate and up read the hidden state (column-parallel), o and down write it
-// (row-parallel); a non-gated MLP has no gate.
+// (row-parallel); a non-gated MLP has no gate. A fused target is one adapter over its parts' outputs together
+// (gate_up_proj on a non-gated MLP: its one input projection, Megatron's linear_fc1).
 template <class F>
 void for_each_adapter(const model_spec& m, std::int64_t layer, const lora_spec& l, F&& f) {
     const double h = static_cast<double>(m.hidden);
@@ -71,12 +73,14 @@ void for_each_adapter(const model_spec& m, std::int64_t layer, const lora_spec& 
         if (l.has(lora_target::q_proj)) f(h, q, true, adapter_group::attention);
         if (l.has(lora_target::k_proj)) f(h, kv, true, adapter_group::attention);
         if (l.has(lora_target::v_proj)) f(h, kv, true, adapter_group::attention);
+        if (l.has(lora_target::qkv_proj)) f(h, q + 2.0 * kv, true, adapter_group::attention);
         if (l.has(lora_target::o_proj)) f(static_cast<double>(m.heads) * d, h, false, adapter_group::attention);
     }
     if (!m.has_ffn(layer)) return;
     auto mlp = [&](double width, bool gated, adapter_group g) {
         if (gated && l.has(lora_target::gate_proj)) f(h, width, true, g);
         if (l.has(lora_target::up_proj)) f(h, width, true, g);
+        if (l.has(lora_target::gate_up_proj)) f(h, (gated ? 2.0 : 1.0) * width, true, g);
         if (l.has(lora_target::down_proj)) f(width, h, false, g);
     };
     if (m.is_moe_layer(layer)) {

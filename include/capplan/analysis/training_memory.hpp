@@ -156,8 +156,8 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
             if (lora->has(t)) return 1.0;
         return 0.0;
     };
-    const double qkv_in = saved({lora_target::q_proj, lora_target::k_proj, lora_target::v_proj});
-    const double mlp_in = saved({lora_target::gate_proj, lora_target::up_proj});
+    const double qkv_in = saved({lora_target::q_proj, lora_target::k_proj, lora_target::v_proj, lora_target::qkv_proj});
+    const double mlp_in = saved({lora_target::gate_proj, lora_target::up_proj, lora_target::gate_up_proj});
     const double down_in = saved({lora_target::down_proj});
     // Eager RMSNorm (Hugging Face LlamaRMSNorm, litgpt, torchtune) saves the fp32 upcast of its input, and the
     // normalised 16-bit output for the norm weight's gradient when that weight trains; a fused norm keeps its input.

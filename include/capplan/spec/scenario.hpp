@@ -91,9 +91,13 @@ inline const std::vector<std::string> recompute_module_names{"core_attn", "mla_u
 
 // LoRA fine-tuning (Hu et al. 2021, arXiv:2106.09685): the base is frozen (in any format: QLoRA's NF4 too) and
 // each targeted projection W (d_in -> d_out) learns B·A, A: rank x d_in, B: d_out x rank (lora.hpp).
-enum class lora_target { q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj };
-inline const std::vector<std::string> lora_projections{"q_proj", "k_proj", "v_proj", "o_proj",
-                                                       "gate_proj", "up_proj", "down_proj"};  // in lora_target's order
+// qkv_proj and gate_up_proj: one adapter over a fused projection (Megatron / NeMo linear_qkv and linear_fc1; Phi-3's
+// qkv_proj and gate_up_proj), in place of separate ones on its parts.
+enum class lora_target { q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, qkv_proj, gate_up_proj };
+inline const std::vector<std::string> lora_projections{"q_proj", "k_proj", "v_proj", "o_proj",   "gate_proj",
+                                                       "up_proj", "down_proj", "qkv_proj", "gate_up_proj"};  // in order
+// "all_linear": each projection its own adapter, as PEFT wraps them.
+inline const std::vector<std::string> lora_all_linear(lora_projections.begin(), lora_projections.begin() + 7);
 struct lora_spec {
     std::int64_t rank = 0;
     double dropout = 0.0;  // LoRA dropout on each adapter's input (PEFT lora_dropout)
@@ -113,7 +117,7 @@ struct lora_spec {
 
 private:
     std::vector<std::string> targets_;
-    std::array<bool, 7> on_{};
+    std::array<bool, 9> on_{};
 };
 
 struct training_spec {
