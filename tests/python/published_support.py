@@ -147,6 +147,15 @@ def training_published(row, variant=None):
             published = st if not isinstance(st, dict) else st["present_work_selective_plus_sp" if mode == "selective"
                                                                  else "full_recompute_no_sp"]
         return {"model": model, "system": system, "parallelism": par, "training": training}, published, "step_time_s"
+    if rid.startswith("megascale"):
+        # MegaScale's Megatron-LM baseline (commit 285068c8): as the Korthikanti family, sequence-parallel selective
+        # recompute with micro-batch 1 (assumed: the same team's recipe for this shape), interleaved with six chunks
+        # per stage (stated), on eight 200G RoCE NICs a node in a rail-optimised three-tier Clos at 1:1 (stated).
+        training.update(flash_attention=False, dropout=True, cross_entropy="unfused", recompute="selective")
+        par.update(sequence_parallel=True, vpp=row["vpp"])
+        system["scale_out"] = {"link": "RoCE-200G", "nics_per_node": 8, "topology": "rail_optimized_fat_tree",
+                               "oversubscription": 1}
+        return {"model": _gpt_shape(row), "system": system, "parallelism": par, "training": training}, row["step_time_s"], "step_time_s"
     if rid.startswith("llama3"):
         # As §3.3.2 of arXiv:2407.21783 describes the run: FSDP sharding optimizer states and gradients (ZeRO-2-like);
         # no recompute at 8K; tensor parallelism as Korthikanti et al. (2023) cite it, i.e. with sequence parallelism;

@@ -416,15 +416,18 @@ def test_context_parallel_all_gather_and_all_to_all_by_hand():
         assert e.value.field == field
 
 
-LLAMA3 = [r for r in _TRAINING_ROWS if r["id"].startswith("llama3")]
+LARGE_RUNS = [r for r in _TRAINING_ROWS if r["id"].startswith(("llama3", "megascale"))]
 
 
-@pytest.mark.parametrize("row", LLAMA3, ids=[r["id"] for r in LLAMA3])
-def test_llama3_runs_above_8k_gpus_fit_and_their_mfu_is_within_12_percent(row):
-    # Issue #20: two runs above 8k GPUs. Llama 3 405B on 8,192 and 16,384 H100s (arXiv:2407.21783 Table 4), run as
-    # §3.3.2 describes it (sequence-parallel TP, V = 8 one-layer chunks, ZeRO-2-like FSDP; published_support): fitted
-    # rows (the two settings were settled after seeing their errors), +10.0%, +9.2%, +3.4% in MFU; Meta's MFU formula is
-    # not published.
+@pytest.mark.parametrize("row", LARGE_RUNS, ids=[r["id"] for r in LARGE_RUNS])
+def test_runs_up_to_16k_gpus_fit_and_are_within_12_percent(row):
+    # Issue #20: runs above 8k GPUs. Llama 3 405B on 8,192 and 16,384 H100s (arXiv:2407.21783 Table 4), run as §3.3.2
+    # describes it (sequence-parallel TP, V = 8 one-layer chunks, ZeRO-2-like FSDP): fitted rows (the two settings were
+    # settled after seeing their errors), +10.0%, +9.2%, +3.4% in MFU; Meta's MFU formula is not published. Held out:
+    # MegaScale's Megatron-LM baseline of a 175B GPT (arXiv:2402.15627 Table 2) on 256 to 12,288 Ampere GPUs, RoCE
+    # 8 x 200G a node in a 1:1 three-tier Clos, settings the paper leaves out assumed from the same team's 175B recipe
+    # before predicting, iteration time predicted once (2026-12-04): +10.1%, +5.4%, -0.5%, -3.3% at batch 768; +2.2%,
+    # +2.6%, -5.7% (8,192 GPUs), -7.6% (12,288) at batch 6,144. (published_support runs each family.)
     from published_support import training_published
     scenario, published, key = training_published(row)
     r = capplan.estimate(scenario)
