@@ -302,8 +302,9 @@ lora_spec read_lora(object_reader& r) {
     l.set_targets(targets);
     // A fused projection's adapter replaces its parts' adapters: both would adapt the same weights twice.
     auto fused = [&](lora_target whole, std::initializer_list<lora_target> parts, const std::string& what) {
+        if (!l.has(whole)) return;
         for (const lora_target part : parts)
-            if (l.has(whole) && l.has(part))
+            if (l.has(part))
                 throw config_error(field, lora_projections[static_cast<std::size_t>(whole)] + " with " +
                                               lora_projections[static_cast<std::size_t>(part)],
                                    lora_projections[static_cast<std::size_t>(whole)] + " is one adapter over the fused " + what,
@@ -860,11 +861,14 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
         check_training_model(sc.model, sc.parallelism, *sc.training);
         if (sc.training->lora) {
             check_lora_model(sc.model, *sc.training->lora);
+            // FP8 GEMMs read an FP8 or a 16-bit base (Transformer Engine); a narrower or integer one dequantises to 16 bits.
             const number_format& compute = sc.precision.compute;
-            if (compute.element_bits < 8.0 || (compute.element_bits < 16.0 && sc.precision.weights.element_bits < compute.element_bits))
+            auto fp8_readable = [&](const number_format& base) { return base.peak_key == compute.peak_key || !base.quantized(); };
+            if (compute.element_bits < 8.0 ||
+                (compute.quantized() && !(fp8_readable(sc.precision.weights) && fp8_readable(sc.precision.experts()))))
                 throw config_error("/precision/compute", compute.name,
                                    "LoRA fine-tuning is modelled with 16-bit GEMMs (the base dequantised to them) or FP8 GEMMs "
-                                   "over a base of 8 bits or more (Transformer Engine; a 4-bit base dequantises to 16 bits)",
+                                   "over an FP8 or 16-bit base, experts included (Transformer Engine)",
                                    "precision.compute: bf16 (or fp16, fp32), or fp8 with precision.weights fp8 or bf16");
             if (sc.training->fp8_params)
                 throw config_error("/training/fp8_params", "true",

@@ -27,8 +27,8 @@ perf_setup training_perf_setup(const scenario& s, bool explain) {
     if (s.training->lora) perf.dequant_ops = perf.expert_dequant_ops = 0.0;
     // LoRA under FP8 GEMMs (Transformer Engine's fp8 autocast over the frozen base): the adapters are plain 16-bit
     // linear layers outside it (NeMo's ParallelLinearAdapter: Megatron Core's Column/RowParallelLinear, not TE's).
-    const number_format& sixteen = s.precision.activations;
-    if (s.training->lora && s.precision.compute.element_bits < sixteen.element_bits) {
+    const number_format& sixteen = s.precision.activations.element_bits == 16.0 ? s.precision.activations : find_format("bf16");
+    if (s.training->lora && s.precision.compute.element_bits < 16.0) {
         const peak_rate p16 = s.system.accelerator.peak(sixteen.peak_key);
         if (p16.status == peak_rate::state::known)
             perf.adapter_gemm = std::make_shared<const perf_setup::gemm_rate>(perf_setup::gemm_rate{
@@ -72,8 +72,7 @@ duration memory_passes(const perf_setup& perf, double bytes, double kernels, dou
 // One pass's dequantisation of a QLoRA base on the fullest stage's device (see training_step_time).
 duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const weight_sharding& w) {
     using namespace units;
-    // Only a base narrower than the GEMMs' inputs (an FP8 base under FP8 GEMMs is read as it is).
-    if (!s.training->lora || s.precision.weights.element_bits >= s.precision.compute.element_bits) return duration{};
+    if (!s.training->lora || !lora_base_dequantised(s.precision)) return duration{};
     const model_spec& m = s.model;
     const parallelism_spec& p = s.parallelism;
     const pipeline_stage& st = w.stages[static_cast<std::size_t>(w.largest_stage)];
@@ -452,8 +451,10 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                mlp(static_cast<double>(m.moe.expert_intermediate) / p.etp) +
                            static_cast<double>(m.moe.shared_experts) * mlp(static_cast<double>(m.moe.shared_width()) / tpd);
         const double moe_layers = m.is_moe() ? static_cast<double>(m.moe_layer_count()) : 0.0;
-        const double elements = tokens * (static_cast<double>(m.layers) * attention +
-                                          (static_cast<double>(m.layers) - moe_layers) * dense + moe_layers * moe);
+        // Layers with a mixer (a linear-attention one's projections counted as attention's) and dense-FFN layers: a
+        // hybrid stack's single-purpose blocks have one or the other.
+        const double mixers = static_cast<double>(m.layers - m.mixer_free_layer_count());
+        const double elements = tokens * (mixers * attention + static_cast<double>(m.dense_ffn_layer_count()) * dense + moe_layers * moe);
         fp8_casts = (elements * 4.0 * B) / stages / (perf.memory_bandwidth * perf.efficiency.memory);
     }
     // MoE token permutations around the expert GEMMs, memory-bound copies of h-wide rows serial with them

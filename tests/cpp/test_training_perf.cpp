@@ -396,11 +396,12 @@ TEST_CASE("the step pays the adapters forward and twice backward, memory-bound a
 
 TEST_CASE("LoRA under FP8 GEMMs: 16-bit adapters, an FP8 base read as it is, its transpose cached") {
     // Llama-3.1-8B on one H100, LoRA r 16, full recompute. (weights, compute) formats vary; nothing else does.
-    auto run = [](const std::string& weights, const std::string& compute, const std::string& targets) {
+    auto run = [](const std::string& weights, const std::string& compute, const std::string& targets,
+                  const std::string& recompute = "full", int rank = 16) {
         return read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 1},
             "precision": {"weights": ")" + weights + R"(", "compute": ")" + compute + R"("},
-            "training": {"seq_len": 4096, "global_batch": 1, "recompute": "full", "lora": {"rank": 16, "targets": )" +
-                                 targets + "}}}",
+            "training": {"seq_len": 4096, "global_batch": 1, "recompute": ")" + recompute + R"(", "lora": {"rank": )" +
+                                 std::to_string(rank) + R"(, "targets": )" + targets + "}}}",
                              test::shipped_catalog());
     };
     auto forward = [](const scenario& s) {
@@ -410,9 +411,10 @@ TEST_CASE("LoRA under FP8 GEMMs: 16-bit adapters, an FP8 base read as it is, its
     };
     const std::string all = R"("all_linear")", q = R"(["q_proj"])";
     // The adapters (all seven targets against q alone) cost the same under FP8 GEMMs as under 16-bit ones: they run in
-    // 16 bits either way.
-    CHECK(forward(run("fp8", "fp8", all)) - forward(run("fp8", "fp8", q)) ==
-          doctest::Approx(forward(run("bf16", "bf16", all)) - forward(run("bf16", "bf16", q))).epsilon(1e-9));
+    // 16 bits either way. At rank 1,024 their GEMMs are compute-bound, so the format's rate shows.
+    CHECK(forward(run("fp8", "fp8", all, "full", 1024)) - forward(run("fp8", "fp8", q, "full", 1024)) ==
+          doctest::Approx(forward(run("bf16", "bf16", all, "full", 1024)) - forward(run("bf16", "bf16", q, "full", 1024)))
+              .epsilon(1e-9));
     // An FP8 base under FP8 GEMMs is not dequantised: its forward is a 16-bit base's under FP8 GEMMs (whose weight
     // casts happen once a step, not counted); under 16-bit GEMMs the FP8 base is dequantised first.
     CHECK(forward(run("fp8", "fp8", all)) == doctest::Approx(forward(run("bf16", "fp8", all))).epsilon(1e-12));
@@ -432,6 +434,10 @@ TEST_CASE("LoRA under FP8 GEMMs: 16-bit adapters, an FP8 base read as it is, its
     };
     CHECK(activations(run("fp8", "fp8", q)) == doctest::Approx(activations(run("bf16", "fp8", q))));
     CHECK(activations(run("fp8", "bf16", q)) > activations(run("bf16", "bf16", q)));
+    // Without recompute the kept tensors are the same 16-bit ones under FP8 GEMMs: the adapters' x and FlashAttention's
+    // O (no FP8 copies for frozen GEMMs). A 16-bit base is never dequantised, whatever the compute format.
+    CHECK(activations(run("fp8", "fp8", all, "none")) == doctest::Approx(activations(run("bf16", "bf16", all, "none"))));
+    CHECK(activations(run("bf16", "fp32", q, "none")) == doctest::Approx(activations(run("bf16", "bf16", q, "none"))));
 }
 
 TEST_CASE("selective recompute of the MLP reruns its adapters' forward, not attention's") {

@@ -235,9 +235,10 @@ def test_what_lora_is_not_modelled_with_is_a_typed_error():
                                  "precision": {"weights": weights, "compute": "fp8"},
                                  "training": {"seq_len": 1024, "global_batch": 1, "lora": {"rank": 8, "targets": QV},
                                               **training}})
-    with pytest.raises(capplan.ConfigError) as e:  # FP8 GEMMs over a 4-bit base (bitsandbytes dequantises to 16 bits)
-        fp8("nf4")
-    assert e.value.field == "/precision/compute"
+    for base in ("nf4", "int8"):  # FP8 GEMMs read an FP8 or a 16-bit base; others dequantise to 16 bits
+        with pytest.raises(capplan.ConfigError) as e:
+            fp8(base)
+        assert e.value.field == "/precision/compute"
     with pytest.raises(capplan.ConfigError) as e:  # a frozen FP8 base is precision.weights fp8
         fp8("bf16", fp8_params=True)
     assert e.value.field == "/training/fp8_params" and "precision.weights: fp8" in str(e.value)

@@ -40,10 +40,17 @@ inline void check_lora_model(const model_spec& m, const lora_spec& l) {
                            l.has(lora_target::qkv_proj) || l.has(lora_target::o_proj);
     if (attention && m.mla)
         throw config_error("/training/lora/targets", m.name, "MLA's latent projections (q_a/q_b, kv_a/kv_b) are not "
-                           "modelled as LoRA targets", "the MLP projections only (gate_proj, up_proj, down_proj)");
+                           "modelled as LoRA targets", "the MLP projections only (gate_proj, up_proj, gate_up_proj, down_proj)");
     if (attention && m.linear_layer_count() > 0)
         throw config_error("/training/lora/targets", m.name, "linear-attention mixers are not modelled as LoRA targets",
-                           "the MLP projections only (gate_proj, up_proj, down_proj)");
+                           "the MLP projections only (gate_proj, up_proj, gate_up_proj, down_proj)");
+}
+
+// A LoRA base narrower than 16 bits and than its GEMMs' inputs is dequantised before each GEMM (bitsandbytes'
+// MatMul4Bit: a kernel, a 16-bit buffer, the input kept); an FP8 base under FP8 GEMMs is read as it is, and a 16-bit
+// base is never dequantised, whatever the compute format.
+inline bool lora_base_dequantised(const precision_spec& prec) {
+    return prec.weights.quantized() && prec.weights.element_bits < prec.compute.element_bits;
 }
 
 // A device's frozen base in bytes, unsharded: block weights in precision.weights (routed experts in their own

@@ -156,13 +156,16 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
             if (lora->has(t)) return 1.0;
         return 0.0;
     };
+    // A kept input's bytes: the GEMM's own copy (g: an FP8 GEMM keeps its FP8 input); under LoRA the 16-bit x of the
+    // adapter (a frozen Transformer Engine projection keeps none; a dequantised one its 16-bit input).
+    const double in_bytes = lora ? e : g;
     const double qkv_in = saved({lora_target::q_proj, lora_target::k_proj, lora_target::v_proj, lora_target::qkv_proj});
     const double mlp_in = saved({lora_target::gate_proj, lora_target::up_proj, lora_target::gate_up_proj});
     const double down_in = saved({lora_target::down_proj});
     // Eager RMSNorm (Hugging Face LlamaRMSNorm, litgpt, torchtune) saves the fp32 upcast of its input, and the
     // normalised 16-bit output for the norm weight's gradient when that weight trains; a fused norm keeps its input.
     const double norm_bytes = o.eager ? 4.0 + (lora ? 0.0 : e) : e;
-    double replicated = m.norms_per_layer * norm_bytes * h + norm_out * qkv_in * g * h;
+    double replicated = m.norms_per_layer * norm_bytes * h + norm_out * qkv_in * in_bytes * h;
     double split = 0.0;
     const double heads = m.heads / tp;
     double o_width;
@@ -178,17 +181,18 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
         o_width = heads * d;
     }
     if (keep_core) split += o.flash_attention ? heads * 4.0 : heads * s * (e + (o.dropout ? 1.0 + e : 0.0));
-    // The o-projection input: FlashAttention keeps its output O for its backward; an FP8 GEMM saves its own copy.
+    // The o-projection input: FlashAttention keeps its output O for its backward; an FP8 GEMM saves its own copy (under
+    // LoRA none: the one 16-bit O serves the kernel and the adapter).
     const bool o_kept = !lora || o.frozen_inputs_saved || lora->has(lora_target::o_proj) || (o.flash_attention && keep_core);
-    if (o_kept) split += o_width * (o.flash_attention && keep_core && g < e ? e + g : g);
+    if (o_kept) split += o_width * (lora ? e : (o.flash_attention && keep_core && g < e ? e + g : g));
     if (o.dropout) replicated += 2.0 * h;  // 1-byte masks after attention and after the MLP
 
     double routed = 0.0;
     if (!m.is_moe_layer(layer)) {
-        replicated += norm_out * mlp_in * g * h;
+        replicated += norm_out * mlp_in * in_bytes * h;
         const double I = static_cast<double>(m.intermediate) / tp;
         // Eager SwiGLU, silu(gate) * up, also keeps silu's output for the product's backward.
-        if (!rerun(recompute_module::mlp)) split += e * (m.gated_mlp ? (o.eager ? 3.0 : 2.0) : 1.0) * I + down_in * g * I;
+        if (!rerun(recompute_module::mlp)) split += e * (m.gated_mlp ? (o.eager ? 3.0 : 2.0) : 1.0) * I + down_in * in_bytes * I;
     } else {
         const double E = static_cast<double>(m.moe.routed_experts);
         const bool whole = rerun(recompute_module::moe);  // the layer rerun from its input: nothing inside kept
@@ -196,13 +200,13 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
         replicated += (rerun(recompute_module::layernorm) ? 0.0 : e * h) + (whole ? 0.0 : 8.0 * E);
         const double shared = static_cast<double>(m.moe.shared_experts * m.moe.shared_width()) / tp;
         const double gate_up = m.moe.gated && o.eager ? 3.0 : 2.0;  // eager SwiGLU keeps silu(gate) too
-        if (!whole && !rerun(recompute_module::shared_experts)) split += gate_up * e * shared + down_in * g * shared;
+        if (!whole && !rerun(recompute_module::shared_experts)) split += gate_up * e * shared + down_in * in_bytes * shared;
         const double copies = tokens * static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
                               static_cast<double>(p.etp) / tp;
         const double Ie = static_cast<double>(m.moe.expert_intermediate) / p.etp;
         // moe_act: the activation's output (the down-projection's input) is recomputed from the kept gate/up outputs.
-        const double act_out = rerun(recompute_module::moe_act) ? 0.0 : down_in * g;
-        routed = whole ? 0.0 : copies * ((mlp_in * g + e) * h + (gate_up * e + act_out) * Ie);
+        const double act_out = rerun(recompute_module::moe_act) ? 0.0 : down_in * in_bytes;
+        routed = whole ? 0.0 : copies * ((mlp_in * in_bytes + e) * h + (gate_up * e + act_out) * Ie);
     }
     if (lora) {
         const double routed_copies = static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
@@ -289,7 +293,7 @@ inline void lora_model_states(const model_spec& m, const pipeline_stage& st, con
     const double od = std::max(shard(zero >= 1), t.distributed_optimizer ? static_cast<double>(p.dp) * p.cp : 1.0);
     out.optimizer_states = adapters * b.optimizer / od * units::B;
     out.master_weights = adapters * b.master / od * units::B;
-    const bool dequantised = prec.weights.element_bits < prec.compute.element_bits;  // not an FP8 base under FP8 GEMMs
+    const bool dequantised = lora_base_dequantised(prec);
     if (dequantised) {
         const double h = static_cast<double>(m.hidden);
         const double widest = std::max({static_cast<double>(m.heads * m.head_dim), static_cast<double>(m.intermediate),
@@ -433,7 +437,7 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     if (t.lora) ao.lora = &*t.lora;
     // bitsandbytes' MatMul4Bit keeps its input whatever trains; Transformer Engine's Linear (an FP8 base under FP8
     // GEMMs) keeps it only for a weight gradient (pytorch/module/linear.py _Linear.forward: "if weight.requires_grad").
-    ao.frozen_inputs_saved = t.lora && prec.weights.element_bits < prec.compute.element_bits;
+    ao.frozen_inputs_saved = t.lora && lora_base_dequantised(prec);
     ao.eager = t.eager_kernels;
     ao.recompute_modules = t.recompute_modules;
     if (detail::low_precision_compute(prec)) ao.gemm_input_bytes = prec.compute.bytes_per_element();

@@ -96,8 +96,9 @@ inline const std::vector<std::string> recompute_module_names{"core_attn", "mla_u
 enum class lora_target { q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, qkv_proj, gate_up_proj };
 inline const std::vector<std::string> lora_projections{"q_proj", "k_proj", "v_proj", "o_proj",   "gate_proj",
                                                        "up_proj", "down_proj", "qkv_proj", "gate_up_proj"};  // in order
-// "all_linear": each projection its own adapter, as PEFT wraps them.
-inline const std::vector<std::string> lora_all_linear(lora_projections.begin(), lora_projections.begin() + 7);
+// "all_linear": each projection its own adapter (q_proj .. down_proj), as PEFT wraps a Llama-style model's.
+inline const std::vector<std::string> lora_all_linear(lora_projections.begin(),
+                                                      lora_projections.begin() + static_cast<std::ptrdiff_t>(lora_target::down_proj) + 1);
 struct lora_spec {
     std::int64_t rank = 0;
     double dropout = 0.0;  // LoRA dropout on each adapter's input (PEFT lora_dropout)
@@ -117,7 +118,7 @@ struct lora_spec {
 
 private:
     std::vector<std::string> targets_;
-    std::array<bool, 9> on_{};
+    std::array<bool, static_cast<std::size_t>(lora_target::gate_up_proj) + 1> on_{};
 };
 
 struct training_spec {
