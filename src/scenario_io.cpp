@@ -290,6 +290,7 @@ lora_spec read_lora(object_reader& r) {
     std::vector<std::string> targets;
     if (t->is_string() && t->get<std::string>() == "all_linear") {
         targets = lora_all_linear;
+        l.all_linear = true;
     } else if (t->is_array() && !t->empty()) {
         for (std::size_t i = 0; i < t->size(); ++i) {
             const std::string& name = lora_projections[detail::name_index(
@@ -860,6 +861,7 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
                                "ring or all_gather, or a cp that divides the heads per tensor-parallel rank");
         check_training_model(sc.model, sc.parallelism, *sc.training);
         if (sc.training->lora) {
+            resolve_all_linear(sc.model, *sc.training->lora);
             check_lora_model(sc.model, *sc.training->lora);
             // FP8 GEMMs read an FP8 or a 16-bit base (Transformer Engine); a narrower or integer one dequantises to 16 bits.
             const number_format& compute = sc.precision.compute;

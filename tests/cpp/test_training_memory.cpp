@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "capplan/analysis/training_memory.hpp"
+#include "capplan/spec/scenario_io.hpp"
 #include "test_support.hpp"
 
 using namespace capplan;
@@ -378,4 +379,19 @@ TEST_CASE("LoRA on fused projections: one adapter over q, k and v, one over gate
     const adapter_split one{1, 1, 0, 0};
     CHECK(lora_activation_bytes_per_token(m, 0, fused, 2.0, one) == doctest::Approx(2 * (2.0 * 16 + 3.0 * 8192)));
     CHECK(lora_activation_bytes_per_token(m, 0, parts, 2.0, one) == doctest::Approx(5 * (2.0 * 16 + 3.0 * 8192)));
+}
+
+TEST_CASE("all_linear is what PEFT wraps: seven adapters on Llama, four on Phi-3's fused modules") {
+    auto adapters = [](const std::string& model) {
+        const scenario s = read_scenario(R"({"model": ")" + model + R"(", "system": {"accelerator": "H100-SXM", "count": 1},
+            "training": {"seq_len": 1024, "global_batch": 1, "lora": {"rank": 16, "targets": "all_linear"}}})",
+                                         test::shipped_catalog());
+        return lora_model_parameters(s.model, *s.training->lora).total();
+    };
+    // Llama-3.1-8B, 32 layers: q and o 16 x (4096 + 4096), k and v 16 x (4096 + 1024), gate, up and down
+    // 16 x (4096 + 14336): the 41,943,040 PEFT prints for r = 16 on all linear layers.
+    CHECK(adapters("Llama-3.1-8B") == doctest::Approx(41'943'040.0));
+    // Phi-3-mini (hidden 3072, 32 heads and KV heads of 96, MLP 8192, 32 layers): qkv_proj 16 x (3072 + 9216), o_proj
+    // 16 x (3072 + 3072), gate_up_proj 16 x (3072 + 16384), down_proj 16 x (8192 + 3072).
+    CHECK(adapters("Phi-3-mini") == doctest::Approx(32.0 * 16 * (12288 + 6144 + 19456 + 11264)));
 }

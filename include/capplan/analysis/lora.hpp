@@ -46,6 +46,14 @@ inline void check_lora_model(const model_spec& m, const lora_spec& l) {
                            "the MLP projections only (gate_proj, up_proj, gate_up_proj, down_proj)");
 }
 
+// "all_linear" as PEFT wraps the model's own linear modules: where Hugging Face fuses projections, one adapter each
+// (Phi-3 and Phi-4: qkv_proj and gate_up_proj; GPT-2's c_attn and GPT-NeoX's query_key_value: q, k and v together).
+inline void resolve_all_linear(const model_spec& m, lora_spec& l) {
+    if (!l.all_linear) return;
+    if (m.model_type == "phi3") l.set_targets({"qkv_proj", "o_proj", "gate_up_proj", "down_proj"});
+    else if (m.model_type == "gpt2" || m.model_type == "gpt_neox") l.set_targets({"qkv_proj", "o_proj", "up_proj", "down_proj"});
+}
+
 // A LoRA base narrower than 16 bits and than its GEMMs' inputs is dequantised before each GEMM (bitsandbytes'
 // MatMul4Bit: a kernel, a 16-bit buffer, the input kept); an FP8 base under FP8 GEMMs is read as it is, and a 16-bit
 // base is never dequantised, whatever the compute format.
