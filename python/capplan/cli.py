@@ -415,8 +415,8 @@ def _training_scenario(args) -> Dict[str, Any]:
         targets = args.lora_targets or "all_linear"
         training["lora"] = {"rank": args.lora_rank, "targets": targets if targets == "all_linear" else targets.split(",")}
     scenario: Dict[str, Any] = {"model": _model_arg(args.model), "system": system, "training": training}
-    if args.weights:
-        scenario["precision"] = {"weights": args.weights}
+    if args.weights or args.compute:
+        scenario["precision"] = {"weights": args.weights or "bf16", **({"compute": args.compute} if args.compute else {})}
     return scenario
 
 
@@ -537,9 +537,9 @@ def _cmd_size(args) -> str:
         return _cmd_size_training(args)
     for flag, given in (("--lora-rank", args.lora_rank is not None), ("--lora-targets", args.lora_targets is not None),
                         ("--kernels", args.kernels != "fused"), ("--autocast", args.autocast),
-                        ("--attention-kernel", args.attention_kernel != "fused")):
+                        ("--attention-kernel", args.attention_kernel != "fused"), ("--compute", args.compute is not None)):
         if given:
-            raise _UsageError(f"{flag}: fine-tuning sizing is `size training`; `size inference` does not use it")
+            raise _UsageError(f"{flag}: an option of `size training`; `size inference` does not use it")
     from .sizing import size_inference
     prices = {}
     for item in (args.price or "").split(","):
@@ -763,6 +763,9 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--weights", default=None,
                    help="inference: weight formats to try, e.g. bf16,fp8,int4 (default: bf16, and fp8 where supported); "
                         "training: the base's format, e.g. nf4 for QLoRA")
+    z.add_argument("--compute", default=None,
+                   help="training: the GEMMs' format, e.g. fp8 (Transformer Engine FP8 training; with --weights fp8 and "
+                        "--lora-rank, an FP8 LoRA base as NeMo / MLPerf run it)")
     z.add_argument("--lora-rank", type=_integer(1, 65536), default=None,
                    help="training: fine-tune with LoRA adapters of this rank (the base frozen)")
     z.add_argument("--lora-targets", default=None,

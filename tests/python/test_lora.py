@@ -304,6 +304,27 @@ def test_size_training_answers_can_i_fine_tune(run_cli):
     assert code == 2 and "--autocast" in err and "size training" in err and len(err.strip().splitlines()) == 1
 
 
+def test_size_training_fp8_lora_as_mlperf_runs_it(run_cli):
+    # "Can I LoRA-fine-tune Llama-2-70B in FP8 on one DGX H100?" (MLPerf's Llama-2-70B LoRA, tests/data): an FP8 base,
+    # FP8 GEMMs, r 16 on the fused qkv and the output projection, 8,192 tokens, global batch 8.
+    args = ("size", "training", "--model", "Llama-2-70B", "--system", "DGX-H100", "--count", "8", "--weights", "fp8",
+            "--compute", "fp8", "--lora-rank", "16", "--lora-targets", "qkv_proj,o_proj", "--seq-len", "8192",
+            "--global-batch", "8", "--format", "json")
+    code, out, err = run_cli(*args)
+    assert code == 0, err
+    best = json.loads(out)["best"][0]
+    # No faster than its FP8 GEMMs at peak: forward and input gradients, 4 FLOPs a weight and token, over 8 GPUs.
+    weights = 80 * (2 * 8192**2 + 2 * 8192 * 1024 + 3 * 8192 * 28672) + 8192 * 32000
+    assert best["step_time_s"] > 4 * weights * 8 * 8192 / (8 * capplan.accelerator("H100-SXM").peak("fp8").si)
+    # The same under 16-bit GEMMs over the FP8 base (dequantised before each) is slower.
+    code, out16, err = run_cli(*args[:-2], "--compute", "bf16", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out16)["best"][0]["step_time_s"] > best["step_time_s"]
+    code, _, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "100",
+                           "--output", "100", "--compute", "fp8")
+    assert code == 2 and "--compute" in err and "size training" in err
+
+
 def test_size_training_autocast_slows_the_eager_step(run_cli):
     # torch.autocast over fp32 weights: the residual stream fp32 and each weight cast a forward (docs/formulas.md §15),
     # more bytes than the 16-bit model's eager kernels, so every layout's step is slower.
