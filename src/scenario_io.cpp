@@ -391,8 +391,9 @@ training_spec read_training(object_reader& r) {
     t.overlap_grad_reduce = r.boolean("overlap_grad_reduce").value_or(true);
     t.overlap_param_gather = r.boolean("overlap_param_gather").value_or(true);
     t.flash_attention = r.boolean("flash_attention").value_or(true);
-    t.attention_kernel = r.choice("attention_kernel", {"fused", "flash_attention_1", "flash_attention_2", "flash_attention_triton"})
-                             .value_or("fused");
+    std::vector<std::string_view> kernels{"fused"};
+    kernels.insert(kernels.end(), measured_attention_kernels.begin(), measured_attention_kernels.end());
+    t.attention_kernel = r.choice("attention_kernel", kernels).value_or("fused");
     if (!t.flash_attention && t.attention_kernel != "fused")
         throw config_error(r.path("attention_kernel"), "'" + t.attention_kernel + "'",
                            "names a fused attention kernel, but flash_attention is false (scores materialised)",

@@ -27,8 +27,8 @@ perf_setup training_perf_setup(const scenario& s, bool explain) {
     if (s.training->lora) perf.dequant_ops = perf.expert_dequant_ops = 0.0;
     // LoRA under FP8 GEMMs (Transformer Engine's fp8 autocast over the frozen base): the adapters are plain 16-bit
     // linear layers outside it (NeMo's ParallelLinearAdapter: Megatron Core's Column/RowParallelLinear, not TE's).
-    const number_format& sixteen = s.precision.activations.element_bits == 16.0 ? s.precision.activations : find_format("bf16");
     if (s.training->lora && s.precision.compute.element_bits < 16.0) {
+        const number_format sixteen = s.precision.activations.element_bits == 16.0 ? s.precision.activations : find_format("bf16");
         const peak_rate p16 = s.system.accelerator.peak(sixteen.peak_key);
         if (p16.status == peak_rate::state::known)
             perf.adapter_gemm = std::make_shared<const perf_setup::gemm_rate>(perf_setup::gemm_rate{

@@ -399,6 +399,8 @@ def _training_scenario(args) -> Dict[str, Any]:
             raise _UsageError(f"{flag}: an option of `size inference`; `size training` does not use it yet")
     if args.weights and "," in args.weights:
         raise _UsageError("--weights: training takes one format, the base's (e.g. nf4 for QLoRA)")
+    if args.compute is not None and not args.compute.strip():
+        raise _UsageError("--compute: empty; give a number format such as fp8 or bf16")
     if args.lora_targets is not None and args.lora_rank is None:
         raise _UsageError("--lora-targets: give --lora-rank too")
     if args.lora_targets is not None and not args.lora_targets.strip():
@@ -415,8 +417,9 @@ def _training_scenario(args) -> Dict[str, Any]:
         targets = args.lora_targets or "all_linear"
         training["lora"] = {"rank": args.lora_rank, "targets": targets if targets == "all_linear" else targets.split(",")}
     scenario: Dict[str, Any] = {"model": _model_arg(args.model), "system": system, "training": training}
-    if args.weights or args.compute:
-        scenario["precision"] = {"weights": args.weights or "bf16", **({"compute": args.compute} if args.compute else {})}
+    if args.weights or args.compute is not None:
+        scenario["precision"] = {"weights": args.weights or "bf16",
+                                 **({"compute": args.compute} if args.compute is not None else {})}
     return scenario
 
 
