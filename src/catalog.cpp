@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -109,6 +110,23 @@ std::optional<double> sourced_count(object_reader& r, std::string_view key) {
     }
     const auto n = r.integer(key, 0);
     return n ? std::optional<double>(static_cast<double>(*n)) : std::nullopt;
+}
+
+// "compute_capability": {"value": "10.3", "source": ...}: NVIDIA's major.minor, kept as major x 10 + minor.
+std::optional<int> read_compute_capability(object_reader& r) {
+    const json* v = r.get("compute_capability");
+    if (!v || v->is_null()) return std::nullopt;
+    object_reader s(*v, r.path("compute_capability"));
+    const std::string text = s.required_string("value");
+    s.required_string("source");
+    s.allow({"confidence", "note"});
+    s.finish();
+    auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+    const auto dot = text.find('.');
+    const bool digits = dot != std::string::npos && dot > 0 && dot <= 2 && dot + 2 == text.size() &&
+                        std::all_of(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(dot), digit) && digit(text.back());
+    if (!digits) throw config_error(s.path("value"), "'" + text + "'", "not a compute capability", "major.minor, e.g. \"9.0\" or \"10.3\"");
+    return std::stoi(text.substr(0, dot)) * 10 + (text.back() - '0');
 }
 
 }  // namespace
@@ -258,6 +276,7 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
     }
     a.l2_cache = r.quantity<data_size>("l2_cache");
     sourced_count(r, "compute_units");
+    a.compute_capability = read_compute_capability(r);
     a.tdp = r.quantity<power>("tdp");
     if (const json* up = r.get("scale_up"); up && !up->is_null()) {
         object_reader s(*up, r.path("scale_up"));

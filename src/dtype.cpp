@@ -13,6 +13,9 @@ const std::vector<number_format>& number_formats() {
         {"fp16", 16, 0, 0, "fp16", "IEEE 754 binary16"},
         {"fp8", 8, 0, 0, "fp8",
          "FP8 E4M3/E5M2 (Micikevicius et al. 2022, arXiv:2209.05433) with a per-tensor scale (negligible)"},
+        {"mxfp8", 8, 32, 8, "fp8",
+         "OCP Microscaling Formats (MX) v1.0: FP8 E4M3/E5M2 elements, blocks of 32 sharing an E8M0 scale (Transformer "
+         "Engine's MXFP8BlockScaling; Blackwell tensor cores, at their fp8 rate)"},
         {"int8", 8, 0, 0, "int8", "8-bit integer with per-channel scales (negligible per element)"},
         {"int4", 4, 128, 16 + 4, "int4",
          "4-bit integer, group size 128 with an fp16 scale and a 4-bit zero point per group "

@@ -558,7 +558,7 @@ void estimate_training_memory_result(const scenario& s, const weight_sharding& s
     // explain: the notes; the alternatives tried for a plan that does not fit need only their totals.
     // The alternatives tried keep tp, pp and ep, and with them the weights' sharding.
     auto run = [&](const training_spec& spec, const parallelism_spec& par, bool explain) {
-        training_memory_options o = memory_options_for(spec);
+        training_memory_options o = memory_options_for(spec, &s.system.accelerator);
         o.explain = explain;
         return estimate_training_memory(s.model, shards, s.precision, par, spec, o);
     };

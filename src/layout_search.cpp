@@ -73,7 +73,7 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
     std::vector<ranked> found;
     std::int64_t evaluated = 0, enumerated = 0, fit = 0;
     const data_size usable = base.system.accelerator.usable_memory().value_or(data_size{});
-    training_memory_options quiet = memory_options_for(t0);
+    training_memory_options quiet = memory_options_for(t0, &base.system.accelerator);
     quiet.explain = false;
 
     // Progress by shape (each a few to thousands of candidates); asked to stop, each thread ends before its next one.

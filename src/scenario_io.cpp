@@ -220,6 +220,22 @@ precision_spec read_precision(object_reader& r) {
     return p;
 }
 
+// Whether some FFN has a gated unit whose input activation_func_fp8_input_store keeps (dense or routed experts).
+bool has_gated_mlp(const model_spec& m) {
+    return (m.gated_mlp && m.dense_ffn_layer_count() > 0) || (m.is_moe() && m.moe.gated);
+}
+
+// MXFP8 GEMMs need Blackwell's block-scaled tensor cores (Transformer Engine check_mxfp8_support: compute capability
+// 10.0 or higher); an NVIDIA part below that is told so. Other vendors (no compute capability): their fp8 peak decides.
+void check_mxfp8_hardware(const precision_spec& p, const accelerator_spec& a) {
+    if (p.compute.name != "mxfp8" || !a.compute_capability || *a.compute_capability >= 100) return;
+    const int cc = *a.compute_capability;
+    throw config_error("/precision/compute", "mxfp8",
+                       "MXFP8 GEMMs need compute capability 10.0 (Blackwell; Transformer Engine check_mxfp8_support); " +
+                           a.name + " is " + std::to_string(cc / 10) + "." + std::to_string(cc % 10),
+                       "fp8 (per-tensor scaling), or a Blackwell accelerator");
+}
+
 parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
     parallelism_spec p;
     auto degree = [&](std::string_view key, int& out) {
@@ -402,6 +418,7 @@ training_spec read_training(object_reader& r) {
     t.ep_comm_overlap = r.boolean("ep_comm_overlap").value_or(false);
     t.moe_dispatcher = r.choice("moe_dispatcher", {"alltoall", "deepep", "hybridep"}).value_or("alltoall");
     t.fp8_params = r.boolean("fp8_params").value_or(false);
+    t.activation_func_fp8_input_store = r.boolean("activation_func_fp8_input_store").value_or(false);
     t.eager_kernels = r.choice("kernels", {"fused", "eager"}).value_or("fused") == "eager";
     t.autocast = r.boolean("autocast").value_or(false);
     t.fused_cross_entropy = r.choice("cross_entropy", {"fused", "unfused"}).value_or(t.eager_kernels ? "unfused" : "fused") == "fused";
@@ -825,6 +842,7 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
         object_reader r(*p, "/precision", true);
         sc.precision = read_precision(r);
     }
+    check_mxfp8_hardware(sc.precision, sc.system.accelerator);
     if (const json* p = root.get("parallelism"); p && !p->is_null()) {
         object_reader r(*p, "/parallelism", true);
         sc.parallelism = read_parallelism(r, sc.system);
@@ -846,6 +864,12 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
                                sc.training->zero >= 3 ? "not modelled with ZeRO-3 / FSDP weight sharding"
                                                       : "needs FP8 GEMMs (precision.compute fp8)",
                                "false, or precision.compute: fp8 with zero < 3");
+        // Megatron-Core's fused bias_swiglu stores its input in FP8 (transformer_config.py: "supported only for SwiGLU").
+        if (sc.training->activation_func_fp8_input_store && (!has_gated_mlp(sc.model) || sc.training->eager_kernels))
+            throw config_error("/training/activation_func_fp8_input_store", "true",
+                               sc.training->eager_kernels ? "is Megatron-Core's fused SwiGLU; kernels 'eager' has none"
+                                                          : "needs a gated MLP (SwiGLU): " + sc.model.name + " has none",
+                               "false, or a SwiGLU model with fused kernels");
         const parallelism_spec& par = sc.parallelism;
         const std::int64_t per_pipeline = sc.training->global_batch / (std::int64_t{par.dp} * sc.training->micro_batch);
         // deepseek-ai/DualPipe dualpipe.py step(): num_chunks % 2 == 0 and num_chunks >= num_ranks * 2.
@@ -866,7 +890,7 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
             check_lora_model(sc.model, *sc.training->lora);
             // FP8 GEMMs read an FP8 or a 16-bit base (Transformer Engine); a narrower or integer one dequantises to 16 bits.
             const number_format& compute = sc.precision.compute;
-            auto fp8_readable = [&](const number_format& base) { return base.peak_key == compute.peak_key || !base.quantized(); };
+            auto fp8_readable = [&](const number_format& base) { return base.name == compute.name || !base.quantized(); };
             if (compute.element_bits < 8.0 ||
                 (compute.quantized() && !(fp8_readable(sc.precision.weights) && fp8_readable(sc.precision.experts()))))
                 throw config_error("/precision/compute", compute.name,

@@ -17,6 +17,8 @@ TEST_CASE("bytes per element, by hand from the format definitions") {
     // MXFP4: (4 + 8/32) / 8 = 0.53125 (OCP MX v1.0: 32-element blocks, E8M0 scale)
     CHECK(find_format("mxfp4").bytes_per_element() == 0.53125);
     CHECK(find_format("mxfp6").bytes_per_element() == 0.78125);  // (6 + 8 / 32) / 8
+    CHECK(find_format("mxfp8").bytes_per_element() == 1.03125);  // (8 + 8 / 32) / 8
+    CHECK(find_format("mxfp8").peak_key == "fp8");
     CHECK(find_format("fp6").peak_key == "fp6");
     // NVFP4: (4 + 8/16) / 8 = 0.5625 (16-element blocks, E4M3 scale)
     CHECK(find_format("nvfp4").bytes_per_element() == 0.5625);

@@ -319,6 +319,55 @@ TEST_CASE("FP8 training: 16-bit weights + fp32 master kept, cached fp8 weights, 
     CHECK(b16 - b8 == 8192.0 * (4096 + 4096 + 14336 - 4096));
 }
 
+TEST_CASE("FP8 weight caches by the tensor cores' layouts: Hopper keeps the transpose, Blackwell not, MXFP8 both") {
+    // Transformer Engine's cached-weight bytes (tests/pytorch/test_cpu_offloading.py _estimate_cached_weight_size):
+    // per-tensor FP8 2 B per weight where FP8 GEMMs are TN-only, 1 B where any layout runs; MXFP8 2 x (1 + 1/32) B.
+    const auto& m = test::shipped_catalog().model("Llama-3.1-8B");
+    const auto p = layout(1);
+    const auto w = shard_weights(m, p);
+    const double block = w.per_device().block_linear;
+    precision_spec fp8, mx;
+    fp8.compute = find_format("fp8");
+    mx.compute = find_format("mxfp8");
+    training_memory_options hopper = memory_options_for(run(8192)), blackwell = hopper;
+    blackwell.fp8_any_layout = true;
+    const auto bf = estimate_training_memory(m, w, precision_spec{}, p, run(8192), hopper);
+    auto extra = [&](const precision_spec& pr, const training_memory_options& o) {
+        return bytes(estimate_training_memory(m, w, pr, p, run(8192), o).weights - bf.weights);
+    };
+    CHECK(extra(fp8, hopper) == 2.0 * block);
+    CHECK(extra(fp8, blackwell) == 1.0 * block);
+    CHECK(extra(mx, hopper) == doctest::Approx(2.0 * 1.03125 * block));
+    CHECK(extra(mx, blackwell) == doctest::Approx(2.0 * 1.03125 * block));
+    // The catalog: B200 (10.0) and B300 (10.3) take any layout; H100 (9.0), L40S (8.9), the RTX PRO 6000 (12.0) and an
+    // accelerator without a compute capability (MI300X) do not.
+    const auto& cat = test::shipped_catalog();
+    CHECK(fp8_gemm_takes_any_layout(cat.accelerator("B200")));
+    CHECK(fp8_gemm_takes_any_layout(cat.accelerator("B300")));
+    CHECK(*cat.accelerator("B300").compute_capability == 103);
+    for (const char* name : {"H100-SXM", "L40S", "RTX-PRO-6000-Server", "MI300X"}) {
+        CAPTURE(name);
+        CHECK_FALSE(fp8_gemm_takes_any_layout(cat.accelerator(name)));
+    }
+}
+
+TEST_CASE("activation_func_fp8_input_store: SwiGLU's gate and up outputs kept in FP8") {
+    // Llama-3.1-8B, one layer, 8,192 tokens, tp 1: the kept input of SwiGLU is 2 x 14,336 values a token, 2 B each in
+    // bf16 and 1 B in FP8: 8192 x 28,672 B less.
+    const auto& m = test::shipped_catalog().model("Llama-3.1-8B");
+    const auto p = layout(1);
+    activation_options o, fp8_act;
+    fp8_act.fp8_act_input = true;
+    const double b16 = bytes(layer_activation_bytes(m, 0, 8192, 1, p, recompute_kind::none, bf16(), o));
+    const double b8 = bytes(layer_activation_bytes(m, 0, 8192, 1, p, recompute_kind::none, bf16(), fp8_act));
+    CHECK(b16 - b8 == 8192.0 * 2 * 14336);
+    // Mixtral-8x7B (8 experts of 14,336, top 2, dropless): each token's two routed copies keep 2 x 14,336 values each.
+    const auto& moe = test::shipped_catalog().model("Mixtral-8x7B");
+    const double m16 = bytes(layer_activation_bytes(moe, 0, 4096, 1, p, recompute_kind::none, bf16(), o));
+    const double m8 = bytes(layer_activation_bytes(moe, 0, 4096, 1, p, recompute_kind::none, bf16(), fp8_act));
+    CHECK(m16 - m8 == 4096.0 * 2 * 2 * 14336);
+}
+
 TEST_CASE("the fullest stage is reported, and its parts add up") {
     const auto& cat = test::shipped_catalog();
     for (const char* name : {"Llama-3.2-1B", "Llama-3.1-405B", "DeepSeek-V3"}) {

@@ -64,8 +64,9 @@ def _lora_training(row, global_batch):
                 "lora": {"rank": row["rank"], "targets": row["targets"], "dropout": row["lora_dropout"]}}
     if row["zero"]:
         training["zero"] = row["zero"]
-    if "attention_kernel" in row:
-        training["attention_kernel"] = row["attention_kernel"]
+    for key in ("attention_kernel", "activation_func_fp8_input_store"):
+        if key in row:
+            training[key] = row[key]
     return training
 
 
@@ -86,19 +87,24 @@ _TRAINING_SYSTEMS = {"A100-80GB-SXM": "DGX-A100", "A100-40GB-SXM": "DGX-A100", "
                      "B200": "HGX-B200"}
 
 
-def lora_time_published(row):
-    """A time or throughput row of tests/data/published_lora.json: (modelled seconds, published seconds) for its
-    `samples` sequences, step time x samples / global batch, on the row's accelerator in its DGX / HGX system; a
-    published throughput in samples per second becomes samples / throughput."""
+def lora_time_scenario(row):
+    """The fine-tune of a time or throughput row of tests/data/published_lora.json on the row's accelerator in its
+    DGX / HGX system."""
     system = {"preset": _TRAINING_SYSTEMS[row["accelerator"]], "count": row["gpus"], "accelerator": row["accelerator"]}
     training = _lora_training(row, row["global_batch"])
     if row.get("tp_comm_overlap"):
         training["tp_comm_overlap"] = True
-    scenario = {"model": row["model"], "system": system,
-                "precision": {"weights": row["weights"], "compute": row.get("compute", "bf16")},
-                "parallelism": {"tp": row.get("tp", 1), "sequence_parallel": row.get("sequence_parallel", False)},
-                "training": training}
-    step = capplan.estimate(scenario).to_dict()["training"]["step_time_s"]
+    return {"model": row["model"], "system": system,
+            "precision": {"weights": row["weights"], "compute": row.get("compute", "bf16")},
+            "parallelism": {"tp": row.get("tp", 1), "sequence_parallel": row.get("sequence_parallel", False)},
+            "training": training}
+
+
+def lora_time_published(row):
+    """A time or throughput row of tests/data/published_lora.json: (modelled seconds, published seconds) for its
+    `samples` sequences, step time x samples / global batch (lora_time_scenario); a published throughput in samples
+    per second becomes samples / throughput."""
+    step = capplan.estimate(lora_time_scenario(row)).to_dict()["training"]["step_time_s"]
     published = (row["published_time"]["value"] if "published_time" in row
                  else row["samples"] / row["published_throughput"]["value"])
     return step * row["samples"] / row["global_batch"], published
@@ -197,7 +203,9 @@ def training_published(row, variant=None):
     # with its recipe ("recipe": Megatron-Bridge's performance configs) runs that recipe's recompute modules, MTP,
     # all-to-all overlap and dispatcher, and BF16 rows run BF16.
     bf16 = row.get("precision") == "BF16"
-    precision = {"weights": "bf16", "compute": "bf16" if bf16 else "fp8"}
+    # MXFP8 rows run MXFP8 (32-element block scales, both copies cached); "fp8-cs (fp8-mx)" is the current-scaling run.
+    mxfp8 = str(row.get("precision", "")).upper().startswith(("MXFP8", "FP8-MX"))
+    precision = {"weights": "bf16", "compute": "bf16" if bf16 else "mxfp8" if mxfp8 else "fp8"}
     if _int_or(row.get("vpp"), 1) > 1:
         par["vpp"] = row["vpp"]
     if row["tp"] > 1:

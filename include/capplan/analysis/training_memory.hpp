@@ -56,6 +56,7 @@ struct activation_options {
     const lora_spec* lora = nullptr;   // LoRA: frozen projections keep no input for a weight gradient (lora.hpp)
     bool frozen_inputs_saved = false;  // LoRA on a dequantised base (bitsandbytes MatMul4Bit) saves its input anyway
     bool eager = false;                // unfused PyTorch norms and SwiGLU (training.kernels "eager")
+    bool fp8_act_input = false;        // the gated activation's input kept in FP8 (activation_func_fp8_input_store)
     unsigned recompute_modules = 0;    // selective recompute's modules (training_spec); 0: core_attn
 };
 
@@ -66,6 +67,9 @@ struct training_memory_options {
     std::optional<number_format> gradients;  // override the gradient format (default: see bytes_per_parameter)
     bool explain = true;  // false: the numbers only, no notes (a search evaluating many layouts)
     bool states_only = false;  // the model states (weights, gradients, optimizer, master, offload) without activations
+    // The tensor cores take FP8 GEMM operands in any layout (fp8_gemm_takes_any_layout): a per-tensor-scaled FP8 weight
+    // needs no cached transpose. Unknown hardware keeps both copies.
+    bool fp8_any_layout = false;
 };
 
 // Bytes per parameter of each model state before any sharding.
@@ -122,9 +126,10 @@ inline state_bytes bytes_per_parameter(const precision_spec& prec, const trainin
 //   split       e·(H/t·d_qk + K_r·d_qk + K_r·d_v) (Q, K, V; K_r KV heads per rank) + o-proj input H/t·d_v
 //               + scores H/t·s·(e [softmax out] [+ 1 mask + e dropout out]) without FlashAttention,
 //                 or 4·H/t (fp32 log-sum-exp, Dao 2023 arXiv:2307.08691 §3.1) with it
-//               + MLP: e·I/t (GeLU input) or e·2I/t (SwiGLU gate and up) + g·I/t (down-projection input)
+//               + MLP: e·I/t (GeLU input) or a·2I/t (SwiGLU gate and up; a = e, or 1 B stored in FP8 under
+//                 Megatron-Core's activation_func_fp8_input_store) + g·I/t (down-projection input)
 //   routed      N = tokens·k·cf·etp/tp copies, each g·h (permuted input) + e·h (expert output, for the combine)
-//               + (2e + g)·I_e/etp (gate/up outputs and the down input)
+//               + (2a + g)·I_e/etp (gate/up outputs and the down input)
 // With e = g = 2, dropout, MHA, a 4h GeLU MLP and no FlashAttention this is Korthikanti's sbh(10 + 24/t + 5as/(ht))
 // (Table 2), sbh(34 + 5as/h) at t = 1 (Eq. 1). Selective recompute drops the score terms (§5); full recompute
 // keeps the layer input e·h (Table 2: 2sbh; /t with sequence parallelism per §5). Context parallelism splits the tokens
@@ -146,6 +151,7 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
                               : 0u;
     auto rerun = [&](recompute_module x) { return (mods & static_cast<unsigned>(x)) != 0; };
     const bool keep_core = !rerun(recompute_module::core_attn);
+    const double act_in = o.fp8_act_input ? std::min(1.0, e) : e;  // a gated activation's kept input, per element
     // layernorm: the two norms' outputs are recomputed; they are the 16-bit GEMM inputs (an FP8 GEMM keeps its own copy).
     const double norm_out = rerun(recompute_module::layernorm) && g >= e ? 0.0 : 1.0;
     // A projection's input is saved for its weight gradient; with LoRA only targeted ones keep it (lora.hpp).
@@ -192,21 +198,23 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
         replicated += norm_out * mlp_in * in_bytes * h;
         const double I = static_cast<double>(m.intermediate) / tp;
         // Eager SwiGLU, silu(gate) * up, also keeps silu's output for the product's backward.
-        if (!rerun(recompute_module::mlp)) split += e * (m.gated_mlp ? (o.eager ? 3.0 : 2.0) : 1.0) * I + down_in * in_bytes * I;
+        const double kept_in = m.gated_mlp ? (o.eager ? 3.0 * e : 2.0 * act_in) : e;
+        if (!rerun(recompute_module::mlp)) split += kept_in * I + down_in * in_bytes * I;
     } else {
         const double E = static_cast<double>(m.moe.routed_experts);
         const bool whole = rerun(recompute_module::moe);  // the layer rerun from its input: nothing inside kept
         // The router reads the 16-bit norm output (layernorm recompute frees it whatever the GEMMs save).
         replicated += (rerun(recompute_module::layernorm) ? 0.0 : e * h) + (whole ? 0.0 : 8.0 * E);
         const double shared = static_cast<double>(m.moe.shared_experts * m.moe.shared_width()) / tp;
-        const double gate_up = m.moe.gated && o.eager ? 3.0 : 2.0;  // eager SwiGLU keeps silu(gate) too
-        if (!whole && !rerun(recompute_module::shared_experts)) split += gate_up * e * shared + down_in * in_bytes * shared;
+        // Eager SwiGLU keeps silu(gate) too; FP8 storage is the gated unit's alone (a ReLU^2 expert keeps 2e).
+        const double gate_up = m.moe.gated ? (o.eager ? 3.0 * e : 2.0 * act_in) : 2.0 * e;
+        if (!whole && !rerun(recompute_module::shared_experts)) split += gate_up * shared + down_in * in_bytes * shared;
         const double copies = tokens * static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
                               static_cast<double>(p.etp) / tp;
         const double Ie = static_cast<double>(m.moe.expert_intermediate) / p.etp;
         // moe_act: the activation's output (the down-projection's input) is recomputed from the kept gate/up outputs.
         const double act_out = rerun(recompute_module::moe_act) ? 0.0 : down_in * in_bytes;
-        routed = whole ? 0.0 : copies * ((mlp_in * in_bytes + e) * h + (gate_up * e + act_out) * Ie);
+        routed = whole ? 0.0 : copies * ((mlp_in * in_bytes + e) * h + (gate_up + act_out) * Ie);
     }
     if (lora) {
         const double routed_copies = static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
@@ -377,21 +385,29 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
         out.notes.push_back("ZeRO-" + std::to_string(zero) + " over " + format_number(group) +
                             " ranks" + (t.shard_group > 0 && t.shard_group < p.dp ? " (HSDP: replicated across dp / shard_group)" : ""));
 
-    // FP8 (or FP4) GEMMs: Transformer Engine caches the low-precision weight and its transpose between
-    // micro-batches (TE user guide, "Performance Optimizations: FP8 weight caching"; "Handling transposes").
-    // A LoRA base already in the GEMMs' format is the row-wise copy: only the transpose (for the input gradients).
+    // FP8 (or FP4) GEMMs: Transformer Engine caches the low-precision weight between micro-batches (TE user guide,
+    // "Performance Optimizations: FP8 weight caching"), with its transpose (column-wise copy) for the input gradients
+    // unless the tensor cores take a per-tensor-scaled FP8 operand in any layout (Blackwell; TE tests/pytorch/
+    // test_cpu_offloading.py _estimate_cached_weight_size: 1 B per weight there, 2 B on Hopper, 2 x (1 + 1/32) B MXFP8).
+    // A LoRA base already in the GEMMs' format is the row-wise copy.
     if (detail::low_precision_compute(prec) && zero < 3) {
-        const bool base_is_copy = t.lora && prec.weights.peak_key == prec.compute.peak_key;
-        const double copies = base_is_copy ? 1.0 : 2.0;
+        const bool base_is_copy = t.lora && prec.weights.name == prec.compute.name;
+        const bool row_wise_only = o.fp8_any_layout && prec.compute.name == "fp8";
+        const double copies = (row_wise_only ? 1.0 : 2.0) - (base_is_copy ? 1.0 : 0.0);
         out.weights += copies * st.params.block_linear * prec.compute.bytes_per_element() * units::B;
-        if (o.explain && t.lora)
-            out.notes.push_back("LoRA under " + prec.compute.name + " GEMMs: the frozen base's cached " + prec.compute.name +
-                                (base_is_copy ? " transpose adds " : " copies (row- and column-wise) add ") +
-                                format_number(copies * prec.compute.bytes_per_element()) + " B per block parameter (Transformer Engine)");
+        const std::string which = row_wise_only ? "row-wise copy" : base_is_copy ? "transpose" : "copies (row- and column-wise)";
+        if (o.explain && t.lora && copies > 0)
+            out.notes.push_back("LoRA under " + prec.compute.name + " GEMMs: the frozen base's cached " + prec.compute.name + " " +
+                                which + " adds " + format_number(copies * prec.compute.bytes_per_element()) +
+                                " B per block parameter (Transformer Engine)");
+        else if (o.explain && t.lora)
+            out.notes.push_back("LoRA under " + prec.compute.name + " GEMMs: the " + prec.compute.name + " base is read as it is; "
+                                "these tensor cores need no transpose of it (Transformer Engine is_non_tn_fp8_gemm_supported)");
         else if (o.explain)
-            out.notes.push_back("low-precision compute: 16-bit weights + fp32 master kept; cached " + prec.compute.name +
-                                " weight copies (row- and column-wise) add 2 x " + format_number(prec.compute.bytes_per_element()) +
-                                " B per block parameter; GEMM inputs saved for backward in " + prec.compute.name +
+            out.notes.push_back("low-precision compute: 16-bit weights + fp32 master kept; cached " + prec.compute.name + " weight " +
+                                which + " add " + format_number(copies) + " x " + format_number(prec.compute.bytes_per_element()) +
+                                " B per block parameter" + (row_wise_only ? " (no transpose: these tensor cores take FP8 in any layout)" : "") +
+                                "; GEMM inputs saved for backward in " + prec.compute.name +
                                 " (Micikevicius et al. 2022, arXiv:2209.05433; DeepSeek-V3, arXiv:2412.19437 §3.3.3)");
         // FP8 primary weights (Megatron --fp8-param-gather, Transformer Engine fp8_model_init; on in
         // NeMo 2.0's and Megatron-Bridge's bf16_with_fp8_mixed recipes): the row-wise FP8 copy is the
@@ -439,6 +455,7 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     // GEMMs) keeps it only for a weight gradient (pytorch/module/linear.py _Linear.forward: "if weight.requires_grad").
     ao.frozen_inputs_saved = t.lora && lora_base_dequantised(prec);
     ao.eager = t.eager_kernels;
+    ao.fp8_act_input = t.activation_func_fp8_input_store;
     ao.recompute_modules = t.recompute_modules;
     if (detail::low_precision_compute(prec)) ao.gemm_input_bytes = prec.compute.bytes_per_element();
     const number_format& act = prec.activations;
@@ -532,11 +549,12 @@ inline training_memory estimate_training_memory(const model_spec& m, const weigh
     return best;
 }
 
-// The activation knobs a training scenario sets (fused attention, dropout).
-inline training_memory_options memory_options_for(const training_spec& t) {
+// The activation knobs a training scenario sets (fused attention, dropout), and what its accelerator's FP8 GEMMs need.
+inline training_memory_options memory_options_for(const training_spec& t, const accelerator_spec* a = nullptr) {
     training_memory_options o;
     o.flash_attention = t.flash_attention;
     o.dropout = t.dropout;
+    o.fp8_any_layout = a && fp8_gemm_takes_any_layout(*a);
     return o;
 }
 

@@ -43,6 +43,9 @@ struct accelerator_spec {
     std::map<std::string, peak_rate> peak_dense_flops;  // key: fp64, fp32, tf32, bf16, fp16, fp8, fp4, int8, int4
     std::optional<data_size> l2_cache;
     std::optional<power> tdp;
+    // NVIDIA compute capability x 10 (B300's 10.3 is 103; NVIDIA's CUDA GPU Compute Capability table); none for other
+    // vendors. Transformer Engine chooses its FP8 layouts by it (fp8_gemm_takes_any_layout).
+    std::optional<int> compute_capability;
     // Measured efficiencies (achieved / peak) from the catalog's "efficiency" block; empty = not measured.
     std::optional<double> memory_efficiency;
     std::map<std::string, double> matmul_efficiency;     // by format key: bf16, fp8, ...
@@ -78,6 +81,15 @@ struct accelerator_spec {
         return it == peak_dense_flops.end() ? peak_rate{} : it->second;
     }
 };
+
+// Whether the tensor cores take FP8 GEMM operands in any layout: Transformer Engine's is_non_tn_fp8_gemm_supported
+// (transformer_engine/pytorch/utils.py: compute capability 10.x, 11.x or 13+; Hopper and Ada take only the TN layout,
+// and the consumer Blackwell 12.x neither). Where they do not, a per-tensor-scaled FP8 weight keeps its transpose too.
+inline bool fp8_gemm_takes_any_layout(const accelerator_spec& a) {
+    if (!a.compute_capability) return false;
+    const int cc = *a.compute_capability;
+    return (cc >= 100 && cc < 120) || cc >= 130;
+}
 
 // Copies `from`'s measured efficiencies into `to` (catalog "efficiency": {"as": ...}).
 inline void share_efficiencies(accelerator_spec& to, const accelerator_spec& from) {

@@ -154,6 +154,8 @@ struct training_spec {
     std::string attention_kernel = "fused";
     bool dropout = false;                // attention and hidden dropout (Megatron-LM's GPT default 0.1)
     bool fp8_params = false;             // FP8 primary weights (Megatron --fp8-param-gather): no 16-bit copy
+    // Megatron-Core activation_func_fp8_input_store: the gated activation's input (SwiGLU's gate and up) kept in FP8.
+    bool activation_func_fp8_input_store = false;
     // Data loading (data_pipeline.hpp): bytes per token (default by vocabulary), or per sample for
     // non-token datasets, files per sample for small-file datasets, the host's decode rate.
     std::optional<data_size> data_bytes_per_token, data_sample_size;

@@ -1,0 +1,54 @@
+"""FP8 training memory as Transformer Engine and Megatron-Core keep it (issue #20 items 2 and 4): the cached FP8 weight
+copies by the tensor cores' layouts (compute capability), MXFP8, and the SwiGLU input stored in FP8. Expected values
+are by hand from Llama-3.1-8B's config (32 layers, hidden 4096, 8 KV heads of 128, FFN 14,336)."""
+import pytest
+
+import capplan
+
+# Llama-3.1-8B's block matrices: 32 x (4096 x (4096 + 1024 + 1024 + 4096) + 3 x 4096 x 14336).
+BLOCK = 32 * (4096 * 10240 + 3 * 4096 * 14336)  # 6,979,321,856
+
+
+def train(accelerator, compute="fp8", **training):
+    return capplan.estimate({"model": "Llama-3.1-8B", "system": {"accelerator": accelerator, "count": 1},
+                             "precision": {"compute": compute},
+                             "training": {"seq_len": 4096, "global_batch": 1, "recompute": "none", **training}})
+
+
+def memory(accelerator, compute="fp8", **training):
+    return train(accelerator, compute, **training).to_dict()["memory"]
+
+
+def test_blackwell_caches_no_fp8_transpose(run_cli):
+    # Hopper's FP8 GEMMs take only the TN layout: TE caches the FP8 weight and its transpose (2 B a weight); B200's take
+    # any layout (compute capability 10.0): the row-wise copy alone (1 B). Same 16-bit weights otherwise.
+    assert memory("H100-SXM")["weights_bytes"] - memory("B200")["weights_bytes"] == BLOCK
+    assert memory("H100-SXM", "bf16")["weights_bytes"] == memory("B200", "bf16")["weights_bytes"]
+    assert memory("B200")["weights_bytes"] - memory("B200", "bf16")["weights_bytes"] == BLOCK
+    # The catalog says why: `capplan show` prints the compute capability with its source.
+    code, out, _ = run_cli("show", "B200")
+    assert code == 0 and "compute_capability:\n    value: 10.0\n    source: NVIDIA, CUDA GPU Compute Capability" in out
+
+
+def test_mxfp8_keeps_both_block_scaled_copies_and_needs_blackwell():
+    # MXFP8: row- and column-wise copies, each 1 B a weight + an E8M0 scale per 32: 2 x 1.03125 B.
+    extra = memory("B200", "mxfp8")["weights_bytes"] - memory("B200", "bf16")["weights_bytes"]
+    assert extra == pytest.approx(2 * 1.03125 * BLOCK)
+    with pytest.raises(capplan.ConfigError) as e:
+        train("H100-SXM", "mxfp8")
+    assert e.value.field == "/precision/compute" and "10.0" in str(e.value) and "9.0" in str(e.value)
+
+
+def test_activation_func_fp8_input_store_keeps_swiglu_input_in_fp8():
+    # 32 layers x 4,096 tokens x 2 x 14,336 gate and up values, 2 B each in bf16 and 1 B in FP8.
+    saved = (memory("H100-SXM")["activations_bytes"]
+             - memory("H100-SXM", activation_func_fp8_input_store=True)["activations_bytes"])
+    assert saved == pytest.approx(32 * 4096 * 2 * 14336)
+    with pytest.raises(capplan.ConfigError) as e:  # Megatron-Core's fused SwiGLU: not the eager kernels
+        train("H100-SXM", activation_func_fp8_input_store=True, kernels="eager")
+    assert e.value.field == "/training/activation_func_fp8_input_store"
+    gpt2 = {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024, "vocab_size": 50257}
+    with pytest.raises(capplan.ConfigError) as e:  # a GeLU MLP has no gated input to store
+        capplan.estimate({"model": gpt2, "system": {"accelerator": "H100-SXM", "count": 1},
+                          "training": {"seq_len": 1024, "global_batch": 8, "activation_func_fp8_input_store": True}})
+    assert e.value.field == "/training/activation_func_fp8_input_store"
