@@ -138,9 +138,12 @@ eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, d
     // Autocast casts each GEMM's fp32 weight once a forward (cached for its backward; a weight already in 16 bits is not
     // cast); backward, each 16-bit weight gradient is cast to the fp32 parameter's. A frozen LoRA base is cast only when
     // held in fp32 (a quantised one is dequantised instead: training_perf) and has no weight gradients (its adapters are
-    // small). Matrices: q, k and v fused, the output projection, the MLP's two or three, and the LM head.
+    // small). Matrices: Hugging Face's modules (q, k and v apart or fused, the output projection, the MLP's gate and up
+    // apart or fused, its down projection) and the LM head.
     if (fp32_residual) {
-        const double matrices = layers * (m.gated_mlp ? 5.0 : 4.0) + 1.0;
+        const double attention_matrices = (m.hf_fused_qkv() ? 1.0 : 3.0) + 1.0;
+        const double mlp_matrices = m.gated_mlp && !m.hf_fused_gate_up() ? 3.0 : 2.0;
+        const double matrices = layers * (attention_matrices + mlp_matrices) + 1.0;
         const bool fp32_base = !s.precision.weights.quantized() && s.precision.weights.bytes_per_element() >= f32;
         if (!t.lora || fp32_base) out.forward.add(C::mixed_dtype, cast_parameters * (f32 + e), matrices);
         if (!t.lora) out.backward.add(C::mixed_dtype, cast_parameters * (e + f32), matrices);

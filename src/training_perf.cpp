@@ -72,20 +72,25 @@ duration memory_passes(const perf_setup& perf, double bytes, double kernels, dou
 // One pass's dequantisation of a QLoRA base on the fullest stage's device (see training_step_time).
 duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const weight_sharding& w) {
     using namespace units;
-    if (!s.training->lora || !lora_base_dequantised(s.precision)) return duration{};
+    const precision_spec& prec = s.precision;
+    const bool base = lora_base_dequantised(prec), routed = lora_experts_dequantised(prec);
+    if (!s.training->lora || !(base || routed)) return duration{};
     const model_spec& m = s.model;
     const parallelism_spec& p = s.parallelism;
     const pipeline_stage& st = w.stages[static_cast<std::size_t>(w.largest_stage)];
-    const double block = st.params.block_linear;
-    const data_size bytes = block * (s.precision.weights.bytes_per_element() + 2.0) * B;
+    // Each dequantised matrix read in its format and written in 16 bits: the routed experts in theirs.
+    const double experts = st.params.routed_experts, dense = st.params.block_linear - experts;
+    const data_size bytes = ((base ? dense * (prec.weights.bytes_per_element() + 2.0) : 0.0) +
+                             (routed ? experts * (prec.experts().bytes_per_element() + 2.0) : 0.0)) * B;
     // One kernel per matrix: q, k, v, o and each MLP's (gate, up, down; the experts held on this device).
     double kernels = 0.0;
     m.for_layer_runs(st.first_layer, st.layers, [&](std::int64_t i, std::int64_t n) {
-        const double experts = m.is_moe_layer(i) ? static_cast<double>(m.moe.shared_experts) +
-                                                       static_cast<double>(m.moe.routed_experts) / p.ep
-                                                 : 1.0;
-        const bool gated = m.is_moe_layer(i) ? m.moe.gated : m.gated_mlp;
-        for (std::int64_t j = 0; j < n; ++j) kernels += 4.0 + experts * (gated ? 3.0 : 2.0);  // per layer, as before
+        const bool moe = m.is_moe_layer(i);
+        const double matrices = moe ? m.moe.gated ? 3.0 : 2.0 : m.gated_mlp ? 3.0 : 2.0;
+        const double dense_kernels = 4.0 + matrices * (moe ? static_cast<double>(m.moe.shared_experts) : 1.0);
+        const double routed_kernels = moe ? matrices * static_cast<double>(m.moe.routed_experts) / p.ep : 0.0;
+        const double per_layer = (base ? dense_kernels : 0.0) + (routed ? routed_kernels : 0.0);
+        for (std::int64_t j = 0; j < n; ++j) kernels += per_layer;  // per layer, as before
     });
     kernels = std::max(1.0, kernels);
     return memory_passes(perf, bytes.si(), kernels, perf.efficiency.memory_at(bytes.si() / kernels));

@@ -781,7 +781,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training: torch.autocast over fp32 weights (Hugging Face Trainer bf16=True on an fp32 model); "
                         "with --kernels eager the residual stream is fp32")
     z.add_argument("--attention-kernel", default="fused",
-                   choices=["fused", "flash_attention_1", "flash_attention_2", "flash_attention_triton"],
+                   choices=_core.training_attention_kernels(),
                    help="training: the attention kernel; fused (default) at the GEMMs' efficiency, or a FlashAttention "
                         "version at its published rate on the accelerator (A100, H100)")
     z.add_argument("--price", default=None,

@@ -82,6 +82,12 @@ void register_catalog(py::module_& m) {
     m.def("system_json", [](const std::string& name) { return to_json(default_catalog().system(name, "/system")); }, py::arg("name"));
     m.def("supported_model_types", &supported_model_types);
     m.def("hf_config_known_keys", &hf_config_known_keys);
+    // training.attention_kernel's values: "fused" and the kernels the catalog can carry published rates for.
+    m.def("training_attention_kernels", [] {
+        std::vector<std::string> out{"fused"};
+        out.insert(out.end(), measured_attention_kernels.begin(), measured_attention_kernels.end());
+        return out;
+    });
     m.def("query_devices", [] {
         const auto s = query_devices();
         py::list devices;

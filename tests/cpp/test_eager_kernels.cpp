@@ -78,6 +78,21 @@ TEST_CASE("eager kernels under autocast: Hugging Face's fp32 RMSNorm chain and r
     CHECK(at(k.backward.bytes, eager_class::strided) == doctest::Approx(4.0 * 160 + 6.0 * 120));
 }
 
+TEST_CASE("autocast casts each Hugging Face module's weight: Llama's q, k, v and gate, up apart, Phi-3's fused") {
+    // One layer of the same shape as LlamaForCausalLM (q, k, v, o, gate, up, down: 7 casts + the head) and as
+    // Phi3ForCausalLM (qkv_proj, o_proj, gate_up_proj, down_proj: 4 + the head): 3 kernels more each way.
+    auto kernels = [](const std::string& type) {
+        const scenario s = tiny(R"({"model_type": ")" + type + R"(", "hidden_size": 8, "intermediate_size": 16,
+            "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 32,
+            "max_position_embeddings": 16})", R"(, "autocast": true)");
+        const eager_step_traffic k = eager_elementwise_traffic(s, 10.0, 100.0);
+        return std::pair{at(k.forward.kernels, eager_class::mixed_dtype), at(k.backward.kernels, eager_class::mixed_dtype)};
+    };
+    const auto llama = kernels("llama"), phi3 = kernels("phi3");
+    CHECK(llama.first - phi3.first == 3.0);
+    CHECK(llama.second - phi3.second == 3.0);
+}
+
 TEST_CASE("eager kernels under autocast with LoRA: no weight-gradient casts, a forward cast of an fp32 base only") {
     // Llama-3.1-8B's shape on one H200 rank: the base frozen in fp32 (cast a forward), bf16 (autocast's cached_cast
     // leaves a 16-bit weight as it is) or nf4 (dequantised instead).

@@ -191,6 +191,22 @@ def test_qlora_dequantises_the_base_on_every_pass():
     assert extra["forward"] >= 6_476_005_376 * (2 + (4 + 8 / 64 + 32 / 16384) / 8) / 2.039e12
 
 
+def test_qlora_dequantises_4_bit_experts_under_a_16_bit_base():
+    # Mixtral-8x7B with only its experts in NF4 (precision.expert_weights): each pass dequantises the 32 x 8 x 3 x 4096
+    # x 14336 = 45,097,156,608 expert weights (read 0.516 B, write 2 B), not the 16-bit attention.
+    def terms(**precision):
+        r = capplan.estimate({"model": "Mixtral-8x7B", "system": {"accelerator": "A100-80GB-SXM", "count": 1},
+                              "precision": precision,
+                              "training": {"seq_len": 1024, "global_batch": 1, "recompute": "full",
+                                           "lora": {"rank": 8, "targets": QV}}}).to_dict()["training"]
+        return {x["term"]: x["time_s"] for x in r["breakdown"]}
+    bf16, experts, everything = terms(weights="bf16"), terms(weights="bf16", expert_weights="nf4"), terms(weights="nf4")
+    extra = experts["forward"] - bf16["forward"]
+    assert extra >= 45_097_156_608 * (2 + (4 + 8 / 64 + 32 / 16384) / 8) / 2.039e12
+    assert extra < everything["forward"] - bf16["forward"]
+    assert experts["recompute"] - bf16["recompute"] == pytest.approx(extra)
+
+
 def test_fsdp_qlora_shards_the_4_bit_base():
     one = estimate(model="Llama-2-70B", weights="nf4", lora={"rank": 8, "targets": "all_linear"}).to_dict()["memory"]
     two = estimate(model="Llama-2-70B", weights="nf4", gpus=2, zero=3,

@@ -49,17 +49,26 @@ inline void check_lora_model(const model_spec& m, const lora_spec& l) {
 // "all_linear" as PEFT wraps the model's own linear modules: where Hugging Face fuses projections, one adapter each
 // (Phi-3 and Phi-4: qkv_proj and gate_up_proj; GPT-2's c_attn and GPT-NeoX's query_key_value: q, k and v together).
 inline void resolve_all_linear(const model_spec& m, lora_spec& l) {
-    if (!l.all_linear) return;
-    if (m.model_type == "phi3") l.set_targets({"qkv_proj", "o_proj", "gate_up_proj", "down_proj"});
-    else if (m.model_type == "gpt2" || m.model_type == "gpt_neox") l.set_targets({"qkv_proj", "o_proj", "up_proj", "down_proj"});
+    if (!l.all_linear || !(m.hf_fused_qkv() || m.hf_fused_gate_up())) return;
+    std::vector<std::string> targets = m.hf_fused_qkv() ? std::vector<std::string>{"qkv_proj"}
+                                                         : std::vector<std::string>{"q_proj", "k_proj", "v_proj"};
+    targets.push_back("o_proj");
+    if (m.hf_fused_gate_up()) targets.push_back("gate_up_proj");
+    else if (m.gated_mlp) targets.insert(targets.end(), {"gate_proj", "up_proj"});
+    else targets.push_back("up_proj");
+    targets.push_back("down_proj");
+    l.set_targets(targets);
 }
 
 // A LoRA base narrower than 16 bits and than its GEMMs' inputs is dequantised before each GEMM (bitsandbytes'
 // MatMul4Bit: a kernel, a 16-bit buffer, the input kept); an FP8 base under FP8 GEMMs is read as it is, and a 16-bit
 // base is never dequantised, whatever the compute format.
-inline bool lora_base_dequantised(const precision_spec& prec) {
-    return prec.weights.quantized() && prec.weights.element_bits < prec.compute.element_bits;
+inline bool lora_dequantised(const number_format& base, const precision_spec& prec) {
+    return base.quantized() && base.element_bits < prec.compute.element_bits;
 }
+inline bool lora_base_dequantised(const precision_spec& prec) { return lora_dequantised(prec.weights, prec); }
+// The routed experts, in their own format (precision.expert_weights), likewise.
+inline bool lora_experts_dequantised(const precision_spec& prec) { return lora_dequantised(prec.experts(), prec); }
 
 // A device's frozen base in bytes, unsharded: block weights in precision.weights (routed experts in their own
 // format), embeddings, head and norms in 16 bits when the base is narrower (they are not quantised).

@@ -301,7 +301,7 @@ inline void lora_model_states(const model_spec& m, const pipeline_stage& st, con
     const double od = std::max(shard(zero >= 1), t.distributed_optimizer ? static_cast<double>(p.dp) * p.cp : 1.0);
     out.optimizer_states = adapters * b.optimizer / od * units::B;
     out.master_weights = adapters * b.master / od * units::B;
-    const bool dequantised = lora_base_dequantised(prec);
+    const bool dequantised = lora_base_dequantised(prec) || lora_experts_dequantised(prec);
     if (dequantised) {
         const double h = static_cast<double>(m.hidden);
         const double widest = std::max({static_cast<double>(m.heads * m.head_dim), static_cast<double>(m.intermediate),
@@ -316,7 +316,8 @@ inline void lora_model_states(const model_spec& m, const pipeline_stage& st, con
                         (prec.weights.quantized() ? ", embeddings, head and norms in 16 bits" : "") +
                         ") with no gradients or optimizer states");
     if (dequantised)
-        out.notes.push_back("QLoRA: the " + prec.weights.name + " base is dequantised one matrix at a time; a 16-bit copy "
+        out.notes.push_back("QLoRA: the " + (lora_base_dequantised(prec) ? prec.weights.name + " base is" : prec.experts().name + " experts are") +
+                            " dequantised one matrix at a time; a 16-bit copy "
                             "of the largest is held (bitsandbytes dequantize_4bit)");
 }
 

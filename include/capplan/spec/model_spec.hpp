@@ -57,6 +57,12 @@ struct model_spec {
     std::string model_type;  // HF model_type: llama, mixtral, qwen3_moe, deepseek_v3, gemma2, gpt2, ...
     std::string source;
 
+    // Hugging Face's own modules for this model_type (what PEFT wraps and autocast casts): one fused q/k/v projection
+    // (GPT-2's c_attn, GPT-NeoX's query_key_value, Phi-3's qkv_proj), one fused gate/up projection (Phi-3's
+    // gate_up_proj); other types keep q, k, v (and gate, up) apart.
+    bool hf_fused_qkv() const { return model_type == "gpt2" || model_type == "gpt_neox" || model_type == "phi3"; }
+    bool hf_fused_gate_up() const { return model_type == "phi3"; }
+
     std::int64_t hidden = 0;
     std::int64_t layers = 0;
     std::int64_t heads = 0;
