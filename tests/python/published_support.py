@@ -64,7 +64,7 @@ def _lora_training(row, global_batch):
                 "lora": {"rank": row["rank"], "targets": row["targets"], "dropout": row["lora_dropout"]}}
     if row["zero"]:
         training["zero"] = row["zero"]
-    for key in ("attention_kernel", "activation_func_fp8_input_store"):
+    for key in ("attention_kernel", "activation_func_fp8_input_store", "cross_entropy"):
         if key in row:
             training[key] = row[key]
     return training
@@ -103,10 +103,11 @@ def lora_time_scenario(row):
 def lora_time_published(row):
     """A time or throughput row of tests/data/published_lora.json: (modelled seconds, published seconds) for its
     `samples` sequences, step time x samples / global batch (lora_time_scenario); a published throughput in samples
-    per second becomes samples / throughput."""
+    per second becomes samples / throughput, one in tokens per second samples x seq_len / throughput."""
     step = capplan.estimate(lora_time_scenario(row)).to_dict()["training"]["step_time_s"]
     published = (row["published_time"]["value"] if "published_time" in row
-                 else row["samples"] / row["published_throughput"]["value"])
+                 else row["samples"] * (row["seq_len"] if row["published_throughput"]["unit"] == "tokens/s" else 1)
+                 / row["published_throughput"]["value"])
     return step * row["samples"] / row["global_batch"], published
 
 

@@ -13,7 +13,8 @@ _COMPARED = [r for r in json.loads((pathlib.Path(__file__).parents[1] / "data" /
              if r["role"] in ("held_out", "fitted")]
 ROWS = [r for r in _COMPARED if "published_peak" in r]  # peak memory (held out)
 TIME_ROWS = [r for r in _COMPARED if "published_time" in r]  # a fine-tune's run time (held out)
-THROUGHPUT_ROWS = [r for r in _COMPARED if "published_throughput" in r]  # MLPerf's FP8 LoRA steps (fitted: fitted_for)
+THROUGHPUT_ROWS = [r for r in _COMPARED if r.get("published_throughput", {}).get("unit") == "samples/s"]  # MLPerf's FP8 LoRA
+TOKEN_RATE_ROWS = [r for r in _COMPARED if r.get("published_throughput", {}).get("unit") == "tokens/s"]  # torchtune (held out)
 
 # Llama-2-7B: hidden 4096, 32 heads of 128 (no GQA), MLP 11008, 32 layers, vocabulary 32000.
 QV = ["q_proj", "v_proj"]
@@ -140,6 +141,20 @@ def test_fp8_lora_step_against_mlperf(row):
     weights = 80 * (2 * 8192**2 + 2 * 8192 * 1024 + 3 * 8192 * 28672) + 8192 * 32000
     peak = capplan.accelerator(row["accelerator"]).peak("fp8").si
     assert modelled > 4 * weights * row["samples"] * row["seq_len"] / (row["gpus"] * peak)
+
+
+@pytest.mark.parametrize("row", TOKEN_RATE_ROWS, ids=[r["id"] for r in TOKEN_RATE_ROWS])
+def test_torchtune_lora_step_against_published(row):
+    # Held out, predicted once (2026-12-04): torchtune's Llama-3.2-3B LoRA +16.8%, QLoRA +15.7% on A100 (known_gap). The
+    # bound is their spread when first predicted, a guard against drift.
+    modelled, published = lora_time_published(row)
+    assert modelled == pytest.approx(published, rel=0.25)
+    # No faster than its GEMMs at peak: 2 x 4,096 tokens through forward, recomputed forward and input gradients
+    # (3 x 2 FLOPs a weight and token) of Llama-3.2-3B's GEMM weights: 28 layers x (3072 x (3072 + 2 x 1024 + 3072) +
+    # 3 x 3072 x 8192) and the tied 3072 x 128256 head = 3,212,574,720.
+    weights = 28 * (3072 * (3072 + 2 * 1024 + 3072) + 3 * 3072 * 8192) + 3072 * 128256
+    assert weights == 3_212_574_720
+    assert modelled > 6 * weights * 2 * 4096 / capplan.accelerator(row["accelerator"]).peak("bf16").si
 
 
 def test_mlperf_h200_fp8_lora_layout_fits_with_its_fp8_activation_store():
