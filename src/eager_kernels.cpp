@@ -90,6 +90,28 @@ void rotary_kernels(eager_step_traffic& out, bool fp32_tables, double count, dou
 
 }  // namespace
 
+double hf_weight_matrices(const model_spec& m) {
+    double matrices = 1.0;
+    m.for_layer_runs(0, m.layers, [&](std::int64_t i, std::int64_t n) {
+        double layer = 0.0;
+        if (m.has_mixer(i)) {
+            if (m.is_linear_layer(i)) layer += 2.0;
+            else if (m.mla) layer += (m.mla_dims.q_lora_rank > 0 ? 2.0 : 1.0) + 3.0;
+            else layer += (m.hf_fused_qkv() ? 1.0 : 3.0) + 1.0;
+        }
+        if (m.has_ffn(i)) {
+            if (m.is_moe_layer(i)) {
+                const double per_expert = m.moe.gated ? 3.0 : 2.0;
+                layer += per_expert * static_cast<double>(m.moe.routed_experts + m.moe.shared_experts) + 1.0;
+            } else {
+                layer += m.gated_mlp && !m.hf_fused_gate_up() ? 3.0 : 2.0;
+            }
+        }
+        matrices += layer * static_cast<double>(n);
+    });
+    return matrices;
+}
+
 eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, double cast_parameters) {
     const training_spec& t = *s.training;
     const model_spec& m = s.model;
@@ -138,12 +160,9 @@ eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, d
     // Autocast casts each GEMM's fp32 weight once a forward (cached for its backward; a weight already in 16 bits is not
     // cast); backward, each 16-bit weight gradient is cast to the fp32 parameter's. A frozen LoRA base is cast only when
     // held in fp32 (a quantised one is dequantised instead: training_perf) and has no weight gradients (its adapters are
-    // small). Matrices: Hugging Face's modules (q, k and v apart or fused, the output projection, the MLP's gate and up
-    // apart or fused, its down projection) and the LM head.
+    // small). One kernel per Hugging Face module (hf_weight_matrices).
     if (fp32_residual) {
-        const double attention_matrices = (m.hf_fused_qkv() ? 1.0 : 3.0) + 1.0;
-        const double mlp_matrices = m.gated_mlp && !m.hf_fused_gate_up() ? 3.0 : 2.0;
-        const double matrices = layers * (attention_matrices + mlp_matrices) + 1.0;
+        const double matrices = hf_weight_matrices(m);
         const bool fp32_base = !s.precision.weights.quantized() && s.precision.weights.bytes_per_element() >= f32;
         if (!t.lora || fp32_base) out.forward.add(C::mixed_dtype, cast_parameters * (f32 + e), matrices);
         if (!t.lora) out.backward.add(C::mixed_dtype, cast_parameters * (e + f32), matrices);

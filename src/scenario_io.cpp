@@ -225,15 +225,17 @@ bool has_gated_mlp(const model_spec& m) {
     return (m.gated_mlp && m.dense_ffn_layer_count() > 0) || (m.is_moe() && m.moe.gated);
 }
 
-// MXFP8 GEMMs need Blackwell's block-scaled tensor cores (Transformer Engine check_mxfp8_support: compute capability
-// 10.0 or higher); an NVIDIA part below that is told so. Other vendors (no compute capability): their fp8 peak decides.
+// MXFP8 GEMMs run on the data-centre Blackwell parts: Transformer Engine's MXFP8 support check wants compute capability
+// 10.0 or higher ("blackwell and above") and, in its recent releases, below 12.0 ("not supported on 12.0+ architectures
+// yet"); another NVIDIA part is told so. Other vendors (no compute capability): their fp8 peak decides.
 void check_mxfp8_hardware(const precision_spec& p, const accelerator_spec& a) {
-    if (p.compute.name != "mxfp8" || !a.compute_capability || *a.compute_capability >= 100) return;
+    if (p.compute.name != "mxfp8" || !a.compute_capability) return;
     const int cc = *a.compute_capability;
+    if (cc >= 100 && cc < 120) return;
     throw config_error("/precision/compute", "mxfp8",
-                       "MXFP8 GEMMs need compute capability 10.0 (Blackwell; Transformer Engine check_mxfp8_support); " +
-                           a.name + " is " + std::to_string(cc / 10) + "." + std::to_string(cc % 10),
-                       "fp8 (per-tensor scaling), or a Blackwell accelerator");
+                       "MXFP8 GEMMs need compute capability 10.x or 11.x (data-centre Blackwell; Transformer Engine's MXFP8 "
+                       "support check); " + a.name + " is " + std::to_string(cc / 10) + "." + std::to_string(cc % 10),
+                       "fp8 (per-tensor scaling), or B200, B300, GB200 or GB300");
 }
 
 parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
@@ -862,8 +864,8 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
         if (sc.training->fp8_params && (sc.precision.compute.peak_key != "fp8" || sc.training->zero >= 3))
             throw config_error("/training/fp8_params", "true",
                                sc.training->zero >= 3 ? "not modelled with ZeRO-3 / FSDP weight sharding"
-                                                      : "needs FP8 GEMMs (precision.compute fp8)",
-                               "false, or precision.compute: fp8 with zero < 3");
+                                                      : "needs FP8 GEMMs (precision.compute fp8 or mxfp8)",
+                               "false, or precision.compute: fp8 (or mxfp8) with zero < 3");
         // Megatron-Core's fused bias_swiglu stores its input in FP8 (transformer_config.py: "supported only for SwiGLU").
         if (sc.training->activation_func_fp8_input_store && (!has_gated_mlp(sc.model) || sc.training->eager_kernels))
             throw config_error("/training/activation_func_fp8_input_store", "true",
@@ -894,9 +896,10 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
             if (compute.element_bits < 8.0 ||
                 (compute.quantized() && !(fp8_readable(sc.precision.weights) && fp8_readable(sc.precision.experts()))))
                 throw config_error("/precision/compute", compute.name,
-                                   "LoRA fine-tuning is modelled with 16-bit GEMMs (the base dequantised to them) or FP8 GEMMs "
-                                   "over an FP8 or 16-bit base, experts included (Transformer Engine)",
-                                   "precision.compute: bf16 (or fp16, fp32), or fp8 with precision.weights fp8 or bf16");
+                                   "LoRA fine-tuning is modelled with 16-bit GEMMs (the base dequantised to them) or 8-bit GEMMs "
+                                   "over a base in the same format or in 16 bits, experts included (Transformer Engine)",
+                                   "precision.compute: bf16 (or fp16, fp32), or " + compute.name + " with precision.weights (and "
+                                   "expert_weights) " + compute.name + " or bf16");
             if (sc.training->fp8_params)
                 throw config_error("/training/fp8_params", "true",
                                    "a LoRA base is frozen in precision.weights: FP8 primary weights are precision.weights: fp8",

@@ -91,6 +91,14 @@ TEST_CASE("autocast casts each Hugging Face module's weight: Llama's q, k, v and
     const auto llama = kernels("llama"), phi3 = kernels("phi3");
     CHECK(llama.first - phi3.first == 3.0);
     CHECK(llama.second - phi3.second == 3.0);
+    // Counted whole: a Llama layer 3 + 1 + 3 and the head; a Phi-3 layer 1 + 1 + 2 and the head.
+    CHECK(hf_weight_matrices(tiny(R"("Llama-3.1-8B")", "").model) == 32 * 7 + 1);
+    const auto& cat = test::shipped_catalog();
+    // Mixtral-8x7B: 32 layers of q, k, v, o, the router and 8 experts' w1, w2, w3: 32 x (4 + 1 + 24) + 1 = 929.
+    CHECK(hf_weight_matrices(cat.model("Mixtral-8x7B")) == 929.0);
+    // DeepSeek-V3: MLA's q_a, q_b, kv_a, kv_b, o in 61 layers; 3 dense MLPs (3 each); 58 MoE layers of 256 routed and
+    // 1 shared expert (3 each) and the router: 61 x 5 + 3 x 3 + 58 x (257 x 3 + 1) + 1 = 45,091.
+    CHECK(hf_weight_matrices(cat.model("DeepSeek-V3")) == 45091.0);
 }
 
 TEST_CASE("eager kernels under autocast with LoRA: no weight-gradient casts, a forward cast of an fp32 base only") {

@@ -349,6 +349,14 @@ TEST_CASE("FP8 weight caches by the tensor cores' layouts: Hopper keeps the tran
         CAPTURE(name);
         CHECK_FALSE(fp8_gemm_takes_any_layout(cat.accelerator(name)));
     }
+    // TE's bounds: (10, 0) <= cc < (12, 0) or cc >= (13, 0).
+    accelerator_spec a;
+    for (const auto& [cc, any] : std::vector<std::pair<int, bool>>{{99, false}, {100, true}, {119, true}, {120, false},
+                                                                     {129, false}, {130, true}}) {
+        CAPTURE(cc);
+        a.compute_capability = cc;
+        CHECK(fp8_gemm_takes_any_layout(a) == any);
+    }
 }
 
 TEST_CASE("activation_func_fp8_input_store: SwiGLU's gate and up outputs kept in FP8") {

@@ -36,7 +36,21 @@ def test_mxfp8_keeps_both_block_scaled_copies_and_needs_blackwell():
     assert extra == pytest.approx(2 * 1.03125 * BLOCK)
     with pytest.raises(capplan.ConfigError) as e:
         train("H100-SXM", "mxfp8")
-    assert e.value.field == "/precision/compute" and "10.0" in str(e.value) and "9.0" in str(e.value)
+    assert e.value.field == "/precision/compute" and "10.x" in str(e.value) and "9.0" in str(e.value)
+    with pytest.raises(capplan.ConfigError) as e:  # TE: "not supported on 12.0+ architectures yet"
+        train("RTX-PRO-6000-Server", "mxfp8")
+    assert e.value.field == "/precision/compute" and "12.0" in str(e.value)
+
+
+def test_a_checkpoint_saves_the_weights_not_their_fp8_caches():
+    # The same model states saved whether the GEMMs run in FP8 or bf16 (the FP8 copies are caches): same bytes per rank
+    # and the same save time.
+    def ckpt(compute):
+        return capplan.estimate({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+                                 "precision": {"compute": compute},
+                                 "training": {"seq_len": 4096, "global_batch": 8, "ckpt_fully_parallel_save": False}}
+                                ).to_dict()["checkpoint"]
+    assert ckpt("fp8")["save_s"] == ckpt("bf16")["save_s"]
 
 
 def test_activation_func_fp8_input_store_keeps_swiglu_input_in_fp8():

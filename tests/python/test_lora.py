@@ -222,6 +222,19 @@ def test_qlora_dequantises_4_bit_experts_under_a_16_bit_base():
     assert experts["recompute"] - bf16["recompute"] == pytest.approx(extra)
 
 
+def test_experts_dequantised_by_bitsandbytes_keep_their_inputs():
+    # MatMul4Bit saves its input whatever trains: with Mixtral's experts in NF4 under a bf16 base, each routed copy keeps
+    # the expert's input (4,096) and its down projection's (14,336), 2 B each: 32 layers x 1,024 tokens x 2 copies x
+    # 18,432 x 2 B, plus the 16-bit buffer of the widest dequantised matrix (2 x 4096 x 14336 B).
+    def activations(**precision):
+        return capplan.estimate({"model": "Mixtral-8x7B", "system": {"accelerator": "A100-80GB-SXM", "count": 1},
+                                 "precision": precision,
+                                 "training": {"seq_len": 1024, "global_batch": 1, "recompute": "none",
+                                              "lora": {"rank": 8, "targets": QV}}}).to_dict()["memory"]["activations_bytes"]
+    extra = activations(weights="bf16", expert_weights="nf4") - activations(weights="bf16")
+    assert extra == pytest.approx(32 * 1024 * 2 * 18432 * 2 + 2 * 4096 * 14336)
+
+
 def test_fsdp_qlora_shards_the_4_bit_base():
     one = estimate(model="Llama-2-70B", weights="nf4", lora={"rank": 8, "targets": "all_linear"}).to_dict()["memory"]
     two = estimate(model="Llama-2-70B", weights="nf4", gpus=2, zero=3,

@@ -49,4 +49,10 @@ struct eager_step_traffic {
 // LoRA base, which its dequantisation writes in 16 bits, and no gradient casts for a frozen base).
 eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, double cast_parameters);
 
+// The weight matrices autocast casts a step, one kernel each: Hugging Face's modules, layer by layer. Softmax attention:
+// q, k, v apart or fused (model_spec::hf_fused_qkv), and o; MLA: q (or q_a and q_b), kv_a, kv_b and o; another mixer:
+// its in and out projections. A dense MLP: gate and up apart or fused (or a lone up), down; a MoE layer: every expert's
+// (as Mixtral's per-expert modules), the shared experts' and the router. And the LM head.
+double hf_weight_matrices(const model_spec& m);
+
 }  // namespace capplan

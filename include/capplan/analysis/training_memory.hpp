@@ -55,6 +55,7 @@ struct activation_options {
     double moe_capacity_factor = 1.0;  // routed token copies per top-k slot (1 = dropless, balanced)
     const lora_spec* lora = nullptr;   // LoRA: frozen projections keep no input for a weight gradient (lora.hpp)
     bool frozen_inputs_saved = false;  // LoRA on a dequantised base (bitsandbytes MatMul4Bit) saves its input anyway
+    bool frozen_expert_inputs_saved = false;  // likewise for routed experts dequantised from their own format
     bool eager = false;                // unfused PyTorch norms and SwiGLU (training.kernels "eager")
     bool fp8_act_input = false;        // the gated activation's input kept in FP8 (activation_func_fp8_input_store)
     unsigned recompute_modules = 0;    // selective recompute's modules (training_spec); 0: core_attn
@@ -213,8 +214,11 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
                               static_cast<double>(p.etp) / tp;
         const double Ie = static_cast<double>(m.moe.expert_intermediate) / p.etp;
         // moe_act: the activation's output (the down-projection's input) is recomputed from the kept gate/up outputs.
-        const double act_out = rerun(recompute_module::moe_act) ? 0.0 : down_in * in_bytes;
-        routed = whole ? 0.0 : copies * ((mlp_in * in_bytes + e) * h + (gate_up + act_out) * Ie);
+        // Routed experts dequantised from their own format (bitsandbytes) keep their inputs whatever the base does.
+        const double expert_in = o.frozen_expert_inputs_saved ? 1.0 : mlp_in;
+        const double expert_down_in = o.frozen_expert_inputs_saved ? 1.0 : down_in;
+        const double act_out = rerun(recompute_module::moe_act) ? 0.0 : expert_down_in * in_bytes;
+        routed = whole ? 0.0 : copies * ((expert_in * in_bytes + e) * h + (gate_up + act_out) * Ie);
     }
     if (lora) {
         const double routed_copies = static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
@@ -391,7 +395,8 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     // unless the tensor cores take a per-tensor-scaled FP8 operand in any layout (Blackwell; TE tests/pytorch/
     // test_cpu_offloading.py _estimate_cached_weight_size: 1 B per weight there, 2 B on Hopper, 2 x (1 + 1/32) B MXFP8).
     // A LoRA base already in the GEMMs' format is the row-wise copy.
-    if (detail::low_precision_compute(prec) && zero < 3) {
+    // A checkpoint's states (states_only) are the weights as saved: the GEMMs' caches are not.
+    if (detail::low_precision_compute(prec) && zero < 3 && !o.states_only) {
         const bool base_is_copy = t.lora && prec.weights.name == prec.compute.name;
         const bool row_wise_only = o.fp8_any_layout && prec.compute.name == "fp8";
         const double copies = (row_wise_only ? 1.0 : 2.0) - (base_is_copy ? 1.0 : 0.0);
@@ -455,6 +460,7 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     // bitsandbytes' MatMul4Bit keeps its input whatever trains; Transformer Engine's Linear (an FP8 base under FP8
     // GEMMs) keeps it only for a weight gradient (pytorch/module/linear.py _Linear.forward: "if weight.requires_grad").
     ao.frozen_inputs_saved = t.lora && lora_base_dequantised(prec);
+    ao.frozen_expert_inputs_saved = t.lora && lora_experts_dequantised(prec);
     ao.eager = t.eager_kernels;
     ao.fp8_act_input = t.activation_func_fp8_input_store;
     ao.recompute_modules = t.recompute_modules;
