@@ -225,17 +225,23 @@ bool has_gated_mlp(const model_spec& m) {
     return (m.gated_mlp && m.dense_ffn_layer_count() > 0) || (m.is_moe() && m.moe.gated);
 }
 
-// MXFP8 GEMMs run on the data-centre Blackwell parts: Transformer Engine's MXFP8 support check wants compute capability
-// 10.0 or higher ("blackwell and above") and, in its recent releases, below 12.0 ("not supported on 12.0+ architectures
-// yet"); another NVIDIA part is told so. Other vendors (no compute capability): their fp8 peak decides.
-void check_mxfp8_hardware(const precision_spec& p, const accelerator_spec& a) {
-    if (p.compute.name != "mxfp8" || !a.compute_capability) return;
+// Block-scaled FP8 GEMMs by Transformer Engine's support checks. MXFP8: compute capability 10.0 or higher ("blackwell
+// and above") and, in its recent releases, below 12.0 ("not supported on 12.0+ architectures yet"). FP8 block scaling:
+// 9.0 or higher (with CUDA 12.9). Another NVIDIA part is told so; other vendors (no compute capability): their fp8 peak
+// decides.
+void check_block_scaled_fp8_hardware(const precision_spec& p, const accelerator_spec& a) {
+    const std::string& f = p.compute.name;
+    if ((f != "mxfp8" && f != "fp8_blockwise") || !a.compute_capability) return;
     const int cc = *a.compute_capability;
-    if (cc >= 100 && cc < 120) return;
-    throw config_error("/precision/compute", "mxfp8",
-                       "MXFP8 GEMMs need compute capability 10.x or 11.x (data-centre Blackwell; Transformer Engine's MXFP8 "
-                       "support check); " + a.name + " is " + std::to_string(cc / 10) + "." + std::to_string(cc % 10),
-                       "fp8 (per-tensor scaling), or B200, B300, GB200 or GB300");
+    const bool mx = f == "mxfp8";
+    if (mx ? cc >= 100 && cc < 120 : cc >= 90) return;
+    throw config_error("/precision/compute", f,
+                       std::string(mx ? "MXFP8 GEMMs need compute capability 10.x or 11.x (data-centre Blackwell"
+                                      : "FP8 block-scaled GEMMs need compute capability 9.0 or higher (Hopper, Blackwell") +
+                           "; Transformer Engine's support check); " + a.name + " is " + std::to_string(cc / 10) + "." +
+                           std::to_string(cc % 10),
+                       mx ? "fp8 (per-tensor scaling), or B200, B300, GB200 or GB300"
+                          : "fp8 (per-tensor scaling) where the accelerator has an fp8 peak, or a Hopper or Blackwell part");
 }
 
 parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
@@ -844,7 +850,7 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
         object_reader r(*p, "/precision", true);
         sc.precision = read_precision(r);
     }
-    check_mxfp8_hardware(sc.precision, sc.system.accelerator);
+    check_block_scaled_fp8_hardware(sc.precision, sc.system.accelerator);
     if (const json* p = root.get("parallelism"); p && !p->is_null()) {
         object_reader r(*p, "/parallelism", true);
         sc.parallelism = read_parallelism(r, sc.system);

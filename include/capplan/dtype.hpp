@@ -43,6 +43,10 @@ inline double dequant_ops_per_weight(const number_format& w, const std::string& 
     return 0.0;
 }
 
+// A saved activation in fine-grained FP8 (fp8_blockwise): an fp32 scale per 1 x 128 tile (DeepSeek-V3 §3.3.2), where
+// the format's own layout is the weights' 128 x 128 blocks.
+inline constexpr double fp8_blockwise_activation_bytes = (8.0 + 32.0 / 128.0) / 8.0;
+
 // The catalog of formats; `find_format` throws config_error naming `field` with the allowed names.
 const std::vector<number_format>& number_formats();
 const number_format& find_format(std::string_view name, std::string_view field = "");

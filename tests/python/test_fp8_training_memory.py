@@ -42,6 +42,20 @@ def test_mxfp8_keeps_both_block_scaled_copies_and_needs_blackwell():
     assert e.value.field == "/precision/compute" and "12.0" in str(e.value)
 
 
+def test_fp8_blockwise_scales_its_tiles_and_keeps_both_copies():
+    # DeepSeek-V3's fine-grained FP8: weights in 128 x 128 blocks (1 + 4 / 16384 B), both copies cached on every part;
+    # saved GEMM inputs in 1 x 128 tiles (1 + 4 / 128 B): the QKV, MLP, o-projection and down-projection inputs,
+    # 4096 + 4096 + 4096 + 14336 values a token and layer, 0.03125 B more each than per-tensor FP8's.
+    for part in ("H100-SXM", "B200"):
+        extra = memory(part, "fp8_blockwise")["weights_bytes"] - memory(part, "bf16")["weights_bytes"]
+        assert extra == pytest.approx(2 * (1 + 4 / 16384) * BLOCK)
+    more = memory("H100-SXM", "fp8_blockwise")["activations_bytes"] - memory("H100-SXM")["activations_bytes"]
+    assert more == pytest.approx(32 * 4096 * (3 * 4096 + 14336) * 0.03125)
+    with pytest.raises(capplan.ConfigError) as e:  # TE: FP8 block scaling needs compute capability 9.0
+        train("L40S", "fp8_blockwise")
+    assert e.value.field == "/precision/compute" and "8.9" in str(e.value)
+
+
 def test_a_checkpoint_saves_the_weights_not_their_fp8_caches():
     # The same model states saved whether the GEMMs run in FP8 or bf16 (the FP8 copies are caches): same bytes per rank
     # and the same save time.
