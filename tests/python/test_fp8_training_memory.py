@@ -80,3 +80,14 @@ def test_activation_func_fp8_input_store_keeps_swiglu_input_in_fp8():
         capplan.estimate({"model": gpt2, "system": {"accelerator": "H100-SXM", "count": 1},
                           "training": {"seq_len": 1024, "global_batch": 8, "activation_func_fp8_input_store": True}})
     assert e.value.field == "/training/activation_func_fp8_input_store"
+
+
+def test_size_training_takes_block_scaled_fp8_where_the_hardware_runs_it(run_cli):
+    # The README's MXFP8 line (smaller): Blackwell sizes it; a Hopper system is told, in one line, why not.
+    code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "HGX-B200", "--count", "8",
+                             "--compute", "mxfp8", "--seq-len", "4096", "--global-batch", "64", "--top", "1")
+    assert code == 0, err
+    assert "8 x B200" in out
+    code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "8",
+                             "--compute", "mxfp8", "--seq-len", "4096", "--global-batch", "64")
+    assert code == 2 and "/precision/compute" in err and "H100-SXM is 9.0" in err and len(err.strip().splitlines()) == 1
