@@ -18,8 +18,9 @@ const std::vector<number_format>& number_formats() {
          "Engine's MXFP8BlockScaling; Blackwell tensor cores, at their fp8 rate)"},
         {"fp8_blockwise", 8, 128 * 128, 32, "fp8",
          "FP8 E4M3 with fine-grained scaling (DeepSeek-V3, arXiv:2412.19437 §3.3.2): an fp32 scale per 128 x 128 block of "
-         "weights (this layout) and per 1 x 128 tile of activations (fp8_blockwise_activation_bytes); Transformer Engine's "
-         "Float8BlockScaling, at the fp8 rate"},
+         "weights (this layout) and per 1 x 128 tile of activations ((8 + 32 / 128) / 8 B); Transformer Engine's "
+         "Float8BlockScaling, at the fp8 rate",
+         (8.0 + 32.0 / 128.0) / 8.0},
         {"int8", 8, 0, 0, "int8", "8-bit integer with per-channel scales (negligible per element)"},
         {"int4", 4, 128, 16 + 4, "int4",
          "4-bit integer, group size 128 with an fp16 scale and a 4-bit zero point per group "

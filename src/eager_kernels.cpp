@@ -102,7 +102,8 @@ double hf_weight_matrices(const model_spec& m) {
         if (m.has_ffn(i)) {
             if (m.is_moe_layer(i)) {
                 const double per_expert = m.moe.gated ? 3.0 : 2.0;
-                layer += per_expert * static_cast<double>(m.moe.routed_experts + m.moe.shared_experts) + 1.0;
+                // Shared experts: one MLP of their summed width (Hugging Face's DeepSeek and Qwen MoE modules).
+                layer += per_expert * (static_cast<double>(m.moe.routed_experts) + (m.moe.shared_experts > 0 ? 1.0 : 0.0)) + 1.0;
             } else {
                 layer += m.gated_mlp && !m.hf_fused_gate_up() ? 3.0 : 2.0;
             }

@@ -225,7 +225,7 @@ bool has_gated_mlp(const model_spec& m) {
     return (m.gated_mlp && m.dense_ffn_layer_count() > 0) || (m.is_moe() && m.moe.gated);
 }
 
-// Block-scaled FP8 GEMMs by Transformer Engine's support checks. MXFP8: compute capability 10.0 or higher ("blackwell
+// Block-scaled FP8 training GEMMs by Transformer Engine's support checks (serving engines have kernels of their own). MXFP8: compute capability 10.0 or higher ("blackwell
 // and above") and, in its recent releases, below 12.0 ("not supported on 12.0+ architectures yet"). FP8 block scaling:
 // 9.0 or higher (with CUDA 12.9). Another NVIDIA part is told so; other vendors (no compute capability): their fp8 peak
 // decides.
@@ -850,7 +850,7 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
         object_reader r(*p, "/precision", true);
         sc.precision = read_precision(r);
     }
-    check_block_scaled_fp8_hardware(sc.precision, sc.system.accelerator);
+    if (const json* t = root.get("training"); t && !t->is_null()) check_block_scaled_fp8_hardware(sc.precision, sc.system.accelerator);
     if (const json* p = root.get("parallelism"); p && !p->is_null()) {
         object_reader r(*p, "/parallelism", true);
         sc.parallelism = read_parallelism(r, sc.system);
@@ -870,8 +870,8 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
         if (sc.training->fp8_params && (sc.precision.compute.peak_key != "fp8" || sc.training->zero >= 3))
             throw config_error("/training/fp8_params", "true",
                                sc.training->zero >= 3 ? "not modelled with ZeRO-3 / FSDP weight sharding"
-                                                      : "needs FP8 GEMMs (precision.compute fp8 or mxfp8)",
-                               "false, or precision.compute: fp8 (or mxfp8) with zero < 3");
+                                                      : "needs FP8 GEMMs (precision.compute fp8, mxfp8 or fp8_blockwise)",
+                               "false, or precision.compute: fp8 (or mxfp8, fp8_blockwise) with zero < 3");
         // Megatron-Core's fused bias_swiglu stores its input in FP8 (transformer_config.py: "supported only for SwiGLU").
         if (sc.training->activation_func_fp8_input_store && (!has_gated_mlp(sc.model) || sc.training->eager_kernels))
             throw config_error("/training/activation_func_fp8_input_store", "true",

@@ -14,12 +14,18 @@ struct number_format {
     double scale_bits;            // bits of the per-block scale (plus zero-point where the format has one)
     std::string peak_key;         // which accelerator peak_dense_flops entry runs it ("bf16", "fp8", "fp4", ...)
     std::string_view source;      // where the layout comes from (a literal of the format table: copies do not allocate)
+    // Bytes per element of a tensor saved for the backward in this format where it is scaled otherwise than the weights
+    // (fp8_blockwise: 1 x 128 activation tiles against 128 x 128 weight blocks); 0: as bytes_per_element.
+    double activation_bytes_per_element = 0.0;
 
     // Bytes per element, block-scale overhead included: (element_bits + scale_bits / block) / 8.
     constexpr double bytes_per_element() const {
         return (element_bits + (block_size > 0 ? scale_bits / block_size : 0.0)) / 8.0;
     }
     constexpr bool quantized() const { return element_bits < 16.0; }
+    constexpr double saved_activation_bytes() const {
+        return activation_bytes_per_element > 0.0 ? activation_bytes_per_element : bytes_per_element();
+    }
 };
 
 // The entry of `by_format` (a map keyed by peak key) for `peak_key`, or for the format that runs at
@@ -42,10 +48,6 @@ inline double dequant_ops_per_weight(const number_format& w, const std::string& 
     if (w.element_bits == 4.0) return compute_key == w.peak_key ? 0.0 : 3.0;
     return 0.0;
 }
-
-// A saved activation in fine-grained FP8 (fp8_blockwise): an fp32 scale per 1 x 128 tile (DeepSeek-V3 §3.3.2), where
-// the format's own layout is the weights' 128 x 128 blocks.
-inline constexpr double fp8_blockwise_activation_bytes = (8.0 + 32.0 / 128.0) / 8.0;
 
 // The catalog of formats; `find_format` throws config_error naming `field` with the allowed names.
 const std::vector<number_format>& number_formats();

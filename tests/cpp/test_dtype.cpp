@@ -21,7 +21,8 @@ TEST_CASE("bytes per element, by hand from the format definitions") {
     CHECK(find_format("mxfp8").peak_key == "fp8");
     // Fine-grained FP8: weights (8 + 32 / 16384) / 8 (an fp32 scale a 128 x 128 block), activations (8 + 32 / 128) / 8.
     CHECK(find_format("fp8_blockwise").bytes_per_element() == doctest::Approx(1.000244140625));
-    CHECK(fp8_blockwise_activation_bytes == 1.03125);
+    CHECK(find_format("fp8_blockwise").saved_activation_bytes() == 1.03125);
+    CHECK(find_format("fp8").saved_activation_bytes() == 1.0);
     CHECK(find_format("fp6").peak_key == "fp6");
     // NVFP4: (4 + 8/16) / 8 = 0.5625 (16-element blocks, E4M3 scale)
     CHECK(find_format("nvfp4").bytes_per_element() == 0.5625);

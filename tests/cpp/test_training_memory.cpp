@@ -351,11 +351,12 @@ TEST_CASE("FP8 weight caches by the tensor cores' layouts: Hopper keeps the tran
     }
     // TE's bounds: (10, 0) <= cc < (12, 0) or cc >= (13, 0).
     accelerator_spec a;
-    for (const auto& [cc, any] : std::vector<std::pair<int, bool>>{{99, false}, {100, true}, {119, true}, {120, false},
-                                                                     {129, false}, {130, true}}) {
+    for (const std::pair<int, bool> cc_any : std::vector<std::pair<int, bool>>{{99, false}, {100, true}, {119, true},
+                                                                                {120, false}, {129, false}, {130, true}}) {
+        const int cc = cc_any.first;  // (a plain variable: clang 14 cannot capture a structured binding)
         CAPTURE(cc);
         a.compute_capability = cc;
-        CHECK(fp8_gemm_takes_any_layout(a) == any);
+        CHECK(fp8_gemm_takes_any_layout(a) == cc_any.second);
     }
 }
 

@@ -153,7 +153,6 @@ def test_torchtune_lora_step_against_published(row):
     # (3 x 2 FLOPs a weight and token) of Llama-3.2-3B's GEMM weights: 28 layers x (3072 x (3072 + 2 x 1024 + 3072) +
     # 3 x 3072 x 8192) and the tied 3072 x 128256 head = 3,212,574,720.
     weights = 28 * (3072 * (3072 + 2 * 1024 + 3072) + 3 * 3072 * 8192) + 3072 * 128256
-    assert weights == 3_212_574_720
     assert modelled > 6 * weights * 2 * 4096 / capplan.accelerator(row["accelerator"]).peak("bf16").si
 
 

@@ -52,7 +52,8 @@ eager_step_traffic eager_elementwise_traffic(const scenario& s, double tokens, d
 // The weight matrices autocast casts a step, one kernel each: Hugging Face's modules, layer by layer. Softmax attention:
 // q, k, v apart or fused (model_spec::hf_fused_qkv), and o; MLA: q (or q_a and q_b), kv_a, kv_b and o; another mixer:
 // its in and out projections. A dense MLP: gate and up apart or fused (or a lone up), down; a MoE layer: every expert's
-// (as Mixtral's per-expert modules), the shared experts' and the router. And the LM head.
+// (as Mixtral's per-expert modules), the shared experts' one MLP and the router (Qwen's shared-expert gate not
+// counted). And the LM head.
 double hf_weight_matrices(const model_spec& m);
 
 }  // namespace capplan

@@ -464,8 +464,7 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     ao.eager = t.eager_kernels;
     ao.fp8_act_input = t.activation_func_fp8_input_store;
     ao.recompute_modules = t.recompute_modules;
-    if (detail::low_precision_compute(prec))
-        ao.gemm_input_bytes = prec.compute.name == "fp8_blockwise" ? fp8_blockwise_activation_bytes : prec.compute.bytes_per_element();
+    if (detail::low_precision_compute(prec)) ao.gemm_input_bytes = prec.compute.saved_activation_bytes();
     const number_format& act = prec.activations;
     const double e = act.bytes_per_element();
     const std::int64_t n_mb = detail::microbatches_per_step(p, t);
