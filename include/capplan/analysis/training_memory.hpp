@@ -411,7 +411,8 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
                                 "these tensor cores need no transpose of it (Transformer Engine is_non_tn_fp8_gemm_supported)");
         else if (o.explain)
             out.notes.push_back("low-precision compute: 16-bit weights + fp32 master kept; cached " + prec.compute.name + " weight " +
-                                which + " add " + format_number(copies) + " x " + format_number(prec.compute.bytes_per_element()) +
+                                which + (row_wise_only ? " adds " : " add ") + format_number(copies) + " x " +
+                                format_number(prec.compute.bytes_per_element()) +
                                 " B per block parameter" + (row_wise_only ? " (no transpose: these tensor cores take FP8 in any layout)" : "") +
                                 "; GEMM inputs saved for backward in " + prec.compute.name +
                                 " (Micikevicius et al. 2022, arXiv:2209.05433; DeepSeek-V3, arXiv:2412.19437 §3.3.3)");
@@ -522,6 +523,9 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
                                        (o.dropout ? "with 1-byte dropout masks" : "dropout 0 (no masks), as modern LLM pre-training") +
                                        (o.flash_attention ? "; FlashAttention: no s² scores, fp32 log-sum-exp kept (Dao 2023, arXiv:2307.08691 §3.1)"
                                                           : "; attention scores materialised (s² per head)"));
+    if (o.explain && t.activation_func_fp8_input_store)
+        out.notes.push_back("the SwiGLU's input (gate and up outputs) kept for its backward in FP8, 1 B per element "
+                            "(Megatron-Core activation_func_fp8_input_store)");
     if (o.explain && t.recompute == recompute_kind::selective) {
         std::string names;
         for (std::size_t i = 0; i < recompute_module_names.size(); ++i)
