@@ -898,9 +898,9 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
             check_lora_model(sc.model, *sc.training->lora);
             // FP8 GEMMs read an FP8 or a 16-bit base (Transformer Engine); a narrower or integer one dequantises to 16 bits.
             const number_format& compute = sc.precision.compute;
-            auto fp8_readable = [&](const number_format& base) { return base.name == compute.name || !base.quantized(); };
+            auto read_as_is = [&](const number_format& base) { return base.name == compute.name || !base.quantized(); };
             if (compute.element_bits < 8.0 ||
-                (compute.quantized() && !(fp8_readable(sc.precision.weights) && fp8_readable(sc.precision.experts()))))
+                (compute.quantized() && !(read_as_is(sc.precision.weights) && read_as_is(sc.precision.experts()))))
                 throw config_error("/precision/compute", compute.name,
                                    "LoRA fine-tuning is modelled with 16-bit GEMMs (the base dequantised to them) or 8-bit GEMMs "
                                    "over a base in the same format or in 16 bits, experts included (Transformer Engine)",

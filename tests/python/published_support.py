@@ -105,9 +105,12 @@ def lora_time_published(row):
     `samples` sequences, step time x samples / global batch (lora_time_scenario); a published throughput in samples
     per second becomes samples / throughput, one in tokens per second samples x seq_len / throughput."""
     step = capplan.estimate(lora_time_scenario(row)).to_dict()["training"]["step_time_s"]
-    published = (row["published_time"]["value"] if "published_time" in row
-                 else row["samples"] * (row["seq_len"] if row["published_throughput"]["unit"] == "tokens/s" else 1)
-                 / row["published_throughput"]["value"])
+    if "published_time" in row:
+        published = row["published_time"]["value"]
+    else:
+        rate = row["published_throughput"]
+        per_sample = {"samples/s": 1, "tokens/s": row["seq_len"]}[rate["unit"]]  # another unit is a data error
+        published = row["samples"] * per_sample / rate["value"]
     return step * row["samples"] / row["global_batch"], published
 
 

@@ -98,3 +98,29 @@ def test_size_training_takes_block_scaled_fp8_where_the_hardware_runs_it(run_cli
     code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "8",
                              "--compute", "mxfp8", "--seq-len", "4096", "--global-batch", "64")
     assert code == 2 and "/precision/compute" in err and "H100-SXM is 9.0" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["10", "1.23", "x.0", "100.0", "", "9.", ".5"])
+def test_a_malformed_compute_capability_names_its_field(value):
+    # An inline accelerator's compute capability is NVIDIA's major.minor (one or two digits, a dot, one digit).
+    accelerator = {"vendor": "generic", "memory": {"capacity": "80 GB", "bandwidth": "3 TB/s"},
+                   "peak_dense_flops": {"bf16": "1000 TFLOP/s", "fp8": "2000 TFLOP/s"},
+                   "compute_capability": {"value": value, "source": "test"}}
+    with pytest.raises(capplan.ConfigError) as e:
+        capplan.estimate({"model": "Llama-3.1-8B", "system": {"accelerator": accelerator, "count": 1},
+                          "training": {"seq_len": 1024, "global_batch": 1}})
+    assert e.value.field == "/system/accelerator/compute_capability/value"
+    accelerator["compute_capability"]["value"] = "10.0"  # and a good one takes effect: no FP8 transpose
+    ok = capplan.estimate({"model": "Llama-3.1-8B", "system": {"accelerator": accelerator, "count": 1},
+                           "precision": {"compute": "fp8"}, "training": {"seq_len": 1024, "global_batch": 1}})
+    accelerator.pop("compute_capability")
+    hopper_like = capplan.estimate({"model": "Llama-3.1-8B", "system": {"accelerator": accelerator, "count": 1},
+                                    "precision": {"compute": "fp8"}, "training": {"seq_len": 1024, "global_batch": 1}})
+    assert hopper_like.to_dict()["memory"]["weights_bytes"] - ok.to_dict()["memory"]["weights_bytes"] == BLOCK
+
+
+@pytest.mark.parametrize("value", ["yes", 1, 0.5, [True]])
+def test_activation_func_fp8_input_store_takes_a_boolean(value):
+    with pytest.raises(capplan.ConfigError) as e:
+        train("H100-SXM", activation_func_fp8_input_store=value)
+    assert e.value.field == "/training/activation_func_fp8_input_store"

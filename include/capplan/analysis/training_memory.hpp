@@ -398,7 +398,8 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     // A checkpoint's states (states_only) are the weights as saved: the GEMMs' caches are not.
     if (detail::low_precision_compute(prec) && zero < 3 && !o.states_only) {
         const bool base_is_copy = t.lora && prec.weights.name == prec.compute.name;
-        const bool row_wise_only = o.fp8_any_layout && prec.compute.name == "fp8";
+        // Per-tensor scaling (no block scales: TE's Float8Tensor) transposes exactly; block scales do not.
+        const bool row_wise_only = o.fp8_any_layout && prec.compute.peak_key == "fp8" && prec.compute.block_size == 0;
         const double copies = (row_wise_only ? 1.0 : 2.0) - (base_is_copy ? 1.0 : 0.0);
         out.weights += copies * st.params.block_linear * prec.compute.bytes_per_element() * units::B;
         const std::string which = row_wise_only ? "row-wise copy" : base_is_copy ? "transpose" : "copies (row- and column-wise)";
