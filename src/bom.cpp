@@ -43,7 +43,20 @@ void add_systems(const system_entry& e, std::optional<power> rack_power, bom_res
                       " (compute racks only; network and storage racks are not counted)");
 }
 
-void add_fabric(const catalog& cat, const system_entry& e, bom_result& b) {
+// How the leaves split their ports, and where the preset's pods would put the oversubscription instead.
+std::string leaf_ports_note(const fat_tree_counts& t, const system_entry& e) {
+    if (t.tiers == 1) return "one switch";
+    const std::string split = "each leaf " + std::to_string(t.leaf_down) + " ports down, " + std::to_string(t.leaf_up) + " up";
+    if (t.oversubscription <= 1.0) return "non-blocking (" + split + ")";
+    return "oversubscribed " + format_number(t.oversubscription) + ":1 at the leaves (" + split +
+           "; a part-full leaf takes ceil(NICs / " + format_number(t.oversubscription) + ") uplinks), the tiers above "
+           "non-blocking" +
+           (e.pod_nodes > 0 ? "; the preset's full-bisection pods of " + std::to_string(e.pod_nodes) +
+                                  " nodes (oversubscribed only above them) are not built as such"
+                            : std::string());
+}
+
+void add_fabric(const catalog& cat, const system_entry& e, double oversubscription, bom_result& b) {
     if (e.scale_out_link.empty()) return;
     if (b.nodes < 2) {
         b.notes.push_back("fabric: one node needs no scale-out switches");
@@ -56,7 +69,7 @@ void add_fabric(const catalog& cat, const system_entry& e, bom_result& b) {
         return;
     }
     const bool rails = e.scale_out_topology == "rail_optimized_fat_tree";
-    const fat_tree_counts t = fat_tree(b.nodes, e.nics_per_node, f->switch_.ports, rails, "/count");
+    const fat_tree_counts t = fat_tree(b.nodes, e.nics_per_node, f->switch_.ports, rails, "/count", oversubscription);
     b.fabric = t;
     const auto add = [&](const std::string& item, const fabric_part& part, std::int64_t count, bool in_systems) {
         if (count == 0) return;
@@ -82,11 +95,7 @@ void add_fabric(const catalog& cat, const system_entry& e, bom_result& b) {
     add("optics at switches", f->switch_optic, ceil_div(switch_ends, f->switch_optic.ports), false);
     add("optics at nodes", f->node_optic, ceil_div(t.node_links, f->node_optic.ports), false);
     b.notes.push_back("fabric: " + std::to_string(t.tiers) + "-tier " + (rails ? "rail-optimised " : "") +
-                      "fat tree of " + std::to_string(f->switch_.ports) + "-port switches, non-blocking (half of each "
-                      "switch's ports down, half up)" +
-                      (e.oversubscription > 1 ? "; the preset's oversubscription " + format_number(e.oversubscription) +
-                                                    " is not applied to the count"
-                                              : std::string()) +
+                      "fat tree of " + std::to_string(f->switch_.ports) + "-port switches, " + leaf_ports_note(t, e) +
                       "; parts as of " + f->from.date + "; node ends take " + f->node_optic.model +
                       " (a PCIe NIC with its own cage takes a single-port module: twice as many)");
 }
@@ -119,11 +128,16 @@ void add_totals(bom_result& b) {
 
 }  // namespace
 
-fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field) {
+fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field,
+                         double oversubscription) {
+    if (!std::isfinite(oversubscription) || oversubscription < 1.0)
+        throw config_error("/oversubscription", format_number(oversubscription),
+                           "a leaf cannot have more bandwidth up than down", "a number >= 1 (1: non-blocking)");
     if (ports < 2 || nodes < 1 || rails < 1)
         throw config_error(field, std::to_string(ports) + " ports", "a fat tree needs switches of 2 ports or more",
                            "an even switch port count >= 2");
     fat_tree_counts t;
+    t.oversubscription = oversubscription;
     const std::int64_t nics = nodes * rails;
     t.node_links = nics;
     if (nics <= ports) {  // one switch joins them all
@@ -131,28 +145,38 @@ fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_opt
         t.leaf = 1;
         return t;
     }
-    const std::int64_t half = ports / 2;  // non-blocking: as many ports up as down
-    t.leaf = rail_optimized ? rails * ceil_div(nodes, half) : ceil_div(nics, half);
-    t.leaf_spine_links = nics;
-    if (nics <= ports * half) {
+    // A leaf's NICs and the uplinks they need (o = 1: half the ports each way; the rest of a leaf's ports idle).
+    const double o = oversubscription;
+    const auto uplinks = [o](std::int64_t endpoints) { return static_cast<std::int64_t>(std::ceil(endpoints / o - 1e-9)); };
+    t.leaf_down = static_cast<std::int64_t>(std::floor(ports * o / (o + 1.0) + 1e-9));
+    t.leaf_up = uplinks(t.leaf_down);
+    // Leaves per rail (rail-optimised: each holds leaf_down nodes' NIC i) or over all NICs, the last one part full.
+    const std::int64_t per_group = rail_optimized ? nodes : nics, groups = rail_optimized ? rails : 1;
+    const std::int64_t full = per_group / t.leaf_down, rest = per_group % t.leaf_down;
+    t.leaf = groups * ceil_div(per_group, t.leaf_down);
+    t.leaf_spine_links = groups * (full * t.leaf_up + uplinks(rest));
+    const std::int64_t half = ports / 2, up = t.leaf_spine_links;
+    if (nics <= ports * t.leaf_down) {  // every leaf reaches every spine once: at most `ports` leaves
         t.tiers = 2;
-        t.spine = ceil_div(nics, ports);
+        t.spine = ceil_div(up, static_cast<std::int64_t>(ports));
         return t;
     }
-    if (nics > ports * half * half)
+    // Three tiers: `ports` pods of half-port spines, each pod ports/2 leaves of leaf_down NICs.
+    const std::int64_t most = ports * half * t.leaf_down;
+    if (nics > most)
         throw config_error(field, std::to_string(nics) + " NICs",
                            "more than a three-tier fat tree of " + std::to_string(ports) + "-port switches joins (" +
-                               std::to_string(ports * half * half) + ")",
+                               std::to_string(most) + (o > 1.0 ? " at oversubscription " + format_number(o) : "") + ")",
                            "fewer accelerators, or a link whose switch has more ports");
     t.tiers = 3;
-    t.spine = ceil_div(nics, half);
-    t.core = ceil_div(nics, ports);
-    t.spine_core_links = nics;
+    t.spine = ceil_div(up, half);  // non-blocking above the leaves: half of a spine's ports down, half up
+    t.core = ceil_div(up, static_cast<std::int64_t>(ports));
+    t.spine_core_links = up;
     return t;
 }
 
 bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64_t devices,
-                       std::optional<power> rack_power) {
+                       std::optional<power> rack_power, std::optional<double> oversubscription) {
     const system_entry& e = cat.system_preset(preset, "/system");
     if (devices < 1 || devices > max_system_accelerators)
         throw config_error("/count", std::to_string(devices), "out of range",
@@ -170,7 +194,7 @@ bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64
         b.notes.push_back(std::to_string(devices) + " accelerators: " + std::to_string(b.units) + " whole units of " +
                           std::to_string(e.economics.devices));
     add_systems(e, rack_power, b);
-    add_fabric(cat, e, b);
+    add_fabric(cat, e, oversubscription.value_or(e.oversubscription), b);
     add_totals(b);
     return b;
 }

@@ -207,7 +207,8 @@ std::string to_json(const bom_result& b, int indent) {
         j["fabric"] = {{"tiers", t.tiers},           {"leaf", t.leaf},
                        {"spine", t.spine},           {"core", t.core},
                        {"node_links", t.node_links}, {"leaf_spine_links", t.leaf_spine_links},
-                       {"spine_core_links", t.spine_core_links}};
+                       {"spine_core_links", t.spine_core_links}, {"leaf_down_ports", t.leaf_down},
+                       {"leaf_up_ports", t.leaf_up},          {"oversubscription", t.oversubscription}};
     }
     j["lines"] = lines;
     j["known_power_w"] = b.known_power.si();

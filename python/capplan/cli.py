@@ -266,7 +266,8 @@ def _cmd_bom(args) -> str:
     from .batch import write_table
     from .costing import bom
     from .workbook import bom_workbook
-    result = bom(args.system, args.count, rack_power=args.rack_power, site=args.site)
+    result = bom(args.system, args.count, rack_power=args.rack_power, site=args.site,
+                 oversubscription=args.oversubscription)
     if args.output:
         write_table(result.rows(), args.output, workbook=lambda: bom_workbook(result), document=dict(result))
         return f"capplan bom: {len(result.rows())} lines -> {args.output}"
@@ -685,6 +686,8 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("--rack-power", default=None, help="a rack's power limit, e.g. 40kW: racks are counted")
     bo.add_argument("--site", default=None, help="a catalog site (capplan list sites) for the owning cost; "
                                                  "default US-colocation")
+    bo.add_argument("--oversubscription", type=_number(1.0), default=None,
+                    help="the leaves' down:up port ratio, e.g. 2 for 2:1 (default: the preset's, 1 = non-blocking)")
     bo.add_argument("--format", choices=["table", "json", "csv"], default="table")
     bo.add_argument("-o", "--output", default=None,
                     help="write the lines to .csv, .json or .xlsx (XLSX: totals and owning cost as live formulas "

@@ -99,12 +99,15 @@ void register_estimate(py::module_& m) {
         "What `devices` accelerators of `system` (a preset name or system object, as JSON) cost an hour to own and "
         "to rent, under a scenario's cost object (JSON text); with work_s, what work of that many seconds costs "
         "(in per_million_output_tokens).");
-    m.def("bom_json", [](const std::string& preset, std::int64_t devices, std::optional<double> rack_power_w) {
+    m.def("bom_json", [](const std::string& preset, std::int64_t devices, std::optional<double> rack_power_w,
+                         std::optional<double> oversubscription) {
             const std::optional<power> rack =
                 rack_power_w ? std::optional<power>(power::from_si(*rack_power_w)) : std::nullopt;
-            return to_json(cluster_bom(default_catalog(), preset, devices, rack));
+            return to_json(cluster_bom(default_catalog(), preset, devices, rack, oversubscription));
         }, py::arg("preset"), py::arg("devices"), py::arg("rack_power_w") = std::nullopt,
-        "A cluster's bill of materials (systems, racks, fabric switches, cables, optics) as JSON text.");
+        py::arg("oversubscription") = std::nullopt,
+        "A cluster's bill of materials (systems, racks, fabric switches, cables, optics) as JSON text; the fabric's "
+        "leaves oversubscribed by `oversubscription` (none: the preset's).");
 }
 
 }  // namespace capplan::python

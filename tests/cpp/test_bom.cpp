@@ -1,6 +1,8 @@
 // analysis/bom.hpp: a cluster's bill of materials against NVIDIA's published DGX SuperPOD counts, and by hand.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "test_support.hpp"
 
 #include "capplan/analysis/bom.hpp"
@@ -46,6 +48,63 @@ TEST_CASE("the rail-optimised fat tree matches the DGX SuperPOD B200 reference a
     // Beyond 64^3 / 4 = 65,536 NICs a three-tier tree of 64-port switches runs out.
     CHECK_THROWS_WITH_AS(fat_tree(8193, 8, 64, true, "/count"), doctest::Contains("three-tier"), config_error);
     CHECK_THROWS_AS(fat_tree(4, 8, 1, true, "/count"), config_error);  // no halves to split
+}
+
+TEST_CASE("oversubscribed leaves: fewer uplinks, spines and cores, by hand") {
+    // 64-port switches. 2:1: floor(64 x 2/3) = 42 ports down, ceil(42 / 2) = 21 up. One scalable unit (32 nodes, 8
+    // rails): one leaf a rail holding 32 NICs, ceil(32 / 2) = 16 uplinks each; 128 uplinks over 64-port spines: 2.
+    const fat_tree_counts su = fat_tree(32, 8, 64, true, "/count", 2.0);
+    CHECK(su.leaf_down == 42);
+    CHECK(su.leaf_up == 21);
+    CHECK(su.tiers == 2);
+    CHECK(su.leaf == 8);
+    CHECK(su.leaf_spine_links == 128);
+    CHECK(su.spine == 2);
+    CHECK(su.node_links == 256);
+    // 3:1 (48 down, 16 up), 128 nodes: 3 leaves a rail (48 + 48 + 32 nodes), 16 + 16 + ceil(32 / 3) = 43 uplinks a
+    // rail, 344 in all; 1,024 NICs <= 64 x 48 stay two tiers, ceil(344 / 64) = 6 spines (non-blocking: 32 leaves, 16).
+    const fat_tree_counts three = fat_tree(128, 8, 64, true, "/count", 3.0);
+    CHECK(three.leaf == 24);
+    CHECK(three.leaf_spine_links == 344);
+    CHECK(three.spine == 6);
+    // 2:1, 512 nodes: 4,096 NICs > 64 x 42, three tiers. A rail: 12 full leaves and one of 8 nodes, 12 x 21 + 4 = 256
+    // uplinks; 2,048 in all: spines ceil(2048 / 32) = 64, cores 2048 / 64 = 32 (non-blocking: 128 leaves, 128 spines,
+    // 64 cores, 4,096 links a tier).
+    const fat_tree_counts big = fat_tree(512, 8, 64, true, "/count", 2.0);
+    CHECK(big.tiers == 3);
+    CHECK(big.leaf == 104);
+    CHECK(big.leaf_spine_links == 2048);
+    CHECK(big.spine == 64);
+    CHECK(big.core == 32);
+    CHECK(big.spine_core_links == 2048);
+    // A ratio that is not whole: 1.5:1 is floor(38.4) = 38 down, ceil(38 / 1.5) = 26 up, all 64 ports used.
+    const fat_tree_counts odd = fat_tree(64, 8, 64, true, "/count", 1.5);
+    CHECK(odd.leaf_down == 38);
+    CHECK(odd.leaf_up == 26);
+    // Not rail-optimised: 2:1 over 100 NICs is 3 leaves (42, 42, 16 NICs), 21 + 21 + 8 = 50 uplinks, one spine.
+    const fat_tree_counts flat = fat_tree(100, 1, 64, false, "/count", 2.0);
+    CHECK(flat.leaf == 3);
+    CHECK(flat.leaf_spine_links == 50);
+    CHECK(flat.spine == 1);
+    // A three-tier tree of 64-port switches at 2:1 joins 64 x 32 x 42 = 86,016 NICs: 10,752 nodes of 8, not 10,753.
+    CHECK(fat_tree(10752, 8, 64, true, "/count", 2.0).tiers == 3);
+    CHECK_THROWS_WITH_AS(fat_tree(10753, 8, 64, true, "/count", 2.0), doctest::Contains("86016"), config_error);
+    // Non-blocking by default; below 1 or not a number is the user's oversubscription.
+    CHECK(fat_tree(32, 8, 64, true, "/count").leaf_up == 32);
+    CHECK_THROWS_WITH_AS(fat_tree(32, 8, 64, true, "/count", 0.5), doctest::Contains("/oversubscription"), config_error);
+    CHECK_THROWS_WITH_AS(fat_tree(32, 8, 64, true, "/count", std::nan("")), doctest::Contains("/oversubscription"),
+                         config_error);
+    // The bill of materials follows: a 2:1 HGX B200 unit has 2 spines, 128 leaf-spine cables, and its switch ends
+    // take 256 + 2 x 128 = 512 ports of twin-port optics (256 modules; non-blocking 384); the note says how it is built.
+    const bom_result b = cluster_bom(cat(), "HGX-B200", 256, std::nullopt, 2.0);
+    CHECK(count_of(b, "spine switches") == 2);
+    CHECK(count_of(b, "cables leaf-spine") == 128);
+    CHECK(count_of(b, "optics at switches") == 256);
+    bool noted = false;
+    for (const auto& n : b.notes) noted = noted || n.find("oversubscribed 2:1 at the leaves (each leaf 42 ports down, 21 up") != std::string::npos;
+    CHECK(noted);
+    CHECK_THROWS_WITH_AS(cluster_bom(cat(), "HGX-B200", 256, std::nullopt, 0.9), doctest::Contains("/oversubscription"),
+                         config_error);
 }
 
 TEST_CASE("a scalable unit of HGX B200: switches, cables, optics, power and price by hand") {

@@ -50,6 +50,24 @@ def test_cli_bom_table_csv_xlsx_and_bad_input(run_cli, tmp_path):
         assert code == 2 and field in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_bom_oversubscribed_fabric(run_cli):
+    # 2:1 at the leaves of one HGX B200 scalable unit (tests/cpp/test_bom.cpp by hand): 42 ports down and 21 up a leaf,
+    # 16 uplinks from each rail's leaf of 32 NICs, 2 spines; the 2 spines and 128 optics fewer than non-blocking are
+    # priced out of the known total.
+    flat, over = capplan.bom("HGX-B200", 256), capplan.bom("HGX-B200", 256, oversubscription=2)
+    assert flat["fabric"]["oversubscription"] == 1 and flat["fabric"]["leaf_up_ports"] == 32
+    assert (over["fabric"]["leaf_down_ports"], over["fabric"]["leaf_up_ports"]) == (42, 21)
+    assert (over["fabric"]["spine"], over["fabric"]["leaf_spine_links"]) == (2, 128)
+    saved = flat["known_usd_range"][0] - over["known_usd_range"][0]
+    assert saved == pytest.approx(2 * 36000 + 128 * 879)
+    assert any("oversubscribed 2:1 at the leaves" in n for n in over["notes"])
+    code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", "--oversubscription", "2", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["fabric"] == over["fabric"]
+    code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", "--oversubscription", "0.5")
+    assert code == 2 and "--oversubscription" in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_bom_arguments_are_checked():
     with pytest.raises(capplan.ConfigError, match="/system"):
         capplan.bom(5, 8)
@@ -61,6 +79,9 @@ def test_bom_arguments_are_checked():
         capplan.bom("DGX-H100", 8, rack_power="-40 kW")
     with pytest.raises(capplan.ConfigError, match="/rack_power"):
         capplan.bom("DGX-H100", 8, rack_power="1e300 kW")
+    for bad in (0.5, float("nan"), "2", True):
+        with pytest.raises(capplan.ConfigError, match="/oversubscription"):
+            capplan.bom("DGX-H100", 64, oversubscription=bad)
 
 
 def test_bom_site_is_checked(run_cli):

@@ -1,7 +1,7 @@
 // A cluster's bill of materials (issue #22 item 3; docs/formulas.md §20): for a system preset and an accelerator count,
-// the units bought, the racks their power fills, and the scale-out fabric that joins them, a non-blocking
-// (rail-optimised) fat tree of the link's switches as NVIDIA's DGX SuperPOD reference architectures build it, with
-// its links and optics; power and price per line where the catalog has them.
+// the units bought, the racks their power fills, and the scale-out fabric that joins them, a (rail-optimised) fat tree
+// of the link's switches as NVIDIA's DGX SuperPOD reference architectures build it (non-blocking, or with its leaves'
+// uplinks oversubscribed), with its links and optics; power and price per line where the catalog has them.
 #pragma once
 
 #include <cstdint>
@@ -13,16 +13,22 @@
 
 namespace capplan {
 
-// The switches and links of a non-blocking fat tree joining `nodes` nodes of `rails` NICs each with `ports`-port
-// switches. Rail-optimised: NIC i of every node joins rail i's own leaves.
+// The switches and links of a fat tree joining `nodes` nodes of `rails` NICs each with `ports`-port switches.
+// Rail-optimised: NIC i of every node joins rail i's own leaves. Oversubscription o >= 1 at the leaves: each leaf
+// has `leaf_down` = floor(ports o / (o + 1)) ports to NICs and ceil(NICs on it / o) uplinks (o = 1: non-blocking,
+// half down and half up); the tiers above carry what the uplinks bring, non-blocking.
 struct fat_tree_counts {
     int tiers = 0;  // 1: one switch; 2: leaf-spine; 3: leaf-spine-core
     std::int64_t leaf = 0, spine = 0, core = 0;
     std::int64_t node_links = 0, leaf_spine_links = 0, spine_core_links = 0;
+    std::int64_t leaf_down = 0, leaf_up = 0;  // a full leaf's ports to NICs and up (two tiers or more)
+    double oversubscription = 1.0;            // as asked; a full leaf's own is leaf_down / leaf_up
 };
 
-// Throws config_error (naming `field`) beyond a three-tier tree of such switches (ports^3 / 4 NICs).
-fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field);
+// Throws config_error (naming `field`) beyond a three-tier tree of such switches (ports^2 x leaf_down / 2 NICs:
+// ports^3 / 4 non-blocking) or for an oversubscription below 1 or not finite (naming "/oversubscription").
+fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field,
+                         double oversubscription = 1.0);
 
 struct bom_line {
     std::string item;    // "systems", "leaf switches", "optics at switches"...
@@ -44,9 +50,10 @@ struct bom_result {
     std::vector<std::string> notes;     // what is missing or assumed
 };
 
-// The bill of materials of `devices` accelerators of the catalog `preset`, racks filled up to `rack_power`.
+// The bill of materials of `devices` accelerators of the catalog `preset`, racks filled up to `rack_power`, the
+// fabric's leaves oversubscribed by `oversubscription` (none: the preset's scale_out.oversubscription).
 bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64_t devices,
-                       std::optional<power> rack_power);
+                       std::optional<power> rack_power, std::optional<double> oversubscription = std::nullopt);
 
 // As JSON text: {preset, devices, units, nodes, racks, fabric {tiers, leaf...}, lines [{item, model, count, power_w,
 // usd, usd_range, in_systems}], known_power_w, known_usd(_range), notes}.
