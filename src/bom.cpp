@@ -97,7 +97,8 @@ void add_fabric(const catalog& cat, const system_entry& e, double oversubscripti
     b.notes.push_back("fabric: " + std::to_string(t.tiers) + "-tier " + (rails ? "rail-optimised " : "") +
                       "fat tree of " + std::to_string(f->switch_.ports) + "-port switches, " + leaf_ports_note(t, e) +
                       "; parts as of " + f->from.date + "; node ends take " + f->node_optic.model +
-                      " (a PCIe NIC with its own cage takes a single-port module: twice as many)");
+                      (f->node_optic.ports > 1 ? " (a PCIe NIC with its own cage takes a single-port module: twice as many)"
+                                               : ""));
 }
 
 void add_totals(bom_result& b) {

@@ -50,6 +50,40 @@ TEST_CASE("the rail-optimised fat tree matches the DGX SuperPOD B200 reference a
     CHECK_THROWS_AS(fat_tree(4, 8, 1, true, "/count"), config_error);  // no halves to split
 }
 
+TEST_CASE("an XDR scalable unit matches the DGX SuperPOD B300 reference architecture; Ethernet and HDR fabrics") {
+    // RA-11339-001 (DGX B300, Quantum-X800), Table 3: a scalable unit of 72 nodes (576 GPUs) has 8 leaf and 4 spine
+    // switches, 576 node-to-leaf and 576 leaf-to-spine cables: a rail-optimised tree of the Q3400-RA's 144 ports.
+    const fat_tree_counts su = fat_tree(72, 8, 144, true, "/count");
+    CHECK(su.tiers == 2);
+    CHECK(su.leaf == 8);
+    CHECK(su.spine == 4);
+    CHECK(su.node_links == 576);
+    CHECK(su.leaf_spine_links == 576);
+    const bom_result b300 = cluster_bom(cat(), "HGX-B300", 576, std::nullopt);
+    CHECK(count_of(b300, "leaf switches") == 8);
+    CHECK(count_of(b300, "spine switches") == 4);
+    // The Q3400-RA has no citable power: the note names it and the known power leaves it out.
+    bool unpowered = false;
+    for (const auto& n : b300.notes) unpowered = unpowered || n.find("no figure for the leaf switches (NVIDIA Quantum-X800 Q3400-RA") != std::string::npos;
+    CHECK(unpowered);
+    // RoCE-400G on the SN5600 as 128 x 400GbE: 32 MI355X nodes' 256 NICs (not rail-optimised) take ceil(256 / 64) = 4
+    // leaves and ceil(256 / 128) = 2 spines; switch ends 256 + 2 x 256 = 768 ports of twin-port optics (384 modules at
+    // 15 W), node ends 256 single-port modules at 8 W, 6 switches at 940 W typical (the platform itself has no power
+    // figure in the catalog: the known power is the network's).
+    const bom_result mi = cluster_bom(cat(), "MI355X-Platform", 256, std::nullopt);
+    CHECK(count_of(mi, "leaf switches") == 4);
+    CHECK(count_of(mi, "spine switches") == 2);
+    CHECK(count_of(mi, "optics at switches") == 384);
+    CHECK(count_of(mi, "optics at nodes") == 256);
+    CHECK_FALSE(cat().system_preset("MI355X-Platform").economics.max_power.has_value());
+    CHECK(mi.known_power.in(W) == doctest::Approx(6 * 940.0 + 384 * 15.0 + 256 * 8.0));
+    // HDR: counts without power or price (DGX A100, 8 rails of 40-port QM8700s; 32 nodes: 8 x ceil(32 / 20) = 16 leaves,
+    // ceil(256 / 40) = 7 spines).
+    const bom_result a100 = cluster_bom(cat(), "DGX-A100", 256, std::nullopt);
+    CHECK(count_of(a100, "leaf switches") == 16);
+    CHECK(count_of(a100, "spine switches") == 7);
+}
+
 TEST_CASE("oversubscribed leaves: fewer uplinks, spines and cores, by hand") {
     // 64-port switches. 2:1: floor(64 x 2/3) = 42 ports down, ceil(42 / 2) = 21 up. One scalable unit (32 nodes, 8
     // rails): one leaf a rail holding 32 NICs, ceil(32 / 2) = 16 uplinks each; 128 uplinks over 64-port spines: 2.
