@@ -165,15 +165,7 @@ def _serving(row):
 
 
 def _saturated(table, shape):
-    # trtllm-bench at an infinite rate, exact lengths, FP8 with an FP8 KV cache, reserved KV admission.
-    inp, out = (int(x) for x in shape.split("/"))
-    tp, adp = table["tp"], bool(table.get("parallelism", {}).get("attention_dp"))
-    parallelism = {"tp": tp, "ep": tp, "attention_dp": True} if adp else {"tp": tp}
-    r = capplan.estimate({"model": table["model"], "system": {"accelerator": table["accelerator"], "count": tp},
-                          "parallelism": parallelism, "precision": {"weights": "fp8", "compute": "fp8", "kv_cache": "fp8"},
-                          "inference": {"input_tokens": inp, "output_tokens": out, "kv_admission": "reserve",
-                                        "workload": {"arrival": "poisson", "rate_per_s": 1e5, "requests": 3000, "seed": 1}}})
-    return float(r.inference.throughput_tokens_per_s)
+    return _published.saturated_published(table, shape)
 
 
 def _static_batch(row):
@@ -506,9 +498,10 @@ def _new_model_saturated(row, shape):
     return float(r.inference.throughput_tokens_per_s) / row["tp"]
 
 
-def _saturated_entry(id_, label, metric, published, modelled, row):
+def _saturated_entry(id_, label, metric, published, modelled, row, shape):
+    gap = row.get("known_gap") or row.get("known_gap_shapes", {}).get(shape)
     return _entry(id_, label, "throughput_saturated", metric, published, modelled, row,
-                  "TensorRT-LLM perf-overview (trtllm-bench)")
+                  "TensorRT-LLM perf-overview (trtllm-bench)", gap=gap, role_note=row.get("role_note"))
 
 
 def _serving_rows(serving):
@@ -516,7 +509,7 @@ def _serving_rows(serving):
     for n, row in enumerate(serving["new_model_saturated"]):
         adp = " attention-dp" if row["attention_dp"] else ""
         out += [_saturated_entry(f"published_serving new_model_saturated[{n}]", f"{row['model']} {row['gpu']} tp{row['tp']}{adp} {shape}",
-                                 "output tokens/s per GPU", published, _new_model_saturated(row, shape), row)
+                                 "output tokens/s per GPU", published, _new_model_saturated(row, shape), row, shape)
                 for shape, published in row["output_tokens_per_s"].items()]
     for n, row in enumerate(serving["prefix_cache"]):
         modelled, published = _prefix_cache(row), row["published"]["value"]
@@ -589,8 +582,9 @@ def collect(data=None, serving=None):
     for n, table in _compared(data["saturated_throughput"]["tables"]):
         adp = " attention-dp" if table.get("parallelism", {}).get("attention_dp") else ""
         out += [_saturated_entry(f"saturated_throughput.tables[{n}] {shape}",
-                                 f"{table['model']} fp8 {table['accelerator']} tp{table['tp']}{adp} {shape}",
-                                 "output tokens/s", published, _saturated(table, shape), table)
+                                 f"{table['model']} {table.get('formats', {}).get('weights', 'fp8')} {table['accelerator']} "
+                                 f"tp{table['tp']}{adp} {shape}",
+                                 "output tokens/s", published, _saturated(table, shape), table, shape)
                 for shape, published in table["output_tokens_per_s"].items()]
     return out
 

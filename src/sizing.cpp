@@ -19,6 +19,21 @@ namespace capplan {
 
 namespace {
 
+// The weight formats sizing tries. Integer formats are weight-only (W8A16, W4A16: the GEMMs run in bf16 after
+// dequantising); the float formats run their GEMMs in their own format, where the accelerator has matrix units for it.
+const std::vector<std::string> sizing_weight_formats{"bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"};
+std::string sizing_compute_format(const std::string& w) { return w == "int8" || w == "int4" ? "bf16" : w; }
+bool runs_weight_format(const accelerator_spec& a, const std::string& w) {
+    return a.peak(find_format(sizing_compute_format(w)).peak_key).status == peak_rate::state::known;
+}
+// The KV-cache formats tried with a weight format: fp8 weights with a bf16 or an fp8 cache; FP4 weights with an fp8
+// cache, as the published FP4 checkpoints run (ModelOpt's NVFP4 exports set kv_cache_quant_algo FP8); else bf16.
+std::vector<std::string> sizing_kv_formats(const std::string& w) {
+    if (w == "fp8") return {"bf16", "fp8"};
+    if (w == "nvfp4" || w == "mxfp4") return {"fp8"};
+    return {"bf16"};
+}
+
 struct trial {
     bool fits = false;
     sim_result sim;
@@ -58,8 +73,7 @@ scenario sizing_scenario(const sizing_request& q, const system_spec& base, const
     sc.system = base;
     sc.precision.weights = find_format(w);
     sc.precision.kv_cache = find_format(kv);
-    // Integer formats are weight-only (W8A16, W4A16): the GEMMs run in bf16 after dequantising.
-    sc.precision.compute = find_format(w == "int8" || w == "int4" ? "bf16" : w);
+    sc.precision.compute = find_format(sizing_compute_format(w));
     inference_spec inf;
     inf.input_tokens = q.input_tokens;
     inf.output_tokens = q.output_tokens;
@@ -158,11 +172,11 @@ std::optional<sizing_option> size_two_accelerators(const sizing_request& q, cons
     system_spec base = accelerator_node(cat, pre, &preset);
     const system_spec other = accelerator_node(cat, dec);
     if (!base.scale_out) base.scale_out = other.scale_out;  // the caches cross the cluster's network
-    const bool fp8 = pre.peak("fp8").status == peak_rate::state::known && dec.peak("fp8").status == peak_rate::state::known;
     std::vector<std::string> weights = q.weights.empty() ? std::vector<std::string>{"bf16", "fp8"} : q.weights;
     for (const auto& w : weights) {
-        if (w == "fp8" && !fp8) continue;
-        scenario sc = sizing_scenario(q, base, w, w == "fp8" ? "fp8" : "bf16");
+        if (!runs_weight_format(pre, w) || !runs_weight_format(dec, w)) continue;
+        const std::string kv = sizing_kv_formats(w).back();  // the narrowest cache: the pools pass it between them
+        scenario sc = sizing_scenario(q, base, w, kv);
         scenario on_dec = sc;
         on_dec.system = other;
         const auto tp_pre = smallest_pool_tp(q, sc), tp_dec = smallest_pool_tp(q, on_dec);
@@ -181,7 +195,7 @@ std::optional<sizing_option> size_two_accelerators(const sizing_request& q, cons
             const auto met = meets_targets(q, sc, cat);
             if (!met) continue;
             sizing_option o{dec.name, preset.empty() ? "inline 8-" + pre.name + " node" : preset, p * *tp_pre + d * *tp_dec,
-                            *tp_dec, 1, p + d, w, w == "fp8" ? "fp8" : "bf16", *met->ttft_p99_s * units::s,
+                            *tp_dec, 1, p + d, w, kv, *met->ttft_p99_s * units::s,
                             *met->tpot_p99_s * units::s, *met->throughput_tokens_per_s, cost, "catalog", 1, false, false,
                             p, d, pre.name, *tp_pre};
             return o;
@@ -245,8 +259,9 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat, 
     if (q.ttft_p99.si() <= 0 || q.tpot_p99.si() <= 0)
         throw config_error("/ttft_p99", "", "latency targets must be positive", "e.g. 2s and 50ms");
     for (const auto& w : q.weights)
-        if (w != "bf16" && w != "fp16" && w != "fp8" && w != "int8" && w != "int4")
-            throw config_error("/weights", w, "not a weight format sizing can try", "bf16, fp16, fp8, int8, int4");
+        if (std::find(sizing_weight_formats.begin(), sizing_weight_formats.end(), w) == sizing_weight_formats.end())
+            throw config_error("/weights", w, "not a weight format sizing can try",
+                               "bf16, fp16, fp8, int8, int4, nvfp4, mxfp4");
     auto one_of = [](const std::string& field, const std::string& value, const std::vector<std::string>& allowed,
                      const std::string& what) {
         if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
@@ -295,22 +310,18 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat, 
             if (t.accelerator == acc.name) calibration = &t;
         std::string preset;
         const system_spec base = accelerator_node(cat, acc, &preset);
-        const bool fp8 = acc.peak("fp8").status == peak_rate::state::known;
         std::vector<std::pair<std::string, std::string>> formats;
         for (const auto& w : q.weights.empty() ? std::vector<std::string>{"bf16", "fp8"} : q.weights) {
-            if (w == "fp8") {
-                if (fp8) formats.insert(formats.end(), {{"fp8", "bf16"}, {"fp8", "fp8"}});
-            } else {
-                formats.emplace_back(w, "bf16");
-            }
+            if (!runs_weight_format(acc, w)) continue;
+            for (const auto& kv : sizing_kv_formats(w)) formats.emplace_back(w, kv);
         }
         // Speculative decoding, when the request gives it, is tried after the plain engine: it wins a
         // layout only with fewer devices or, at the same count, a lower p99 TTFT.
         std::vector<bool> speculation{false};
         if (q.speculative) speculation.push_back(true);
         std::optional<sizing_option> best;
-        std::string why = formats.empty() ? "none of the weight formats runs here (fp8 needs an fp8 peak; allowed "
-                                            "here: bf16, fp16, int8, int4)"
+        std::string why = formats.empty() ? "none of the weight formats runs here (fp8, nvfp4 and mxfp4 need matrix "
+                                            "units of their format: an fp8 or fp4 peak)"
                                           : "no layout fits the weights and " + std::to_string(q.concurrency) +
                                                 " users' caches";
         // Layouts: tp within a node; pipeline stages across nodes once tp fills one (a model too large

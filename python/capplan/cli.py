@@ -767,7 +767,8 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--tpot-p99", default="50ms", help="p99 time per output token, e.g. 50ms")
     z.add_argument("--accelerators", default=None, help="comma-separated names (default: all with a system preset)")
     z.add_argument("--weights", default=None,
-                   help="inference: weight formats to try, e.g. bf16,fp8,int4 (default: bf16, and fp8 where supported); "
+                   help="inference: weight formats to try, e.g. bf16,fp8,int4 or nvfp4 / mxfp4 on FP4 hardware (default: bf16, "
+                        "and fp8 where supported); "
                         "training: the base's format, e.g. nf4 for QLoRA")
     z.add_argument("--compute", default=None,
                    help="training: the GEMMs' format, e.g. fp8 (Transformer Engine FP8 training; with --weights fp8 and "

@@ -207,8 +207,9 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     ``concurrency`` users sending ``input_tokens``-token prompts for ``output_tokens``-token answers.
     Returns {"options": [...ranked, by cost per hour when ``prices`` (per accelerator-hour) are given],
     "rejected": [{"accelerator", "reason"}]}. ``weights`` lists the weight formats to try (bf16, fp16,
-    fp8, int8, int4; integer formats are weight-only, computing in bf16); default bf16, plus fp8 where
-    the accelerator computes it. ``calibrations``: files written by ``capplan calibrate`` (or their
+    fp8, int8, int4, nvfp4, mxfp4; integer formats are weight-only, computing in bf16; fp8 and the FP4 formats
+    compute in their own format, tried only where the accelerator has matrix units for it, FP4 with an fp8 KV
+    cache); default bf16, plus fp8 where the accelerator computes it. ``calibrations``: files written by ``capplan calibrate`` (or their
     dicts), each used for the accelerator it measured in the formats it has; every option names its
     ``efficiency_table``. ``prefill_dispatch`` ("graph" or "eager": PyTorch engines' prefill, each
     kernel dispatched from Python) and ``kv_admission`` ("on_demand" as vLLM/SGLang, or "reserve" as

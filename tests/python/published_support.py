@@ -40,6 +40,25 @@ def poisson_70b(rate):
                                    "output": {"kind": "uniform", "min": 1, "max": 1024}}}}).inference
 
 
+# The formats of a tests/data/published_inference.json saturated-throughput table: its "formats" where it names them
+# (the FP4 checkpoints), else the FP8 ones (ModelOpt FP8 weights and compute, FP8 KV cache).
+_FP8 = {"weights": "fp8", "compute": "fp8", "kv_cache": "fp8"}
+
+
+def saturated_published(table, shape):
+    """Output tokens/s of a saturated-throughput table's deployment at `shape` ("input/output"): trtllm-bench at an
+    infinite rate, exact lengths, reserved KV admission (TensorRT-LLM admits a request with its whole output)."""
+    inp, out = (int(x) for x in shape.split("/"))
+    tp, adp = table["tp"], bool(table.get("parallelism", {}).get("attention_dp"))
+    parallelism = {"tp": tp, "ep": tp, "attention_dp": True} if adp else {"tp": tp}
+    r = capplan.estimate({"model": table["model"], "system": {"accelerator": table["accelerator"], "count": tp},
+                          "parallelism": parallelism, "precision": table.get("formats", _FP8),
+                          "inference": {"input_tokens": inp, "output_tokens": out, "kv_admission": "reserve",
+                                        "workload": {"arrival": "poisson", "rate_per_s": 1e5, "requests": 3000, "seed": 1}}})
+    assert r.inference.preemptions == 0
+    return float(r.inference.throughput_tokens_per_s)
+
+
 def checkpoint_published(row):
     """A row of tests/data/published_checkpoint.json: the model's training state on DGX-H100 nodes (tp 8, 405B pp 8)
     with the row's data-parallel replicas, saved blocking and loaded fully parallel (the benchmark writes and reads

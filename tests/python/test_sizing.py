@@ -50,11 +50,28 @@ def test_weight_formats_to_try_include_weight_only_integers():
     assert bf16["weights"] == "bf16" and bf16["tp"] >= 2
     assert int4["weights"] == "int4" and int4["kv_cache"] == "bf16" and int4["tp"] == 1
     assert int4["count"] <= bf16["count"]
-    # fp8 needs an fp8 peak (A100 has none): rejected with the reason, not silently replaced.
-    r = capplan.size_inference("Llama-3.1-70B", 8, 1000, 200, weights=["fp8"], **base)
-    assert r["options"] == [] and "fp8 needs an fp8 peak" in r["rejected"][0]["reason"]
-    with pytest.raises(capplan.ConfigError, match="bf16, fp16, fp8, int8, int4"):
+    # fp8 needs an fp8 peak (A100 has none): rejected with the reason, not silently replaced; so do the FP4 formats.
+    for w in ("fp8", "nvfp4", "mxfp4"):
+        r = capplan.size_inference("Llama-3.1-70B", 8, 1000, 200, weights=[w], **base)
+        assert r["options"] == [] and "need matrix units of their format" in r["rejected"][0]["reason"]
+    with pytest.raises(capplan.ConfigError, match="bf16, fp16, fp8, int8, int4, nvfp4, mxfp4"):
         capplan.size_inference("Llama-3.1-70B", 8, 1000, 200, weights=["int3"], **base)
+
+
+def test_fp4_weights_are_tried_where_the_matrix_units_run_them():
+    # B200 has FP4 matrix units (9,000 TFLOP/s dense), H200 none: asked for nvfp4 or fp8, B200 is tried in both (an
+    # nvfp4 plan takes an fp8 KV cache, as ModelOpt's FP4 checkpoints ship), H200 in fp8 only. Llama-3.1-70B's
+    # nvfp4 weights (0.5625 B a weight with their 16-element blocks' fp8 scales) fit one B200 with room for caches.
+    r = capplan.size_inference("Llama-3.1-70B", 16, 1000, 200, accelerators=["B200", "H200"], weights=["nvfp4", "fp8"],
+                               ttft_p99="3 s", tpot_p99="60 ms")
+    by = {o["accelerator"]: o for o in r["options"]}
+    assert by["H200"]["weights"] == "fp8"
+    assert by["B200"]["weights"] in ("nvfp4", "fp8")
+    only_fp4 = capplan.size_inference("Llama-3.1-70B", 16, 1000, 200, accelerators=["B200", "H200"], weights=["nvfp4"],
+                                      ttft_p99="3 s", tpot_p99="60 ms")
+    assert [(o["accelerator"], o["weights"], o["kv_cache"]) for o in only_fp4["options"]] == [("B200", "nvfp4", "fp8")]
+    assert only_fp4["options"][0]["tp"] == 1
+    assert [x["accelerator"] for x in only_fp4["rejected"]] == ["H200"]
 
 
 def test_cli_size_weights(run_cli):
