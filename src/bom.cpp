@@ -13,6 +13,13 @@ namespace {
 
 using detail::ceil_div;
 
+// The smallest divisor of n that is at least `least` (n itself when none below it is).
+std::int64_t smallest_divisor_at_least(std::int64_t n, std::int64_t least) {
+    for (std::int64_t d = std::max<std::int64_t>(1, least); d < n; ++d)
+        if (n % d == 0) return d;
+    return n;
+}
+
 // The systems themselves, and the racks their maximum power fills.
 void add_systems(const system_entry& e, std::optional<power> rack_power, bom_result& b) {
     const system_economics& econ = e.economics;
@@ -46,11 +53,11 @@ void add_systems(const system_entry& e, std::optional<power> rack_power, bom_res
 // How the leaves split their ports, and where the preset's pods would put the oversubscription instead.
 std::string leaf_ports_note(const fat_tree_counts& t, const system_entry& e) {
     if (t.tiers == 1) return "one switch";
-    const std::string split = "each leaf " + std::to_string(t.leaf_down) + " ports down, " + std::to_string(t.leaf_up) + " up";
-    if (t.oversubscription <= 1.0) return "non-blocking (" + split + ")";
-    return "oversubscribed " + format_number(t.oversubscription) + ":1 at the leaves (" + split +
-           "; a part-full leaf takes ceil(NICs / " + format_number(t.oversubscription) + ") uplinks), the tiers above "
-           "non-blocking" +
+    const std::string split = std::to_string(t.leaf_down) + " ports down and " + std::to_string(t.leaf_up) + " up a leaf";
+    if (t.leaf_down <= t.leaf_up) return "non-blocking (" + split + ")";
+    return "oversubscribed at the leaves, " + split + " (" + format_number(t.oversubscription) +
+           ":1 asked; a part-full leaf takes one uplink per " + format_number(t.oversubscription) +
+           " NICs, rounded up), the tiers above non-blocking" +
            (e.pod_nodes > 0 ? "; the preset's full-bisection pods of " + std::to_string(e.pod_nodes) +
                                   " nodes (oversubscribed only above them) are not built as such"
                             : std::string());
@@ -131,14 +138,18 @@ void add_totals(bom_result& b) {
 
 fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field,
                          double oversubscription) {
-    if (!std::isfinite(oversubscription) || oversubscription < 1.0)
-        throw config_error("/oversubscription", format_number(oversubscription),
-                           "a leaf cannot have more bandwidth up than down", "a number >= 1 (1: non-blocking)");
-    if (ports < 2 || nodes < 1 || rails < 1)
+    if (ports < 2 || ports > max_switch_ports || nodes < 1 || rails < 1)
         throw config_error(field, std::to_string(ports) + " ports", "a fat tree needs switches of 2 ports or more",
-                           "an even switch port count >= 2");
+                           "an even switch port count from 2 to " + std::to_string(max_switch_ports));
+    // A leaf keeps one port up at least: ports - 1 down at most.
+    const double o = oversubscription;
+    if (!std::isfinite(o) || o < 1.0 || o > ports - 1)
+        throw config_error("/oversubscription", format_number(o),
+                           o < 1.0 ? "a leaf cannot have more bandwidth up than down"
+                                   : "a leaf of " + std::to_string(ports) + " ports keeps one port up at least",
+                           "a number from 1 (non-blocking) to " + std::to_string(ports - 1));
     fat_tree_counts t;
-    t.oversubscription = oversubscription;
+    t.oversubscription = o;
     const std::int64_t nics = nodes * rails;
     t.node_links = nics;
     if (nics <= ports) {  // one switch joins them all
@@ -146,32 +157,38 @@ fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_opt
         t.leaf = 1;
         return t;
     }
-    // A leaf's NICs and the uplinks they need (o = 1: half the ports each way; the rest of a leaf's ports idle).
-    const double o = oversubscription;
-    const auto uplinks = [o](std::int64_t endpoints) { return static_cast<std::int64_t>(std::ceil(endpoints / o - 1e-9)); };
-    t.leaf_down = static_cast<std::int64_t>(std::floor(ports * o / (o + 1.0) + 1e-9));
+    // A leaf's ports down (o = 1: half; the rest of its ports idle) and the uplinks m NICs on a leaf need (at least
+    // one); the tiny relative slack keeps a ratio that divides exactly from rounding the wrong way.
+    const auto uplinks = [o](std::int64_t m) {
+        return m > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(m / o * (1.0 - 1e-12)))) : 0;
+    };
+    t.leaf_down = static_cast<std::int64_t>(std::floor(ports * o / (o + 1.0) * (1.0 + 1e-12)));
     t.leaf_up = uplinks(t.leaf_down);
     // Leaves per rail (rail-optimised: each holds leaf_down nodes' NIC i) or over all NICs, the last one part full.
     const std::int64_t per_group = rail_optimized ? nodes : nics, groups = rail_optimized ? rails : 1;
     const std::int64_t full = per_group / t.leaf_down, rest = per_group % t.leaf_down;
     t.leaf = groups * ceil_div(per_group, t.leaf_down);
     t.leaf_spine_links = groups * (full * t.leaf_up + uplinks(rest));
-    const std::int64_t half = ports / 2, up = t.leaf_spine_links;
-    if (nics <= ports * t.leaf_down) {  // every leaf reaches every spine once: at most `ports` leaves
+    const std::int64_t k = ports, half = ports / 2, up = t.leaf_spine_links;
+    if (t.leaf <= k) {
+        // Two tiers: every leaf reaches every spine, its uplinks spread evenly over them, so the spines are the
+        // smallest divisor of the fullest leaf's uplinks that gives them the ports (NVIDIA's reference architectures:
+        // DGX B300 XDR, 72 uplinks a leaf, 4 units 18 spines, 8 units 36).
         t.tiers = 2;
-        t.spine = ceil_div(up, static_cast<std::int64_t>(ports));
+        t.spine = smallest_divisor_at_least(full > 0 ? t.leaf_up : uplinks(rest), ceil_div(up, k));
         return t;
     }
-    // Three tiers: `ports` pods of half-port spines, each pod ports/2 leaves of leaf_down NICs.
-    const std::int64_t most = ports * half * t.leaf_down;
+    // Three tiers: `ports` pods of half-port spines, each pod ports/2 leaves of leaf_down NICs (exact when the pods
+    // are full; a part-full pod's rounding is not counted).
+    const std::int64_t most = k * half * t.leaf_down;
     if (nics > most)
         throw config_error(field, std::to_string(nics) + " NICs",
                            "more than a three-tier fat tree of " + std::to_string(ports) + "-port switches joins (" +
-                               std::to_string(most) + (o > 1.0 ? " at oversubscription " + format_number(o) : "") + ")",
+                               std::to_string(most) + " with " + std::to_string(t.leaf_down) + " ports down a leaf)",
                            "fewer accelerators, or a link whose switch has more ports");
     t.tiers = 3;
     t.spine = ceil_div(up, half);  // non-blocking above the leaves: half of a spine's ports down, half up
-    t.core = ceil_div(up, static_cast<std::int64_t>(ports));
+    t.core = ceil_div(up, k);
     t.spine_core_links = up;
     return t;
 }

@@ -125,8 +125,8 @@ fabric_part read_fabric_part(object_reader& parent, std::string_view key, bool p
     object_reader r = parent.child(key);
     fabric_part p;
     p.model = r.required_string("model");
-    if (ported) p.ports = static_cast<int>(r.required_integer("ports", min_ports, 4096));
-    if (min_ports > 1 && p.ports % 2 != 0)  // a fat tree splits a switch's ports half down, half up
+    if (ported) p.ports = static_cast<int>(r.required_integer("ports", min_ports, max_switch_ports));
+    if (min_ports > 1 && p.ports % 2 != 0)  // a non-blocking fat tree splits a switch's ports half down, half up
         throw config_error(r.path("ports"), std::to_string(p.ports), "not even", "an even port count >= 2");
     p.power = read_power_figure(r, "power");
     if (const json* v = r.get("price"); v && !v->is_null()) p.price = read_purchase_price(r, "price");

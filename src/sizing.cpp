@@ -20,11 +20,22 @@ namespace capplan {
 namespace {
 
 // The weight formats sizing tries. Integer formats are weight-only (W8A16, W4A16: the GEMMs run in bf16 after
-// dequantising); the float formats run their GEMMs in their own format, where the accelerator has matrix units for it.
+// dequantising); fp8 and the FP4 formats run their GEMMs in their own format.
 const std::vector<std::string> sizing_weight_formats{"bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"};
 std::string sizing_compute_format(const std::string& w) { return w == "int8" || w == "int4" ? "bf16" : w; }
-bool runs_weight_format(const accelerator_spec& a, const std::string& w) {
-    return a.peak(find_format(sizing_compute_format(w)).peak_key).status == peak_rate::state::known;
+// Why an accelerator cannot run a weight format's GEMMs ("": it can). fp8 needs FP8 matrix units. The FP4 formats
+// need FP4 matrix units and a catalog efficiency for them (without one they would run at the mean of the measured
+// parts' other formats), and NVFP4 NVIDIA's tensor cores (Blackwell's E4M3 block scales). 16-bit and integer
+// formats are always tried (a missing bf16 peak is the estimate's own error, as before).
+std::string cannot_run(const accelerator_spec& a, const std::string& w) {
+    if (w != "fp8" && w != "nvfp4" && w != "mxfp4") return "";
+    const std::string key = find_format(w).peak_key;
+    if (a.peak(key).status != peak_rate::state::known) return w + " needs an " + key + " peak";
+    if (w == "fp8") return "";
+    if (find_by_peak(a.matmul_efficiency, key) == a.matmul_efficiency.end())
+        return w + " needs a catalog " + key + " matrix efficiency";
+    if (w == "nvfp4" && a.vendor != "NVIDIA") return "nvfp4 runs on NVIDIA's FP4 tensor cores";
+    return "";
 }
 // The KV-cache formats tried with a weight format: fp8 weights with a bf16 or an fp8 cache; FP4 weights with an fp8
 // cache, as the published FP4 checkpoints run (ModelOpt's NVFP4 exports set kv_cache_quant_algo FP8); else bf16.
@@ -174,7 +185,7 @@ std::optional<sizing_option> size_two_accelerators(const sizing_request& q, cons
     if (!base.scale_out) base.scale_out = other.scale_out;  // the caches cross the cluster's network
     std::vector<std::string> weights = q.weights.empty() ? std::vector<std::string>{"bf16", "fp8"} : q.weights;
     for (const auto& w : weights) {
-        if (!runs_weight_format(pre, w) || !runs_weight_format(dec, w)) continue;
+        if (!cannot_run(pre, w).empty() || !cannot_run(dec, w).empty()) continue;
         const std::string kv = sizing_kv_formats(w).back();  // the narrowest cache: the pools pass it between them
         scenario sc = sizing_scenario(q, base, w, kv);
         scenario on_dec = sc;
@@ -311,8 +322,12 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat, 
         std::string preset;
         const system_spec base = accelerator_node(cat, acc, &preset);
         std::vector<std::pair<std::string, std::string>> formats;
+        std::string skipped;  // the formats this accelerator cannot run, each with why
         for (const auto& w : q.weights.empty() ? std::vector<std::string>{"bf16", "fp8"} : q.weights) {
-            if (!runs_weight_format(acc, w)) continue;
+            if (const std::string why_not = cannot_run(acc, w); !why_not.empty()) {
+                skipped += (skipped.empty() ? "" : "; ") + why_not;
+                continue;
+            }
             for (const auto& kv : sizing_kv_formats(w)) formats.emplace_back(w, kv);
         }
         // Speculative decoding, when the request gives it, is tried after the plain engine: it wins a
@@ -320,8 +335,7 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat, 
         std::vector<bool> speculation{false};
         if (q.speculative) speculation.push_back(true);
         std::optional<sizing_option> best;
-        std::string why = formats.empty() ? "none of the weight formats runs here (fp8, nvfp4 and mxfp4 need matrix "
-                                            "units of their format: an fp8 or fp4 peak)"
+        std::string why = formats.empty() ? "none of the weight formats runs here (" + skipped + ")"
                                           : "no layout fits the weights and " + std::to_string(q.concurrency) +
                                                 " users' caches";
         // Layouts: tp within a node; pipeline stages across nodes once tp fills one (a model too large

@@ -51,14 +51,21 @@ TEST_CASE("the rail-optimised fat tree matches the DGX SuperPOD B200 reference a
 }
 
 TEST_CASE("an XDR scalable unit matches the DGX SuperPOD B300 reference architecture; Ethernet and HDR fabrics") {
-    // RA-11339-001 (DGX B300, Quantum-X800), Table 3: a scalable unit of 72 nodes (576 GPUs) has 8 leaf and 4 spine
-    // switches, 576 node-to-leaf and 576 leaf-to-spine cables: a rail-optimised tree of the Q3400-RA's 144 ports.
-    const fat_tree_counts su = fat_tree(72, 8, 144, true, "/count");
-    CHECK(su.tiers == 2);
-    CHECK(su.leaf == 8);
-    CHECK(su.spine == 4);
-    CHECK(su.node_links == 576);
-    CHECK(su.leaf_spine_links == 576);
+    // RA-11339-001 (DGX B300, Quantum-X800), Table 3: scalable units of 72 nodes, leaf and spine switches (144-port
+    // Q3400-RA) and node-leaf and leaf-spine cables. A leaf's 72 uplinks spread evenly over the spines: 4 units need
+    // 2304 / 144 = 16 spines' ports and get 18, 8 units 36.
+    struct row { std::int64_t nodes, leaf, spine, node_leaf, leaf_spine; };
+    const row rows[] = {{72, 8, 4, 576, 576},        {144, 16, 8, 1152, 1152},      {288, 32, 18, 2304, 2304},
+                        {576, 64, 36, 4608, 4608},   {1296, 144, 72, 10368, 10368}};
+    for (const row& r : rows) {
+        CAPTURE(r.nodes);
+        const fat_tree_counts t = fat_tree(r.nodes, 8, 144, true, "/count");
+        CHECK(t.tiers == 2);
+        CHECK(t.leaf == r.leaf);
+        CHECK(t.spine == r.spine);
+        CHECK(t.node_links == r.node_leaf);
+        CHECK(t.leaf_spine_links == r.leaf_spine);
+    }
     const bom_result b300 = cluster_bom(cat(), "HGX-B300", 576, std::nullopt);
     CHECK(count_of(b300, "leaf switches") == 8);
     CHECK(count_of(b300, "spine switches") == 4);
@@ -77,11 +84,11 @@ TEST_CASE("an XDR scalable unit matches the DGX SuperPOD B300 reference architec
     CHECK(count_of(mi, "optics at nodes") == 256);
     CHECK_FALSE(cat().system_preset("MI355X-Platform").economics.max_power.has_value());
     CHECK(mi.known_power.in(W) == doctest::Approx(6 * 940.0 + 384 * 15.0 + 256 * 8.0));
-    // HDR: counts without power or price (DGX A100, 8 rails of 40-port QM8700s; 32 nodes: 8 x ceil(32 / 20) = 16 leaves,
-    // ceil(256 / 40) = 7 spines).
+    // HDR: counts without power or price (DGX A100, 8 rails of 40-port QM8700s; 32 nodes: 8 x ceil(32 / 20) = 16 leaves;
+    // the spines need ceil(256 / 40) = 7 switches' ports, and a full leaf's 20 uplinks spread evenly over them: 10).
     const bom_result a100 = cluster_bom(cat(), "DGX-A100", 256, std::nullopt);
     CHECK(count_of(a100, "leaf switches") == 16);
-    CHECK(count_of(a100, "spine switches") == 7);
+    CHECK(count_of(a100, "spine switches") == 10);
 }
 
 TEST_CASE("oversubscribed leaves: fewer uplinks, spines and cores, by hand") {
@@ -96,11 +103,12 @@ TEST_CASE("oversubscribed leaves: fewer uplinks, spines and cores, by hand") {
     CHECK(su.spine == 2);
     CHECK(su.node_links == 256);
     // 3:1 (48 down, 16 up), 128 nodes: 3 leaves a rail (48 + 48 + 32 nodes), 16 + 16 + ceil(32 / 3) = 43 uplinks a
-    // rail, 344 in all; 1,024 NICs <= 64 x 48 stay two tiers, ceil(344 / 64) = 6 spines (non-blocking: 32 leaves, 16).
+    // rail, 344 in all; 24 leaves stay two tiers; the spines need ceil(344 / 64) = 6 switches' ports, and a full
+    // leaf's 16 uplinks spread evenly over them: 8 (non-blocking: 32 leaves, 16 spines).
     const fat_tree_counts three = fat_tree(128, 8, 64, true, "/count", 3.0);
     CHECK(three.leaf == 24);
     CHECK(three.leaf_spine_links == 344);
-    CHECK(three.spine == 6);
+    CHECK(three.spine == 8);
     // 2:1, 512 nodes: 4,096 NICs > 64 x 42, three tiers. A rail: 12 full leaves and one of 8 nodes, 12 x 21 + 4 = 256
     // uplinks; 2,048 in all: spines ceil(2048 / 32) = 64, cores 2048 / 64 = 32 (non-blocking: 128 leaves, 128 spines,
     // 64 cores, 4,096 links a tier).
@@ -123,11 +131,16 @@ TEST_CASE("oversubscribed leaves: fewer uplinks, spines and cores, by hand") {
     // A three-tier tree of 64-port switches at 2:1 joins 64 x 32 x 42 = 86,016 NICs: 10,752 nodes of 8, not 10,753.
     CHECK(fat_tree(10752, 8, 64, true, "/count", 2.0).tiers == 3);
     CHECK_THROWS_WITH_AS(fat_tree(10753, 8, 64, true, "/count", 2.0), doctest::Contains("86016"), config_error);
-    // Non-blocking by default; below 1 or not a number is the user's oversubscription.
+    // Non-blocking by default; below 1, above ports - 1 (no port left up) or not a number is the user's error.
     CHECK(fat_tree(32, 8, 64, true, "/count").leaf_up == 32);
-    CHECK_THROWS_WITH_AS(fat_tree(32, 8, 64, true, "/count", 0.5), doctest::Contains("/oversubscription"), config_error);
-    CHECK_THROWS_WITH_AS(fat_tree(32, 8, 64, true, "/count", std::nan("")), doctest::Contains("/oversubscription"),
-                         config_error);
+    const fat_tree_counts most = fat_tree(128, 1, 64, false, "/count", 63.0);  // 63 down, 1 up
+    CHECK(most.leaf_down == 63);
+    CHECK(most.leaf_up == 1);
+    CHECK(most.leaf_spine_links == 3);  // leaves of 63, 63 and 2 NICs: one uplink each
+    for (double bad : {0.5, 63.5, 1e12, std::nan("")})
+        CHECK_THROWS_WITH_AS(fat_tree(32, 8, 64, true, "/count", bad), doctest::Contains("/oversubscription"), config_error);
+    // Barely above 1 is still 32 down and 32 up: built, and said, non-blocking.
+    CHECK(fat_tree(32, 8, 64, true, "/count", 1.01).leaf_up == 32);
     // The bill of materials follows: a 2:1 HGX B200 unit has 2 spines, 128 leaf-spine cables, and its switch ends
     // take 256 + 2 x 128 = 512 ports of twin-port optics (256 modules; non-blocking 384); the note says how it is built.
     const bom_result b = cluster_bom(cat(), "HGX-B200", 256, std::nullopt, 2.0);
@@ -135,7 +148,7 @@ TEST_CASE("oversubscribed leaves: fewer uplinks, spines and cores, by hand") {
     CHECK(count_of(b, "cables leaf-spine") == 128);
     CHECK(count_of(b, "optics at switches") == 256);
     bool noted = false;
-    for (const auto& n : b.notes) noted = noted || n.find("oversubscribed 2:1 at the leaves (each leaf 42 ports down, 21 up") != std::string::npos;
+    for (const auto& n : b.notes) noted = noted || n.find("oversubscribed at the leaves, 42 ports down and 21 up a leaf (2:1 asked") != std::string::npos;
     CHECK(noted);
     CHECK_THROWS_WITH_AS(cluster_bom(cat(), "HGX-B200", 256, std::nullopt, 0.9), doctest::Contains("/oversubscription"),
                          config_error);

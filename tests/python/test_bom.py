@@ -60,7 +60,7 @@ def test_bom_oversubscribed_fabric(run_cli):
     assert (over["fabric"]["spine"], over["fabric"]["leaf_spine_links"]) == (2, 128)
     saved = flat["known_usd_range"][0] - over["known_usd_range"][0]
     assert saved == pytest.approx(2 * 36000 + 128 * 879)
-    assert any("oversubscribed 2:1 at the leaves" in n for n in over["notes"])
+    assert any("oversubscribed at the leaves, 42 ports down and 21 up a leaf (2:1 asked" in n for n in over["notes"])
     code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", "--oversubscription", "2", "--format", "json")
     assert code == 0, err
     assert json.loads(out)["fabric"] == over["fabric"]
@@ -79,9 +79,9 @@ def test_bom_arguments_are_checked():
         capplan.bom("DGX-H100", 8, rack_power="-40 kW")
     with pytest.raises(capplan.ConfigError, match="/rack_power"):
         capplan.bom("DGX-H100", 8, rack_power="1e300 kW")
-    for bad in (0.5, float("nan"), "2", True):
+    for bad in (0.5, float("nan"), "2", True, 64, 1e12):  # 64-port QM9700s: at most 63 down to 1 up
         with pytest.raises(capplan.ConfigError, match="/oversubscription"):
-            capplan.bom("DGX-H100", 64, oversubscription=bad)
+            capplan.bom("DGX-H100", 256, oversubscription=bad)
 
 
 def test_bom_site_is_checked(run_cli):

@@ -72,13 +72,12 @@ LARGE = [
     # Found by a second search (2026-12-05) under the same rule, all kept that met it, before capplan ran on them.
     # Left out by the rule: a Red Hat Spectrum-X H200 log (no repository to cite), an Oracle B300 page marked "not
     # approved for public release", a Voltage Park 4-node H100 run whose summary gives the network two ways, Oracle
-    # A100 runs whose shape's NICs the sources give differently, and runs with one message size or unstated nodes.
+    # A100 runs whose shape's NICs the sources give differently, and runs with one message size or unstated nodes;
+    # and a second AWS p5 2-node run (480.87 GB/s, terraform-aws-eks-blueprints) of the configuration of the p5 row
+    # above, whose prediction was known: recorded in the JSON, compared by no test.
     ("2 nodes x 8 H100 OCI BM.GPU.H100.8, 16x 200G RoCE, default, 16 GiB", {"preset": "DGX-H100",
      "count": 16, "scale_out": {"link": "RoCE-200G", "nics_per_node": 16}}, 16, 8, "all_reduce", 16 * GIB,
      {}, 464.57, "fit"),
-    ("2 nodes x 8 H100 AWS p5 on EKS, EFA, default, 16 GiB", {"preset": "DGX-H100", "count": 16, "scale_out": {
-     "link": {"kind": "ethernet", "scope": "per_port", "bandwidth_per_direction": "100 Gb/s"}, "nics_per_node": 32}},
-     16, 8, "all_reduce", 16 * GIB, {}, 480.87, "check"),
     ("2 nodes x 8 MI300X OCI BM.GPU.MI300X.8, 8x 400G RoCE, default, 16 GiB", {"preset": "MI300X-Platform",
      "count": 16, "scale_out": "RoCE-400G"}, 16, 8, "all_reduce", 16 * GIB, {}, 358.37, "check"),
     ("8 nodes x 8 H100 CoreWeave IB NDR SHARP, CollNet, 8 GiB", {"preset": "DGX-H100", "count": 64, "scale_out": {

@@ -51,27 +51,30 @@ def test_weight_formats_to_try_include_weight_only_integers():
     assert int4["weights"] == "int4" and int4["kv_cache"] == "bf16" and int4["tp"] == 1
     assert int4["count"] <= bf16["count"]
     # fp8 needs an fp8 peak (A100 has none): rejected with the reason, not silently replaced; so do the FP4 formats.
-    for w in ("fp8", "nvfp4", "mxfp4"):
+    for w, reason in (("fp8", "fp8 needs an fp8 peak"), ("nvfp4", "nvfp4 needs an fp4 peak"),
+                      ("mxfp4", "mxfp4 needs an fp4 peak")):
         r = capplan.size_inference("Llama-3.1-70B", 8, 1000, 200, weights=[w], **base)
-        assert r["options"] == [] and "need matrix units of their format" in r["rejected"][0]["reason"]
+        assert r["options"] == [] and reason in r["rejected"][0]["reason"], r["rejected"]
     with pytest.raises(capplan.ConfigError, match="bf16, fp16, fp8, int8, int4, nvfp4, mxfp4"):
         capplan.size_inference("Llama-3.1-70B", 8, 1000, 200, weights=["int3"], **base)
 
 
-def test_fp4_weights_are_tried_where_the_matrix_units_run_them():
-    # B200 has FP4 matrix units (9,000 TFLOP/s dense), H200 none: asked for nvfp4 or fp8, B200 is tried in both (an
-    # nvfp4 plan takes an fp8 KV cache, as ModelOpt's FP4 checkpoints ship), H200 in fp8 only. Llama-3.1-70B's
-    # nvfp4 weights (0.5625 B a weight with their 16-element blocks' fp8 scales) fit one B200 with room for caches.
-    r = capplan.size_inference("Llama-3.1-70B", 16, 1000, 200, accelerators=["B200", "H200"], weights=["nvfp4", "fp8"],
-                               ttft_p99="3 s", tpot_p99="60 ms")
-    by = {o["accelerator"]: o for o in r["options"]}
-    assert by["H200"]["weights"] == "fp8"
-    assert by["B200"]["weights"] in ("nvfp4", "fp8")
-    only_fp4 = capplan.size_inference("Llama-3.1-70B", 16, 1000, 200, accelerators=["B200", "H200"], weights=["nvfp4"],
-                                      ttft_p99="3 s", tpot_p99="60 ms")
-    assert [(o["accelerator"], o["weights"], o["kv_cache"]) for o in only_fp4["options"]] == [("B200", "nvfp4", "fp8")]
-    assert only_fp4["options"][0]["tp"] == 1
-    assert [x["accelerator"] for x in only_fp4["rejected"]] == ["H200"]
+def test_fp4_weights_are_tried_where_the_catalog_says_how_fast_they_run():
+    # B200 has FP4 matrix units and a catalog FP4 efficiency (0.34 of 9,000 TFLOP/s): asked for nvfp4 alone it is sized
+    # in nvfp4 with an fp8 KV cache (as ModelOpt's FP4 checkpoints ship), and at tp 1: Llama-3.1-70B's nvfp4 weights
+    # (0.5625 B a block weight with their 16-element blocks' fp8 scales) fit one B200 with room for 16 users' caches.
+    # H200 has no FP4 units; MI355X has an fp4 peak but no FP4 efficiency in the catalog and no NVFP4 (an NVIDIA
+    # format): each is rejected with its reason rather than sized at a guessed rate.
+    r = capplan.size_inference("Llama-3.1-70B", 16, 1000, 200, accelerators=["B200", "H200", "MI355X"],
+                               weights=["nvfp4", "mxfp4"], ttft_p99="3 s", tpot_p99="60 ms")
+    assert [(o["accelerator"], o["weights"], o["kv_cache"], o["tp"]) for o in r["options"]] == [("B200", "nvfp4", "fp8", 1)]
+    reasons = {x["accelerator"]: x["reason"] for x in r["rejected"]}
+    assert "nvfp4 needs an fp4 peak" in reasons["H200"] and "mxfp4 needs an fp4 peak" in reasons["H200"]
+    assert "mxfp4 needs a catalog fp4 matrix efficiency" in reasons["MI355X"]
+    # Listed after nvfp4, mxfp4 is tried on B200 too but keeps the first format found at the same count.
+    only_mx = capplan.size_inference("Llama-3.1-70B", 16, 1000, 200, accelerators=["B200"], weights=["mxfp4"],
+                                     ttft_p99="3 s", tpot_p99="60 ms")
+    assert [(o["weights"], o["kv_cache"]) for o in only_mx["options"]] == [("mxfp4", "fp8")]
 
 
 def test_cli_size_weights(run_cli):

@@ -26,7 +26,8 @@ struct fat_tree_counts {
 };
 
 // Throws config_error (naming `field`) beyond a three-tier tree of such switches (ports^2 x leaf_down / 2 NICs:
-// ports^3 / 4 non-blocking) or for an oversubscription below 1 or not finite (naming "/oversubscription").
+// ports^3 / 4 non-blocking) or for switches outside 2..max_switch_ports (cost_spec.hpp) ports, and for an oversubscription below 1,
+// above ports - 1 (a leaf keeps one port up) or not finite (naming "/oversubscription").
 fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field,
                          double oversubscription = 1.0);
 

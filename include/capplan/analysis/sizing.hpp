@@ -25,8 +25,10 @@ struct sizing_request {
     duration ttft_p99, tpot_p99;
     std::vector<std::string> accelerators;           // empty: every accelerator with a system preset
     std::map<std::string, double> price_per_hour;     // per accelerator-hour, by accelerator name
-    // Weight formats to try (bf16, fp16, fp8, int8, int4; integer formats are weight-only and compute
-    // in bf16). Empty: bf16, plus fp8 (with bf16 and fp8 KV caches) where the accelerator has an fp8 peak.
+    // Weight formats to try (bf16, fp16, fp8, int8, int4, nvfp4, mxfp4; integer formats are weight-only and
+    // compute in bf16; nvfp4 and mxfp4 compute in FP4 with an fp8 KV cache where the catalog has an FP4 matrix
+    // efficiency, nvfp4 on NVIDIA parts). Empty: bf16, plus fp8 (with bf16 and fp8 KV caches) where the accelerator
+    // has an fp8 peak.
     std::vector<std::string> weights;
     int max_replicas = 64;
     // Efficiency tables measured on some of the accelerators (capplan calibrate): each is used for

@@ -57,6 +57,9 @@ struct system_economics {
     std::vector<cloud_offer> cloud;
 };
 
+// The most ports a catalog switch may have: keeps a fat tree's ports^2 x ports-down counts far inside int64.
+inline constexpr int max_switch_ports = 4096;
+
 // The parts a scale-out fabric of this link is built of (a catalog link's "fabric"), for a cluster's bill of materials:
 // the switch and its port count at the link's rate, and the modules at each end of a link.
 struct fabric_part {
