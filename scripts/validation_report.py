@@ -276,7 +276,16 @@ def _entry(id_, label, quantity, metric, published, modelled, row, source, **ext
     """One compared quantity of a row (collect()'s entry); the row gives its role and what it was fitted for."""
     return {"id": id_, "label": label, "quantity": quantity, "metric": metric, "published": published,
             "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
-            "fitted_for": row.get("fitted_for"), "source": source, **extra}
+            "fitted_for": row.get("fitted_for"), "source": source, "model": row.get("model"), **extra}
+
+
+@functools.lru_cache(maxsize=None)
+def model_family(name):
+    """"moe" for a catalog mixture-of-experts model, else "dense" (the rows' custom GPT-style models are dense)."""
+    try:
+        return "moe" if name and capplan.catalog.model(name).to_dict().get("moe") else "dense"
+    except capplan.UnknownNameError:
+        return "dense"
 
 
 _AR_SYSTEM = {"H100-SXM": "DGX-H100", "H200": "HGX-H200"}
@@ -678,7 +687,9 @@ def render(rows, provenance, data):
               "[v / (1 + p90), v / (1 + p10)] for a prediction v (tokens per second and MFU of a step: "
               "[v (1 + p10), v (1 + p90)]). "
               f"A quantity needs {BAND_MIN_ROWS} held-out rows for a band: e2e latency, checkpoint save and restore "
-              "and LoRA memory have fewer today; cold start, inference memory and costs have no validated rows.", "",
+              "and LoRA memory have fewer today; cold start, inference memory and costs have no validated rows. "
+              "Where a model family (dense, or mixture-of-experts by the catalog's `moe`) has that many rows of its "
+              "own, its band is given too, and an estimate of such a model takes it.", "",
               "| quantity | held-out rows | p10 | p90 |", "|---|---:|---:|---:|"]
     lines += [f"| {q} | {b['rows']} | {_pct(b['p10'])} | {_pct(b['p90'])} |" for q, b in band.items()]
     beyond = [r for r in rows if r["role"] == "held_out" and abs(r["error"]) > ROW_LIMIT]
@@ -980,18 +991,29 @@ def _gpu_training_section():
 
 def bands(rows):
     """models/uncertainty.json's content: per quantity, the 10th and 90th percentiles of the held-out rows' signed
-    errors (statistics.quantiles, inclusive method: with few rows they approach the smallest and largest)."""
+    errors (statistics.quantiles, inclusive method: with few rows they approach the smallest and largest); and per
+    quantity and model family ("<quantity>.dense", "<quantity>.moe") where the family has enough rows: an estimate
+    takes its model's family's band where there is one, else the quantity's (issue #22 item 5: "that model
+    family's errors")."""
     out = {}
-    for q in BAND_QUANTITIES:
-        errors = sorted(r["error"] for r in rows if r["quantity"] == q and r["role"] == "held_out")
+
+    def band(key, errors):
         if len(errors) < BAND_MIN_ROWS:
-            continue
-        deciles = statistics.quantiles(errors, n=10, method="inclusive")
-        out[q] = {"p10": round(deciles[0], 3) + 0.0, "p90": round(deciles[-1], 3) + 0.0, "rows": len(errors)}  # no -0.0
+            return
+        deciles = statistics.quantiles(sorted(errors), n=10, method="inclusive")
+        out[key] = {"p10": round(deciles[0], 3) + 0.0, "p90": round(deciles[-1], 3) + 0.0, "rows": len(errors)}  # no -0.0
+
+    for q in BAND_QUANTITIES:
+        held = [r for r in rows if r["quantity"] == q and r["role"] == "held_out"]
+        band(q, [r["error"] for r in held])
+        for family in ("dense", "moe"):
+            band(f"{q}.{family}", [r["error"] for r in held if model_family(r.get("model")) == family])
     return {"$comment": "Written by scripts/validation_report.py from the held-out rows of docs/validation.md; do not edit.",
             "method": "10th and 90th percentiles of the signed relative error (modelled / published - 1) of the held-out "
-                      "rows of each quantity; a prediction v puts the measurement in [v / (1 + p90), v / (1 + p10)] "
-                      f"(quantities with fewer than {BAND_MIN_ROWS} rows have no band)",
+                      "rows of each quantity, and of each model family's rows (<quantity>.dense, <quantity>.moe: an "
+                      "estimate takes its model's family's band where there is one); a prediction v puts the "
+                      "measurement in [v / (1 + p90), v / (1 + p10)] "
+                      f"(bands of fewer than {BAND_MIN_ROWS} rows are not given)",
             "bands": out}
 
 

@@ -759,8 +759,9 @@ estimate_result estimate_disaggregated(const scenario& s, const catalog& cat) {
 
 // The range of each headline figure the validation bands cover (spec/uncertainty.hpp; docs/validation.md).
 void add_ranges(const scenario& s, const uncertainty_bands& u, estimate_result& r) {
+    const bool moe = s.model.is_moe();  // the model family's band where there is one
     const auto put = [&](const std::string& key, const std::optional<double>& v, const char* quantity, bool inverse) {
-        const error_band* b = u.find(quantity);
+        const error_band* b = u.find(quantity, moe);
         if (!b || !v || !(*v > 0)) return;
         r.ranges[key] = inverse ? measured_range_inverse(*v, *b) : measured_range(*v, *b);
     };

@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 from . import _args, _core
 from ._progress import run_watched, stop_if_stopped, warn_stopped
 from .catalog import Model
+from .catalog import model as _catalog_model
 from .units import MEGA, SIZE, TIME, Quantity, quantity
 
 
@@ -191,6 +192,16 @@ class TrainingSearchResult(dict):
         return plot_bars("the fastest training layouts", items, "step time, s", items[0][0] if items else None)
 
 
+def _family(model: Any) -> str:
+    """"moe" for a mixture-of-experts model, else "dense": which of models/uncertainty.json's family bands applies (an
+    unknown name is reported by the search itself)."""
+    try:
+        spec = model if isinstance(model, Model) else _catalog_model(model)
+    except _core.UnknownNameError:
+        return "dense"
+    return "moe" if spec.to_dict().get("moe") else "dense"
+
+
 def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int, output_tokens: int,
                    ttft_p99="2 s", tpot_p99="50 ms", accelerators: Optional[Iterable[str]] = None,
                    prices: Optional[Dict[str, float]] = None, weights: Optional[Iterable[str]] = None,
@@ -261,9 +272,11 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     applied = {"ttft_p99_s": ttft, "tpot_p99_s": tpot, "confidence": confidence}
     if confidence == "high":
         band = json.loads(_core.uncertainty_json())["bands"]
+        family = _family(model)  # the model family's band where there is one
         for key, quantity_name in (("ttft_p99_s", "ttft"), ("tpot_p99_s", "tpot")):
-            if quantity_name in band:  # a model that reads fast (p10 < 0) must read faster still
-                applied[key] *= min(1.0, 1.0 + band[quantity_name]["p10"])
+            b = band.get(f"{quantity_name}.{family}", band.get(quantity_name))
+            if b:  # a model that reads fast (p10 < 0) must read faster still
+                applied[key] *= min(1.0, 1.0 + b["p10"])
         ttft, tpot = applied["ttft_p99_s"], applied["tpot_p99_s"]
     tokens = (1 << 31) - 1  # what a C++ int holds
     names = [_args.text(a, f"/accelerators/{i}", "an accelerator's name")

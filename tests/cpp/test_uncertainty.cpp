@@ -22,8 +22,9 @@ TEST_CASE("a band of signed errors turns a prediction into the range of the meas
 
 TEST_CASE("an estimate carries the ranges of the quantities the shipped catalog's bands cover") {
     const catalog& cat = test::shipped_catalog();
-    const error_band* ttft = cat.uncertainty().find("ttft");
-    const error_band* step = cat.uncertainty().find("training_step");
+    // Llama-3.1-8B is dense: the dense rows' band where there is one, else the quantity's.
+    const error_band* ttft = cat.uncertainty().find("ttft", false);
+    const error_band* step = cat.uncertainty().find("training_step", false);
     REQUIRE(ttft != nullptr);
     REQUIRE(step != nullptr);
     CHECK(ttft->rows >= 10);  // scripts/validation_report.py's BAND_MIN_ROWS
@@ -37,4 +38,13 @@ TEST_CASE("an estimate carries the ranges of the quantities the shipped catalog'
         "training": {"seq_len": 4096, "global_batch": 64, "zero": 3}})", cat), cat);
     CHECK(t.ranges.at("training.mfu").second == doctest::Approx(t.training->mfu * (1 + step->p90)));
     CHECK(t.ranges.count("memory.per_device_bytes") == 0);  // full training: no validated memory band
+}
+
+TEST_CASE("a model family's band is taken where the file has one, else the quantity's") {
+    uncertainty_bands u;
+    u.bands["ttft"] = {-0.2, 0.2, 100};
+    u.bands["ttft.moe"] = {-0.1, 0.6, 30};
+    CHECK(u.find("ttft", true)->p90 == 0.6);
+    CHECK(u.find("ttft", false)->p90 == 0.2);  // no dense band: every row's
+    CHECK(u.find("tpot", true) == nullptr);
 }

@@ -18,11 +18,18 @@ struct error_band {
 
 struct uncertainty_bands {
     std::string method;                      // how the bands were computed, as the file states it
-    std::map<std::string, error_band> bands;  // by quantity: ttft, tpot, throughput_static, training_step...
+    // by quantity (ttft, tpot, throughput_static, training_step...) and by quantity and model family
+    // (ttft.dense, throughput_saturated.moe...)
+    std::map<std::string, error_band> bands;
 
     const error_band* find(const std::string& quantity) const {
         const auto it = bands.find(quantity);
         return it == bands.end() ? nullptr : &it->second;
+    }
+    // A model family's band ("<quantity>.dense" or "<quantity>.moe") where the file has one, else the quantity's.
+    const error_band* find(const std::string& quantity, bool moe) const {
+        const auto it = bands.find(quantity + (moe ? ".moe" : ".dense"));
+        return it == bands.end() ? find(quantity) : &it->second;
     }
 };
 
