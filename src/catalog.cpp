@@ -194,53 +194,56 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
         if (!peaks.get("bf16")) peaks.missing("bf16", "a FLOP rate such as \"989.5 TFLOP/s\" or null");
         peaks.finish();
     }
+    // A sourced number: an efficiency in (0, 1.5] unless `norm` (a p-norm exponent in [1, 64]).
+    auto fraction = [](object_reader& rd, std::string_view key, bool norm = false) -> std::optional<double> {
+        const json* v = rd.get(key);
+        if (!v || v->is_null()) return std::nullopt;
+        std::string where = rd.path(key);
+        const json* num = v;
+        if (v->is_object()) {
+            object_reader sv(*v, where);
+            num = sv.get("value");
+            sv.required_string("source");
+            sv.allow({"confidence", "note"});
+            sv.finish();
+            where += "/value";
+        }
+        const double x = num && num->is_number() ? num->get<double>() : -1.0;
+        if (norm && (x < 1.0 || x > 64.0))
+            throw config_error(where, num ? short_value(*num) : "", "not a norm exponent",
+                               "a number in [1, 64] (1: compute + memory add; large: the larger alone)");
+        if (!norm && (x <= 0.0 || x > 1.5))
+            throw config_error(where, num ? short_value(*num) : "", "not an efficiency", "a number in (0, 1.5]");
+        return num->get<double>();
+    };
+    // An object of fractions by key (number formats, or eager kernel classes).
+    auto by_key = [&](object_reader& e, const char* field, const auto& keys, std::map<std::string, double>& out) {
+        if (const json* mm = e.get(field); mm && !mm->is_null()) {
+            object_reader m(*mm, e.path(field));
+            for (const char* key : keys)
+                if (const auto f = fraction(m, key)) out[key] = *f;
+            m.finish();
+        }
+    };
+    constexpr std::array<const char*, 8> formats{"fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"};
     if (const json* eff = r.get("efficiency"); eff && !eff->is_null() && eff->is_object() && eff->contains("as")) {
-        // Another accelerator's measured efficiencies (the same die): a sourced name, nothing else.
+        // Another accelerator's measured efficiencies (the same die): a sourced name, and optionally the part's own
+        // matrix fractions by format, which replace the shared ones (catalog::share_named_efficiencies).
         object_reader e(*eff, r.path("efficiency"));
         object_reader as = e.child("as");
         a.efficiency_as = as.required_string("value");
         as.required_string("source");
         as.allow({"confidence", "note"});
         as.finish();
+        by_key(e, "matmul", formats, a.matmul_efficiency);
+        by_key(e, "grouped_matmul", formats, a.grouped_matmul_efficiency);
         e.finish();
     } else if (const json* eff = r.get("efficiency"); eff && !eff->is_null()) {
         object_reader e(*eff, r.path("efficiency"));
-        // A sourced number: an efficiency in (0, 1.5] unless `norm` (a p-norm exponent in [1, 64]).
-        auto fraction = [](object_reader& rd, std::string_view key, bool norm = false) -> std::optional<double> {
-            const json* v = rd.get(key);
-            if (!v || v->is_null()) return std::nullopt;
-            std::string where = rd.path(key);
-            const json* num = v;
-            if (v->is_object()) {
-                object_reader sv(*v, where);
-                num = sv.get("value");
-                sv.required_string("source");
-                sv.allow({"confidence", "note"});
-                sv.finish();
-                where += "/value";
-            }
-            const double x = num && num->is_number() ? num->get<double>() : -1.0;
-            if (norm && (x < 1.0 || x > 64.0))
-                throw config_error(where, num ? short_value(*num) : "", "not a norm exponent",
-                                   "a number in [1, 64] (1: compute + memory add; large: the larger alone)");
-            if (!norm && (x <= 0.0 || x > 1.5))
-                throw config_error(where, num ? short_value(*num) : "", "not an efficiency", "a number in (0, 1.5]");
-            return num->get<double>();
-        };
         a.memory_efficiency = fraction(e, "memory_bandwidth");
-        // An object of fractions by key (number formats, or eager kernel classes).
-        auto by_key = [&](const char* field, const auto& keys, std::map<std::string, double>& out) {
-            if (const json* mm = e.get(field); mm && !mm->is_null()) {
-                object_reader m(*mm, e.path(field));
-                for (const char* key : keys)
-                    if (const auto f = fraction(m, key)) out[key] = *f;
-                m.finish();
-            }
-        };
-        constexpr std::array<const char*, 8> formats{"fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"};
-        by_key("matmul", formats, a.matmul_efficiency);
-        by_key("grouped_matmul", formats, a.grouped_matmul_efficiency);
-        by_key("eager_elementwise", eager_class_names, a.eager_elementwise_efficiency);
+        by_key(e, "matmul", formats, a.matmul_efficiency);
+        by_key(e, "grouped_matmul", formats, a.grouped_matmul_efficiency);
+        by_key(e, "eager_elementwise", eager_class_names, a.eager_elementwise_efficiency);
         if (const json* k = e.get("attention_kernels"); k && !k->is_null()) {
             object_reader kr(*k, e.path("attention_kernels"));
             for (const char* kernel : measured_attention_kernels)
@@ -538,7 +541,12 @@ void catalog::share_named_efficiencies(accelerator_spec& a, const std::string& f
     if (!from.efficiency_as.empty())
         throw config_error(where, "'" + a.efficiency_as + "'", "shares another accelerator's efficiencies itself",
                            "an accelerator with its own efficiency block");
+    // The part's own matrix fractions (its catalog "matmul" / "grouped_matmul" beside "as") replace the shared ones.
+    const auto own = a.matmul_efficiency, own_grouped = a.grouped_matmul_efficiency;
     share_efficiencies(a, from);
+    a.own_matmul_formats.clear();
+    for (const auto& [format, f] : own) a.matmul_efficiency[format] = f, a.own_matmul_formats.push_back(format);
+    for (const auto& [format, f] : own_grouped) a.grouped_matmul_efficiency[format] = f;
 }
 
 std::filesystem::path catalog::default_dir() {

@@ -1,5 +1,7 @@
 #include "capplan/analysis/inference_perf.hpp"
 
+#include <algorithm>
+
 #include "capplan/detail/ceil_div.hpp"
 #include "capplan/error.hpp"
 #include "capplan/spec/engine_profile.hpp"
@@ -598,6 +600,9 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     // Where the measured values come from (an accelerator may share another's: catalog "efficiency.as").
     const std::string catalog_entry =
         a.efficiency_as.empty() ? a.name + " catalog" : a.efficiency_as + " catalog, shared by " + a.name;
+    const bool own_matrix = std::find(a.own_matmul_formats.begin(), a.own_matmul_formats.end(), compute.peak_key) !=
+                            a.own_matmul_formats.end();
+    const std::string matrix_entry = own_matrix ? a.name + " catalog" : catalog_entry;
     // Measured values come from the accelerator's catalog entry ("efficiency", each with its
     // source). Where an accelerator has none, the means of the measured ones stand in:
     // memory 0.83 (BabelStream: H100 0.866, H200 0.835, A100 0.79, MI300X 0.78; nvbench: B200 0.873) and matrix units
@@ -638,7 +643,7 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     e.source = "memory " + format_number(e.memory) + " of peak bandwidth (" +
                (measured_memory ? catalog_entry : "mean of measured accelerators") + "), matrix units " +
                format_number(e.gemm) + " of " + compute.peak_key + " peak (" +
-               (measured_matmul ? catalog_entry : "mean of measured accelerators") + ")" +
+               (measured_matmul ? matrix_entry : "mean of measured accelerators") + ")" +
                (e.gemm_by_size.empty() ? std::string() : ", falling off for small kernels (" + catalog_entry + ")") +
                (a.roofline_norm ? ", compute and memory " + format_number(*a.roofline_norm) + "-norm near the ridge (" +
                                       catalog_entry + ")"

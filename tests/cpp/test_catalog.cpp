@@ -8,6 +8,7 @@
 
 #include "capplan/catalog.hpp"
 #include "capplan/error.hpp"
+#include "capplan/spec/scenario_io.hpp"
 
 using namespace capplan;
 using namespace capplan::units;
@@ -143,4 +144,28 @@ TEST_CASE("a fabric part's price is read with its source and date, and a missing
                          doctest::Contains("l1.json#/fabric/switch/price/date: required field is missing"), config_error);
     CHECK_THROWS_WITH_AS(catalog::load(link(R"({"usd": [5, 3], "kind": "street", "source": "t", "date": "2026"})")),
                          doctest::Contains("l1.json#/fabric/switch/price/usd"), config_error);
+}
+
+TEST_CASE("a part sharing another's efficiencies keeps its own matrix fractions, format by format") {
+    // MI355X borrows MI300X's measured efficiencies ("as") but carries matrix fractions from its own GEMM
+    // measurements: those replace MI300X's (bf16 0.42 -> 0.47) and add fp8 and fp4; the rest stays MI300X's.
+    const accelerator_spec& mi355 = shipped().accelerator("MI355X");
+    const accelerator_spec& mi300 = shipped().accelerator("MI300X");
+    CHECK(mi355.efficiency_as == "MI300X");
+    CHECK(mi355.matmul_efficiency.at("bf16") == doctest::Approx(0.47));
+    CHECK(mi300.matmul_efficiency.at("bf16") == doctest::Approx(0.42));
+    CHECK(mi355.matmul_efficiency.at("fp4") == doctest::Approx(0.30));
+    CHECK(mi355.memory_efficiency == mi300.memory_efficiency);
+    CHECK(mi355.own_matmul_formats == std::vector<std::string>{"bf16", "fp16", "fp4", "fp8"});
+    // MI350X shares MI300X's whole block: nothing of its own.
+    CHECK(shipped().accelerator("MI350X").matmul_efficiency == mi300.matmul_efficiency);
+    CHECK(shipped().accelerator("MI350X").own_matmul_formats.empty());
+    // An inline part may do the same; its own fraction is checked as any other (an efficiency in (0, 1.5]).
+    const std::string inline_part = R"({"model": "Llama-3.1-8B", "system": {"accelerator": {"vendor": "generic",
+        "memory": {"capacity": "80 GB", "bandwidth": "3.35 TB/s"}, "peak_dense_flops": {"bf16": "989.5 TFLOP/s"},
+        "efficiency": {"as": {"value": "H100-SXM", "source": "a test"}, "matmul": {"bf16": @@}}}, "count": 1},
+        "inference": {"input_tokens": 100, "output_tokens": 10}})";
+    auto with = [&](const std::string& x) { return std::string(inline_part).replace(inline_part.find("@@"), 2, x); };
+    CHECK(read_scenario(with("0.5"), shipped()).system.accelerator.matmul_efficiency.at("bf16") == 0.5);
+    CHECK_THROWS_WITH_AS(read_scenario(with("2.0"), shipped()), doctest::Contains("efficiency/matmul/bf16"), config_error);
 }

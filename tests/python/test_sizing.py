@@ -63,18 +63,20 @@ def test_fp4_weights_are_tried_where_the_catalog_says_how_fast_they_run():
     # B200 has FP4 matrix units and a catalog FP4 efficiency (0.34 of 9,000 TFLOP/s): asked for nvfp4 alone it is sized
     # in nvfp4 with an fp8 KV cache (as ModelOpt's FP4 checkpoints ship), and at tp 1: Llama-3.1-70B's nvfp4 weights
     # (0.5625 B a block weight with their 16-element blocks' fp8 scales) fit one B200 with room for 16 users' caches.
-    # H200 has no FP4 units; MI355X has an fp4 peak but no FP4 efficiency in the catalog and no NVFP4 (an NVIDIA
-    # format): each is rejected with its reason rather than sized at a guessed rate.
-    r = capplan.size_inference("Llama-3.1-70B", 16, 1000, 200, accelerators=["B200", "H200", "MI355X"],
-                               weights=["nvfp4", "mxfp4"], ttft_p99="3 s", tpot_p99="60 ms")
+    # H200 has no FP4 units; MI350X has an fp4 peak but no FP4 efficiency in the catalog; MI355X has one (its own
+    # matrix fractions) but NVFP4 is NVIDIA's format: each is rejected with its reason rather than sized at a guess.
+    r = capplan.size_inference("Llama-3.1-70B", 16, 1000, 200, accelerators=["B200", "H200", "MI350X", "MI355X"],
+                               weights=["nvfp4"], ttft_p99="3 s", tpot_p99="60 ms")
     assert [(o["accelerator"], o["weights"], o["kv_cache"], o["tp"]) for o in r["options"]] == [("B200", "nvfp4", "fp8", 1)]
     reasons = {x["accelerator"]: x["reason"] for x in r["rejected"]}
-    assert "nvfp4 needs an fp4 peak" in reasons["H200"] and "mxfp4 needs an fp4 peak" in reasons["H200"]
-    assert "mxfp4 needs a catalog fp4 matrix efficiency" in reasons["MI355X"]
-    # Listed after nvfp4, mxfp4 is tried on B200 too but keeps the first format found at the same count.
-    only_mx = capplan.size_inference("Llama-3.1-70B", 16, 1000, 200, accelerators=["B200"], weights=["mxfp4"],
-                                     ttft_p99="3 s", tpot_p99="60 ms")
-    assert [(o["weights"], o["kv_cache"]) for o in only_mx["options"]] == [("mxfp4", "fp8")]
+    assert "nvfp4 needs an fp4 peak" in reasons["H200"]
+    assert "nvfp4 needs a catalog fp4 matrix efficiency" in reasons["MI350X"]
+    assert "nvfp4 runs on NVIDIA's FP4 tensor cores" in reasons["MI355X"]
+    # MXFP4 (the OCP format) runs on both B200 and MI355X.
+    mx = capplan.size_inference("Llama-3.1-70B", 16, 1000, 200, accelerators=["B200", "MI355X"], weights=["mxfp4"],
+                                ttft_p99="3 s", tpot_p99="60 ms")
+    assert sorted((o["accelerator"], o["weights"], o["kv_cache"]) for o in mx["options"]) == [
+        ("B200", "mxfp4", "fp8"), ("MI355X", "mxfp4", "fp8")]
 
 
 def test_cli_size_weights(run_cli):

@@ -66,8 +66,10 @@ struct accelerator_spec {
     std::vector<std::pair<double, double>> matmul_by_size;  // (FLOPs per kernel, efficiency), increasing
     std::string matmul_by_size_format;
     // Catalog "efficiency": {"as": NAME}: this accelerator shares NAME's measured efficiencies (the same
-    // die and clocks); resolved when the catalog (or a scenario's inline accelerator) is read.
+    // die and clocks); resolved when the catalog (or a scenario's inline accelerator) is read. Matrix fractions the
+    // part has of its own beside "as" replace the shared ones: their formats (peak keys) are listed here.
     std::string efficiency_as;
+    std::vector<std::string> own_matmul_formats;
     std::string scale_up_link;                           // link catalog name, empty if none
     std::optional<byte_rate> scale_up_bandwidth_per_direction;
     std::string host_link;
