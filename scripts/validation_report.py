@@ -276,7 +276,8 @@ def _entry(id_, label, quantity, metric, published, modelled, row, source, **ext
     """One compared quantity of a row (collect()'s entry); the row gives its role and what it was fitted for."""
     return {"id": id_, "label": label, "quantity": quantity, "metric": metric, "published": published,
             "modelled": modelled, "error": modelled / published - 1, "role": row["role"],
-            "fitted_for": row.get("fitted_for"), "source": source, "model": row.get("model"), **extra}
+            "fitted_for": row.get("fitted_for"), "source": source,
+            "model": _model(row) if isinstance(row.get("model"), str) else None, **extra}
 
 
 @functools.lru_cache(maxsize=None)
@@ -689,7 +690,9 @@ def render(rows, provenance, data):
               f"A quantity needs {BAND_MIN_ROWS} held-out rows for a band: e2e latency, checkpoint save and restore "
               "and LoRA memory have fewer today; cold start, inference memory and costs have no validated rows. "
               "Where a model family (dense, or mixture-of-experts by the catalog's `moe`) has that many rows of its "
-              "own, its band is given too, and an estimate of such a model takes it.", "",
+              "own, its band is given too, and an estimate of such a model takes it; a model of the other family, "
+              "with fewer rows, then carries no range for that quantity (today MoE training steps and static "
+              "batches).", "",
               "| quantity | held-out rows | p10 | p90 |", "|---|---:|---:|---:|"]
     lines += [f"| {q} | {b['rows']} | {_pct(b['p10'])} | {_pct(b['p90'])} |" for q, b in band.items()]
     beyond = [r for r in rows if r["role"] == "held_out" and abs(r["error"]) > ROW_LIMIT]
@@ -993,8 +996,9 @@ def bands(rows):
     """models/uncertainty.json's content: per quantity, the 10th and 90th percentiles of the held-out rows' signed
     errors (statistics.quantiles, inclusive method: with few rows they approach the smallest and largest); and per
     quantity and model family ("<quantity>.dense", "<quantity>.moe") where the family has enough rows: an estimate
-    takes its model's family's band where there is one, else the quantity's (issue #22 item 5: "that model
-    family's errors")."""
+    takes its model's family's band; a model whose family has too few rows while the other family has a band gets
+    none (the pooled rows would be mostly the other family's); with no family band, the quantity's (issue #22
+    item 5: "that model family's errors")."""
     out = {}
 
     def band(key, errors):
@@ -1011,7 +1015,8 @@ def bands(rows):
     return {"$comment": "Written by scripts/validation_report.py from the held-out rows of docs/validation.md; do not edit.",
             "method": "10th and 90th percentiles of the signed relative error (modelled / published - 1) of the held-out "
                       "rows of each quantity, and of each model family's rows (<quantity>.dense, <quantity>.moe: an "
-                      "estimate takes its model's family's band where there is one); a prediction v puts the "
+                      "estimate takes its model's family's band; none where its family has too few rows but the other "
+                      "family has a band; the quantity's where neither family has one); a prediction v puts the "
                       "measurement in [v / (1 + p90), v / (1 + p10)] "
                       f"(bands of fewer than {BAND_MIN_ROWS} rows are not given)",
             "bands": out}

@@ -235,8 +235,8 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
         as.required_string("source");
         as.allow({"confidence", "note"});
         as.finish();
-        by_key(e, "matmul", formats, a.matmul_efficiency);
-        by_key(e, "grouped_matmul", formats, a.grouped_matmul_efficiency);
+        by_key(e, "matmul", formats, a.own_matmul_efficiency);
+        by_key(e, "grouped_matmul", formats, a.own_grouped_matmul_efficiency);
         e.finish();
     } else if (const json* eff = r.get("efficiency"); eff && !eff->is_null()) {
         object_reader e(*eff, r.path("efficiency"));
@@ -542,11 +542,9 @@ void catalog::share_named_efficiencies(accelerator_spec& a, const std::string& f
         throw config_error(where, "'" + a.efficiency_as + "'", "shares another accelerator's efficiencies itself",
                            "an accelerator with its own efficiency block");
     // The part's own matrix fractions (its catalog "matmul" / "grouped_matmul" beside "as") replace the shared ones.
-    const auto own = a.matmul_efficiency, own_grouped = a.grouped_matmul_efficiency;
     share_efficiencies(a, from);
-    a.own_matmul_formats.clear();
-    for (const auto& [format, f] : own) a.matmul_efficiency[format] = f, a.own_matmul_formats.push_back(format);
-    for (const auto& [format, f] : own_grouped) a.grouped_matmul_efficiency[format] = f;
+    for (const auto& [format, f] : a.own_matmul_efficiency) a.matmul_efficiency[format] = f;
+    for (const auto& [format, f] : a.own_grouped_matmul_efficiency) a.grouped_matmul_efficiency[format] = f;
 }
 
 std::filesystem::path catalog::default_dir() {

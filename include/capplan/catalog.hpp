@@ -62,8 +62,9 @@ public:
     // Lookups by name or alias; unknown names throw unknown_name_error with suggestions,
     // naming `field` (the JSON pointer of the request).
     const model_spec& model(std::string_view name, std::string_view field = "/model") const;
-    // An accelerator's "efficiency": {"as": NAME}: copies NAME's measured efficiencies into `a`
-    // (NAME must carry its own); `field` is the accelerator's JSON pointer. Nothing when unset.
+    // An accelerator's "efficiency": {"as": NAME}: copies NAME's measured efficiencies into `a` (NAME must carry
+    // its own), then `a`'s own matrix fractions over them format by format; calling it again gives the same part.
+    // `field` is the accelerator's JSON pointer. Nothing when unset.
     void share_named_efficiencies(accelerator_spec& a, const std::string& field) const;
     const accelerator_spec& accelerator(std::string_view name, std::string_view field = "/system/accelerator") const;
     const link_spec& link(std::string_view name, std::string_view field = "/link") const;

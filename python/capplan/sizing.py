@@ -250,8 +250,9 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
 
     ``confidence="high"`` asks for plans that meet the targets at the pessimistic end of capplan's validated error
     (docs/validation.md, models/uncertainty.json): the targets are tightened by the 10th-percentile error of the
-    held-out TTFT and TPOT rows, ``target x min(1, 1 + p10)`` (never loosened), so that the measured latency
-    ``v / (1 + p10)`` still meets them; the result's ``targets`` says which were applied.
+    held-out TTFT and TPOT rows of the model's family (dense or mixture-of-experts) where it has a band, else of all
+    rows, ``target x min(1, 1 + p10)`` (never loosened), so that the measured latency ``v / (1 + p10)`` still meets
+    them; the result's ``targets`` says which were applied.
 
     ``progress`` shows a bar by accelerator (tqdm) on a terminal. Ctrl-C stops the search: the accelerators searched
     to the end are ranked as usual, the result's ``stopped`` is True and a warning says how many were searched."""
@@ -273,8 +274,11 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
     if confidence == "high":
         band = json.loads(_core.uncertainty_json())["bands"]
         family = _family(model)  # the model family's band where there is one
+        other = "dense" if family == "moe" else "moe"
         for key, quantity_name in (("ttft_p99_s", "ttft"), ("tpot_p99_s", "tpot")):
-            b = band.get(f"{quantity_name}.{family}", band.get(quantity_name))
+            # As the core's ranges: the family's band; none if only the other family has one; else the quantity's.
+            b = band.get(f"{quantity_name}.{family}") or (None if f"{quantity_name}.{other}" in band
+                                                          else band.get(quantity_name))
             if b:  # a model that reads fast (p10 < 0) must read faster still
                 applied[key] *= min(1.0, 1.0 + b["p10"])
         ttft, tpot = applied["ttft_p99_s"], applied["tpot_p99_s"]

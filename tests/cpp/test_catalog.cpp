@@ -8,6 +8,7 @@
 
 #include "capplan/catalog.hpp"
 #include "capplan/error.hpp"
+#include "capplan/estimate.hpp"
 #include "capplan/spec/scenario_io.hpp"
 
 using namespace capplan;
@@ -154,12 +155,12 @@ TEST_CASE("a part sharing another's efficiencies keeps its own matrix fractions,
     CHECK(mi355.efficiency_as == "MI300X");
     CHECK(mi355.matmul_efficiency.at("bf16") == doctest::Approx(0.47));
     CHECK(mi300.matmul_efficiency.at("bf16") == doctest::Approx(0.42));
-    CHECK(mi355.matmul_efficiency.at("fp4") == doctest::Approx(0.30));
+    CHECK(mi355.matmul_efficiency.at("fp4") == doctest::Approx(0.31));
     CHECK(mi355.memory_efficiency == mi300.memory_efficiency);
-    CHECK(mi355.own_matmul_formats == std::vector<std::string>{"bf16", "fp16", "fp4", "fp8"});
+    CHECK(mi355.own_matmul_efficiency.size() == 4);  // bf16, fp16, fp8, fp4
     // MI350X shares MI300X's whole block: nothing of its own.
     CHECK(shipped().accelerator("MI350X").matmul_efficiency == mi300.matmul_efficiency);
-    CHECK(shipped().accelerator("MI350X").own_matmul_formats.empty());
+    CHECK(shipped().accelerator("MI350X").own_matmul_efficiency.empty());
     // An inline part may do the same; its own fraction is checked as any other (an efficiency in (0, 1.5]).
     const std::string inline_part = R"({"model": "Llama-3.1-8B", "system": {"accelerator": {"vendor": "generic",
         "memory": {"capacity": "80 GB", "bandwidth": "3.35 TB/s"}, "peak_dense_flops": {"bf16": "989.5 TFLOP/s"},
@@ -168,4 +169,19 @@ TEST_CASE("a part sharing another's efficiencies keeps its own matrix fractions,
     auto with = [&](const std::string& x) { return std::string(inline_part).replace(inline_part.find("@@"), 2, x); };
     CHECK(read_scenario(with("0.5"), shipped()).system.accelerator.matmul_efficiency.at("bf16") == 0.5);
     CHECK_THROWS_WITH_AS(read_scenario(with("2.0"), shipped()), doctest::Contains("efficiency/matmul/bf16"), config_error);
+}
+
+TEST_CASE("a part named in a scenario keeps its matrix units' source: borrowed, or its own beside a borrowed block") {
+    // Resolving a named part again (the scenario reader does) must not turn borrowed fractions into its own.
+    auto notes_of = [](const std::string& accelerator) {
+        std::string all;
+        const auto r = estimate(read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": ")" + accelerator +
+                                                  R"(", "count": 1}, "inference": {"input_tokens": 100, "output_tokens": 10, "batch": 1}})",
+                                              shipped()),
+                                shipped());
+        for (const auto& n : r.notes) all += n + "\n";
+        return all;
+    };
+    CHECK(notes_of("H800").find("of bf16 peak (H100-SXM catalog, shared by H800)") != std::string::npos);
+    CHECK(notes_of("MI355X").find("0.47 of bf16 peak (MI355X catalog)") != std::string::npos);
 }

@@ -45,6 +45,12 @@ TEST_CASE("a model family's band is taken where the file has one, else the quant
     u.bands["ttft"] = {-0.2, 0.2, 100};
     u.bands["ttft.moe"] = {-0.1, 0.6, 30};
     CHECK(u.find("ttft", true)->p90 == 0.6);
-    CHECK(u.find("ttft", false)->p90 == 0.2);  // no dense band: every row's
-    CHECK(u.find("tpot", true) == nullptr);
+    CHECK(u.find("ttft", false) == nullptr);  // only MoE has a band: the pooled rows are mostly MoE
+    u.bands["tpot"] = {-0.3, 0.1, 20};
+    CHECK(u.find("tpot", true)->p90 == 0.1);  // no family band at all: every row's
+    CHECK(u.find("e2e", true) == nullptr);
+    // The shipped catalog: a MoE model's training step has no band of its own (too few MoE rows) beside the dense one.
+    const auto& shipped = test::shipped_catalog().uncertainty();
+    CHECK(shipped.find("training_step", false) != nullptr);
+    CHECK(shipped.find("training_step", true) == nullptr);
 }

@@ -67,9 +67,10 @@ struct accelerator_spec {
     std::string matmul_by_size_format;
     // Catalog "efficiency": {"as": NAME}: this accelerator shares NAME's measured efficiencies (the same
     // die and clocks); resolved when the catalog (or a scenario's inline accelerator) is read. Matrix fractions the
-    // part has of its own beside "as" replace the shared ones: their formats (peak keys) are listed here.
+    // part has of its own beside "as" replace the shared ones format by format (kept here so that resolving again,
+    // as a scenario naming the part does, gives the same result).
     std::string efficiency_as;
-    std::vector<std::string> own_matmul_formats;
+    std::map<std::string, double> own_matmul_efficiency, own_grouped_matmul_efficiency;
     std::string scale_up_link;                           // link catalog name, empty if none
     std::optional<byte_rate> scale_up_bandwidth_per_direction;
     std::string host_link;

@@ -26,10 +26,12 @@ struct uncertainty_bands {
         const auto it = bands.find(quantity);
         return it == bands.end() ? nullptr : &it->second;
     }
-    // A model family's band ("<quantity>.dense" or "<quantity>.moe") where the file has one, else the quantity's.
+    // A model family's band ("<quantity>.dense" or "<quantity>.moe") where the file has one; none where only the
+    // other family has one (the pooled rows would be mostly that family's); else the quantity's.
     const error_band* find(const std::string& quantity, bool moe) const {
-        const auto it = bands.find(quantity + (moe ? ".moe" : ".dense"));
-        return it == bands.end() ? find(quantity) : &it->second;
+        if (const auto it = bands.find(quantity + (moe ? ".moe" : ".dense")); it != bands.end()) return &it->second;
+        if (bands.count(quantity + (moe ? ".dense" : ".moe"))) return nullptr;
+        return find(quantity);
     }
 };
 
