@@ -54,3 +54,13 @@ def test_file_names_match_entry_names():
             assert path.stem == name.lower(), f"{path}: file should be named {name.lower()}.json"
             assert name.lower() not in seen, f"{name} defined twice: {seen.get(name.lower())} and {path}"
             seen[name.lower()] = path
+
+
+def test_a_shared_efficiency_block_holds_only_the_parts_own_matrix_fractions():
+    # Beside "as" only matmul and grouped_matmul may stand (the reader refuses the rest too: a memory fraction there
+    # would be silently replaced by the lender's).
+    entry = json.loads((MODELS / "accelerators" / "mi355x.json").read_text())
+    assert not list(_validator("accelerators").iter_errors(entry))
+    bad = copy.deepcopy(entry)
+    bad["efficiency"]["memory_bandwidth"] = {"value": 0.8, "source": "a test"}
+    assert list(_validator("accelerators").iter_errors(bad))
