@@ -158,11 +158,13 @@ fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_opt
         return t;
     }
     // A leaf's ports down (o = 1: half; the rest of its ports idle) and the uplinks m NICs on a leaf need (at least
-    // one); the tiny relative slack keeps a ratio that divides exactly from rounding the wrong way.
+    // one). A ratio that divides exactly (48 / 3) may land a rounding error off the integer in floating point: a
+    // relative slack far below one port in 4,096 keeps floor and ceil on the right side of it.
+    constexpr double slack = 1e-12;
     const auto uplinks = [o](std::int64_t m) {
-        return m > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(m / o * (1.0 - 1e-12)))) : 0;
+        return m > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(m / o * (1.0 - slack)))) : 0;
     };
-    t.leaf_down = static_cast<std::int64_t>(std::floor(ports * o / (o + 1.0) * (1.0 + 1e-12)));
+    t.leaf_down = static_cast<std::int64_t>(std::floor(ports * o / (o + 1.0) * (1.0 + slack)));
     t.leaf_up = uplinks(t.leaf_down);
     // Leaves per rail (rail-optimised: each holds leaf_down nodes' NIC i) or over all NICs, the last one part full.
     const std::int64_t per_group = rail_optimized ? nodes : nics, groups = rail_optimized ? rails : 1;

@@ -595,10 +595,6 @@ namespace capplan {
 perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute, bool explain) {
     using namespace units;
     perf_efficiency e;
-    // Where the measured values come from (an accelerator may share another's: catalog "efficiency.as").
-    const std::string catalog_entry =
-        a.efficiency_as.empty() ? a.name + " catalog" : a.efficiency_as + " catalog, shared by " + a.name;
-
     // Measured values come from the accelerator's catalog entry ("efficiency", each with its
     // source). Where an accelerator has none, the means of the measured ones stand in:
     // memory 0.83 (BabelStream: H100 0.866, H200 0.835, A100 0.79, MI300X 0.78; nvbench: B200 0.873) and matrix units
@@ -607,9 +603,7 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     e.memory = a.memory_efficiency.value_or(0.83);
     const auto mm = find_by_peak(a.matmul_efficiency, compute.peak_key);
     const bool measured_matmul = mm != a.matmul_efficiency.end();
-    // The part's own matrix fraction (beside a shared block) is its own catalog's.
-    const std::string matrix_entry =
-        measured_matmul && a.own_matmul_efficiency.count(mm->first) ? a.name + " catalog" : catalog_entry;
+
     e.gemm = measured_matmul ? mm->second : 0.61;
     // Small kernels cannot beat the catalog's raw GEMM efficiency by FLOPs per kernel: each kernel
     // gets the smaller of that curve and the large-kernel value (at the knots). In a faster format a
@@ -633,15 +627,22 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     // Mixture-of-experts expert GEMMs: the engines' grouped kernels' measured ceiling (catalog).
     const auto grouped = find_by_peak(a.grouped_matmul_efficiency, compute.peak_key);
     if (grouped != a.grouped_matmul_efficiency.end()) e.grouped_gemm = grouped->second;
-    const std::string grouped_entry =
-        grouped != a.grouped_matmul_efficiency.end() && a.own_grouped_matmul_efficiency.count(grouped->first)
-            ? a.name + " catalog" : catalog_entry;
+
     // PyTorch's eager element-wise kernels by class (catalog, measured; training.kernels "eager").
     for (std::size_t c = 0; c < eager_classes; ++c) {
         const auto it = a.eager_elementwise_efficiency.find(eager_class_names[c]);
         if (it != a.eager_elementwise_efficiency.end()) e.eager[c] = it->second;
     }
-    if (!explain) return e;
+    if (!explain) return e;  // the source text below is built only when asked for (the layout search does not)
+    // Where the measured values come from (an accelerator may share another's: catalog "efficiency.as").
+    const std::string catalog_entry =
+        a.efficiency_as.empty() ? a.name + " catalog" : a.efficiency_as + " catalog, shared by " + a.name;
+    // The part's own matrix fractions (beside a shared block) are its own catalog's.
+    const std::string matrix_entry =
+        measured_matmul && a.own_matmul_efficiency.count(mm->first) ? a.name + " catalog" : catalog_entry;
+    const std::string grouped_entry =
+        grouped != a.grouped_matmul_efficiency.end() && a.own_grouped_matmul_efficiency.count(grouped->first)
+            ? a.name + " catalog" : catalog_entry;
     e.source = "memory " + format_number(e.memory) + " of peak bandwidth (" +
                (measured_memory ? catalog_entry : "mean of measured accelerators") + "), matrix units " +
                format_number(e.gemm) + " of " + compute.peak_key + " peak (" +

@@ -129,7 +129,8 @@ system_spec read_system(object_reader& sys, const catalog& cat) {
         s.accelerator = name_or_inline<accelerator_spec>(
             *a, sys.path("accelerator"), [&](const std::string& n, const std::string& f) { return cat.accelerator(n, f); },
             detail::read_accelerator);
-        cat.share_named_efficiencies(s.accelerator, sys.path("accelerator"));  // an inline one may name a catalog one's
+        // An inline one may name a catalog one's efficiencies; a named one was resolved when the catalog was read.
+        if (a->is_object()) cat.share_named_efficiencies(s.accelerator, sys.path("accelerator"));
         if (!preset) s.scale_up.reset();
     } else if (!preset) {
         sys.missing("accelerator", "an accelerator name (see `capplan list accelerators`) or a system preset");

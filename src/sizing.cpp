@@ -269,10 +269,6 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat, 
                            "input and output must be at least one token", "integers >= 1");
     if (q.ttft_p99.si() <= 0 || q.tpot_p99.si() <= 0)
         throw config_error("/ttft_p99", "", "latency targets must be positive", "e.g. 2s and 50ms");
-    for (const auto& w : q.weights)
-        if (std::find(sizing_weight_formats.begin(), sizing_weight_formats.end(), w) == sizing_weight_formats.end())
-            throw config_error("/weights", w, "not a weight format sizing can try",
-                               "bf16, fp16, fp8, int8, int4, nvfp4, mxfp4");
     auto one_of = [](const std::string& field, const std::string& value, const std::vector<std::string>& allowed,
                      const std::string& what) {
         if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
@@ -280,6 +276,7 @@ sizing_result size_inference(const sizing_request& request, const catalog& cat, 
         for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
         throw config_error(field, value, what, list);
     };
+    for (const auto& w : q.weights) one_of("/weights", w, sizing_weight_formats, "not a weight format sizing can try");
     if (!q.prefill_dispatch.empty()) one_of("/prefill_dispatch", q.prefill_dispatch, prefill_dispatches, "not a prefill dispatch");
     if (!q.kv_admission.empty()) one_of("/kv_admission", q.kv_admission, kv_admission_policies, "not a KV admission policy");
     (void)find_engine_profile(q.engine, "/engine");

@@ -192,14 +192,14 @@ class TrainingSearchResult(dict):
         return plot_bars("the fastest training layouts", items, "step time, s", items[0][0] if items else None)
 
 
-def _family(model: Any) -> str:
-    """"moe" for a mixture-of-experts model, else "dense": which of models/uncertainty.json's family bands applies (an
-    unknown name is reported by the search itself)."""
+def _is_moe(model: Any) -> bool:
+    """Whether a model (a catalog name or a capplan.Model) is a mixture of experts: which family's uncertainty band
+    applies (an unknown name is reported by the search itself)."""
     try:
         spec = model if isinstance(model, Model) else _catalog_model(model)
     except _core.UnknownNameError:
-        return "dense"
-    return "moe" if spec.to_dict().get("moe") else "dense"
+        return False
+    return bool(spec.to_dict().get("moe"))
 
 
 def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int, output_tokens: int,
@@ -272,15 +272,11 @@ def size_inference(model: Union[str, Model], concurrency: int, input_tokens: int
         raise _args.config_error("/confidence", confidence, "not a confidence", "typical or high")
     applied = {"ttft_p99_s": ttft, "tpot_p99_s": tpot, "confidence": confidence}
     if confidence == "high":
-        band = json.loads(_core.uncertainty_json())["bands"]
-        family = _family(model)  # the model family's band where there is one
-        other = "dense" if family == "moe" else "moe"
+        moe = _is_moe(model)  # the model family's band where there is one (the core's rule, as estimates take it)
         for key, quantity_name in (("ttft_p99_s", "ttft"), ("tpot_p99_s", "tpot")):
-            # As the core's ranges: the family's band; none if only the other family has one; else the quantity's.
-            b = band.get(f"{quantity_name}.{family}") or (None if f"{quantity_name}.{other}" in band
-                                                          else band.get(quantity_name))
-            if b:  # a model that reads fast (p10 < 0) must read faster still
-                applied[key] *= min(1.0, 1.0 + b["p10"])
+            band = _core.uncertainty_band(quantity_name, moe)
+            if band:  # a model that reads fast (p10 < 0) must read faster still
+                applied[key] *= min(1.0, 1.0 + band[0])
         ttft, tpot = applied["ttft_p99_s"], applied["tpot_p99_s"]
     tokens = (1 << 31) - 1  # what a C++ int holds
     names = [_args.text(a, f"/accelerators/{i}", "an accelerator's name")

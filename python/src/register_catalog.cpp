@@ -35,6 +35,14 @@ void register_catalog(py::module_& m) {
             for (const auto& [q, b] : u.bands) bands[q] = {{"p10", b.p10}, {"p90", b.p90}, {"rows", b.rows}};
             return nlohmann::ordered_json{{"method", u.method}, {"bands", bands}}.dump();
         }, "The error bands of the validated quantities (models/uncertainty.json) as JSON text.");
+    m.def("uncertainty_band", [](const std::string& quantity, bool moe) -> std::optional<std::pair<double, double>> {
+            // The band an estimate of a model of that family takes (uncertainty_bands::find): (p10, p90), or none.
+            const error_band* b = default_catalog().uncertainty().find(quantity, moe);
+            if (!b) return std::nullopt;
+            return std::pair{b->p10, b->p90};
+        }, py::arg("quantity"), py::arg("moe"),
+        "(p10, p90) of the band an estimate of a dense (moe False) or mixture-of-experts model takes for `quantity`, "
+        "or None: the model family's band, none where only the other family has one, else the quantity's.");
     m.def("catalog_names", [](const std::string& kind) { return default_catalog().names(kind_from(kind)); }, py::arg("kind"));
     m.def("engine_profiles_json", [] {
         // The serving-engine profiles (inference.engine) with their defaults and sources.

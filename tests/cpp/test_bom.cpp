@@ -92,42 +92,38 @@ TEST_CASE("an XDR scalable unit matches the DGX SuperPOD B300 reference architec
 }
 
 TEST_CASE("oversubscribed leaves: fewer uplinks, spines and cores, by hand") {
-    // 64-port switches. 2:1: floor(64 x 2/3) = 42 ports down, ceil(42 / 2) = 21 up. One scalable unit (32 nodes, 8
-    // rails): one leaf a rail holding 32 NICs, ceil(32 / 2) = 16 uplinks each; 128 uplinks over 64-port spines: 2.
-    const fat_tree_counts su = fat_tree(32, 8, 64, true, "/count", 2.0);
-    CHECK(su.leaf_down == 42);
-    CHECK(su.leaf_up == 21);
-    CHECK(su.tiers == 2);
-    CHECK(su.leaf == 8);
-    CHECK(su.leaf_spine_links == 128);
-    CHECK(su.spine == 2);
-    CHECK(su.node_links == 256);
-    // 3:1 (48 down, 16 up), 128 nodes: 3 leaves a rail (48 + 48 + 32 nodes), 16 + 16 + ceil(32 / 3) = 43 uplinks a
-    // rail, 344 in all; 24 leaves stay two tiers; the spines need ceil(344 / 64) = 6 switches' ports, and a full
-    // leaf's 16 uplinks spread evenly over them: 8 (non-blocking: 32 leaves, 16 spines).
-    const fat_tree_counts three = fat_tree(128, 8, 64, true, "/count", 3.0);
-    CHECK(three.leaf == 24);
-    CHECK(three.leaf_spine_links == 344);
-    CHECK(three.spine == 8);
-    // 2:1, 512 nodes: 4,096 NICs > 64 x 42, three tiers. A rail: 12 full leaves and one of 8 nodes, 12 x 21 + 4 = 256
-    // uplinks; 2,048 in all: spines ceil(2048 / 32) = 64, cores 2048 / 64 = 32 (non-blocking: 128 leaves, 128 spines,
-    // 64 cores, 4,096 links a tier).
-    const fat_tree_counts big = fat_tree(512, 8, 64, true, "/count", 2.0);
-    CHECK(big.tiers == 3);
-    CHECK(big.leaf == 104);
-    CHECK(big.leaf_spine_links == 2048);
-    CHECK(big.spine == 64);
-    CHECK(big.core == 32);
-    CHECK(big.spine_core_links == 2048);
-    // A ratio that is not whole: 1.5:1 is floor(38.4) = 38 down, ceil(38 / 1.5) = 26 up, all 64 ports used.
-    const fat_tree_counts odd = fat_tree(64, 8, 64, true, "/count", 1.5);
-    CHECK(odd.leaf_down == 38);
-    CHECK(odd.leaf_up == 26);
-    // Not rail-optimised: 2:1 over 100 NICs is 3 leaves (42, 42, 16 NICs), 21 + 21 + 8 = 50 uplinks, one spine.
-    const fat_tree_counts flat = fat_tree(100, 1, 64, false, "/count", 2.0);
-    CHECK(flat.leaf == 3);
-    CHECK(flat.leaf_spine_links == 50);
-    CHECK(flat.spine == 1);
+    // 64-port switches, by hand:
+    // - 2:1, one scalable unit (32 nodes, 8 rails): floor(64 x 2/3) = 42 ports down, ceil(42 / 2) = 21 up; one leaf a
+    //   rail holding 32 NICs, ceil(32 / 2) = 16 uplinks each; 128 uplinks over 64-port spines: 2.
+    // - 3:1 (48 down, 16 up), 128 nodes: 3 leaves a rail (48 + 48 + 32 nodes), 16 + 16 + ceil(32 / 3) = 43 uplinks a
+    //   rail, 344 in all; 24 leaves stay two tiers; the spines need ceil(344 / 64) = 6 switches' ports, and a full
+    //   leaf's 16 uplinks spread evenly over them: 8 (non-blocking: 32 leaves, 16 spines).
+    // - 2:1, 512 nodes: 4,096 NICs, 104 leaves > 64: three tiers. A rail: 12 full leaves and one of 8 nodes,
+    //   12 x 21 + 4 = 256 uplinks; 2,048 in all: spines ceil(2048 / 32) = 64, cores 2048 / 64 = 32 (non-blocking:
+    //   128 leaves, 128 spines, 64 cores, 4,096 links a tier).
+    // - 1.5:1 is floor(38.4) = 38 down, ceil(38 / 1.5) = 26 up, all 64 ports used; 64 nodes: 2 leaves a rail
+    //   (38 + 26 nodes), 26 + ceil(26 / 1.5) = 44 uplinks a rail, 352 in all, 16 leaves: ceil(352 / 64) = 6 spines'
+    //   ports, 26 uplinks of a full leaf spread over 13.
+    // - Not rail-optimised, 2:1 over 100 NICs: 3 leaves (42, 42, 16 NICs), 21 + 21 + 8 = 50 uplinks, one spine.
+    struct row { std::int64_t nodes; int rails; bool rails_optimised; double o;
+                 std::int64_t down, up, tiers, leaf, leaf_spine, spine, core; };
+    const row rows[] = {{32, 8, true, 2.0, 42, 21, 2, 8, 128, 2, 0},      {128, 8, true, 3.0, 48, 16, 2, 24, 344, 8, 0},
+                        {512, 8, true, 2.0, 42, 21, 3, 104, 2048, 64, 32}, {64, 8, true, 1.5, 38, 26, 2, 16, 352, 13, 0},
+                        {100, 1, false, 2.0, 42, 21, 2, 3, 50, 1, 0}};
+    for (const row& r : rows) {
+        CAPTURE(r.nodes);
+        CAPTURE(r.o);
+        const fat_tree_counts t = fat_tree(r.nodes, r.rails, 64, r.rails_optimised, "/count", r.o);
+        CHECK(t.leaf_down == r.down);
+        CHECK(t.leaf_up == r.up);
+        CHECK(t.tiers == r.tiers);
+        CHECK(t.leaf == r.leaf);
+        CHECK(t.leaf_spine_links == r.leaf_spine);
+        CHECK(t.spine == r.spine);
+        CHECK(t.core == r.core);
+        CHECK(t.spine_core_links == (r.tiers == 3 ? r.leaf_spine : 0));
+        CHECK(t.node_links == r.nodes * r.rails);
+    }
     // A three-tier tree of 64-port switches at 2:1 joins 64 x 32 x 42 = 86,016 NICs: 10,752 nodes of 8, not 10,753.
     CHECK(fat_tree(10752, 8, 64, true, "/count", 2.0).tiers == 3);
     CHECK_THROWS_WITH_AS(fat_tree(10753, 8, 64, true, "/count", 2.0), doctest::Contains("86016"), config_error);

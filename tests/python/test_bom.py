@@ -66,6 +66,9 @@ def test_bom_oversubscribed_fabric(run_cli):
     assert json.loads(out)["fabric"] == over["fabric"]
     code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", "--oversubscription", "0.5")
     assert code == 2 and "--oversubscription" in err and len(err.strip().splitlines()) == 1, err
+    # Above ports - 1 (64-port QM9700s: 63) the core refuses it: one line naming the field, exit 2.
+    code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", "--oversubscription", "1e12")
+    assert code == 2 and "/oversubscription" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_bom_arguments_are_checked():
