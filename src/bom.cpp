@@ -50,20 +50,24 @@ void add_systems(const system_entry& e, std::optional<power> rack_power, bom_res
                       " (compute racks only; network and storage racks are not counted)");
 }
 
-// How the leaves split their ports, and where the preset's pods would put the oversubscription instead.
-std::string leaf_ports_note(const fat_tree_counts& t, const system_entry& e) {
+// How the leaves split their ports, or how the pods are built.
+std::string leaf_ports_note(const fat_tree_counts& t) {
+    if (t.pods > 1)
+        return std::to_string(t.pods) + " pods of up to " + std::to_string(t.pod_nodes) +
+               " nodes, each a non-blocking leaf-spine tree; a full pod's spines " + std::to_string(t.spine_down) +
+               " ports down and " + std::to_string(t.spine_up) + " up to the core (" + format_number(t.oversubscription) +
+               ":1 asked above the pods, rounded up per spine)";
+    if (t.pods == 1) return "one pod holds every node: full bisection (an oversubscription applies only between pods)";
     if (t.tiers == 1) return "one switch";
     const std::string split = std::to_string(t.leaf_down) + " ports down and " + std::to_string(t.leaf_up) + " up a leaf";
     if (t.leaf_down <= t.leaf_up) return "non-blocking (" + split + ")";
     return "oversubscribed at the leaves, " + split + " (" + format_number(t.oversubscription) +
            ":1 asked; a part-full leaf takes one uplink per " + format_number(t.oversubscription) +
-           " NICs, rounded up), the tiers above non-blocking" +
-           (e.pod_nodes > 0 ? "; the preset's full-bisection pods of " + std::to_string(e.pod_nodes) +
-                                  " nodes (oversubscribed only above them) are not built as such"
-                            : std::string());
+           " NICs, rounded up), the tiers above non-blocking";
 }
 
-void add_fabric(const catalog& cat, const system_entry& e, double oversubscription, bom_result& b) {
+void add_fabric(const catalog& cat, const system_entry& e, double oversubscription, std::int64_t pod_nodes,
+                bom_result& b) {
     if (e.scale_out_link.empty()) return;
     if (b.nodes < 2) {
         b.notes.push_back("fabric: one node needs no scale-out switches");
@@ -76,7 +80,9 @@ void add_fabric(const catalog& cat, const system_entry& e, double oversubscripti
         return;
     }
     const bool rails = e.scale_out_topology == "rail_optimized_fat_tree";
-    const fat_tree_counts t = fat_tree(b.nodes, e.nics_per_node, f->switch_.ports, rails, "/count", oversubscription);
+    const fat_tree_counts t =
+        pod_nodes > 0 ? fat_tree_pods(b.nodes, e.nics_per_node, f->switch_.ports, rails, "/count", oversubscription, pod_nodes)
+                      : fat_tree(b.nodes, e.nics_per_node, f->switch_.ports, rails, "/count", oversubscription);
     b.fabric = t;
     const auto add = [&](const std::string& item, const fabric_part& part, std::int64_t count, bool in_systems) {
         if (count == 0) return;
@@ -102,7 +108,7 @@ void add_fabric(const catalog& cat, const system_entry& e, double oversubscripti
     add("optics at switches", f->switch_optic, ceil_div(switch_ends, f->switch_optic.ports), false);
     add("optics at nodes", f->node_optic, ceil_div(t.node_links, f->node_optic.ports), false);
     b.notes.push_back("fabric: " + std::to_string(t.tiers) + "-tier " + (rails ? "rail-optimised " : "") +
-                      "fat tree of " + std::to_string(f->switch_.ports) + "-port switches, " + leaf_ports_note(t, e) +
+                      "fat tree of " + std::to_string(f->switch_.ports) + "-port switches, " + leaf_ports_note(t) +
                       "; parts as of " + f->from.date + "; node ends take " + f->node_optic.model +
                       (f->node_optic.ports > 1 ? " (a PCIe NIC with its own cage takes a single-port module: twice as many)"
                                                : ""));
@@ -134,20 +140,55 @@ void add_totals(bom_result& b) {
     }
 }
 
+// A switch's ports split o:1 between down and up: ports down, and the uplinks m ports down need (one at least).
+// A ratio that divides exactly (48 / 3) may land a rounding error off the integer in floating point: a relative
+// slack far below one port in 4,096 keeps floor and ceil on the right side of it.
+struct port_split {
+    double o;
+    static constexpr double slack = 1e-12;
+    std::int64_t down(int ports) const { return static_cast<std::int64_t>(std::floor(ports * o / (o + 1.0) * (1.0 + slack))); }
+    std::int64_t uplinks(std::int64_t m) const {
+        return m > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(m / o * (1.0 - slack)))) : 0;
+    }
+};
+
+// The switches' ports and the oversubscription a tree can be built with (a switch keeps one port up at least).
+void check_tree(std::int64_t nodes, int rails, int ports, const std::string& field, double o) {
+    if (ports < 2 || ports > max_switch_ports || nodes < 1 || rails < 1)
+        throw config_error(field, std::to_string(ports) + " ports", "a fat tree needs switches of 2 ports or more",
+                           "an even switch port count from 2 to " + std::to_string(max_switch_ports));
+    if (!std::isfinite(o) || o < 1.0 || o > ports - 1)
+        throw config_error("/oversubscription", format_number(o),
+                           o < 1.0 ? "a switch cannot have more bandwidth up than down"
+                                   : "a switch of " + std::to_string(ports) + " ports keeps one port up at least",
+                           "a number from 1 (non-blocking) to " + std::to_string(ports - 1));
+}
+
+// One non-blocking pod of n nodes under spines split by `split`: its leaves, spines and links up and to the core.
+struct pod_counts {
+    std::int64_t leaf = 0, spine = 0, leaf_spine_links = 0, core_links = 0, spine_down = 0, spine_up = 0;
+};
+pod_counts pod_tree(std::int64_t n, int rails, int ports, bool rail_optimized, const port_split& split) {
+    const std::int64_t half = ports / 2, per_group = rail_optimized ? n : n * rails, groups = rail_optimized ? rails : 1;
+    pod_counts p;
+    p.leaf = groups * ceil_div(per_group, half);
+    p.leaf_spine_links = n * rails;  // non-blocking leaves: one uplink a NIC
+    const std::int64_t least = ceil_div(p.leaf_spine_links, split.down(ports));
+    const std::int64_t fullest = std::min(per_group, half);  // the uplinks of the pod's fullest leaf
+    if (least > fullest) return p;                          // spine == 0: more than two tiers (the caller says so)
+    p.spine = smallest_divisor_at_least(fullest, least);
+    p.spine_down = ceil_div(p.leaf_spine_links, p.spine);
+    p.spine_up = split.uplinks(p.spine_down);
+    p.core_links = p.spine * p.spine_up;
+    return p;
+}
+
 }  // namespace
 
 fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field,
                          double oversubscription) {
-    if (ports < 2 || ports > max_switch_ports || nodes < 1 || rails < 1)
-        throw config_error(field, std::to_string(ports) + " ports", "a fat tree needs switches of 2 ports or more",
-                           "an even switch port count from 2 to " + std::to_string(max_switch_ports));
-    // A leaf keeps one port up at least: ports - 1 down at most.
+    check_tree(nodes, rails, ports, field, oversubscription);
     const double o = oversubscription;
-    if (!std::isfinite(o) || o < 1.0 || o > ports - 1)
-        throw config_error("/oversubscription", format_number(o),
-                           o < 1.0 ? "a leaf cannot have more bandwidth up than down"
-                                   : "a leaf of " + std::to_string(ports) + " ports keeps one port up at least",
-                           "a number from 1 (non-blocking) to " + std::to_string(ports - 1));
     fat_tree_counts t;
     t.oversubscription = o;
     const std::int64_t nics = nodes * rails;
@@ -157,14 +198,10 @@ fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_opt
         t.leaf = 1;
         return t;
     }
-    // A leaf's ports down (o = 1: half; the rest of its ports idle) and the uplinks m NICs on a leaf need (at least
-    // one). A ratio that divides exactly (48 / 3) may land a rounding error off the integer in floating point: a
-    // relative slack far below one port in 4,096 keeps floor and ceil on the right side of it.
-    constexpr double slack = 1e-12;
-    const auto uplinks = [o](std::int64_t m) {
-        return m > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(m / o * (1.0 - slack)))) : 0;
-    };
-    t.leaf_down = static_cast<std::int64_t>(std::floor(ports * o / (o + 1.0) * (1.0 + slack)));
+    // A leaf's ports down (o = 1: half; the rest of its ports idle) and the uplinks m NICs on a leaf need.
+    const port_split split{o};
+    const auto uplinks = [&split](std::int64_t m) { return split.uplinks(m); };
+    t.leaf_down = split.down(ports);
     t.leaf_up = uplinks(t.leaf_down);
     // Leaves per rail (rail-optimised: each holds leaf_down nodes' NIC i) or over all NICs, the last one part full.
     const std::int64_t per_group = rail_optimized ? nodes : nics, groups = rail_optimized ? rails : 1;
@@ -195,8 +232,56 @@ fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_opt
     return t;
 }
 
+fat_tree_counts fat_tree_pods(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field,
+                              double oversubscription, std::int64_t pod_nodes) {
+    check_tree(nodes, rails, ports, field, oversubscription);
+    if (pod_nodes < 1 || pod_nodes > max_system_accelerators)
+        throw config_error("/pod_nodes", std::to_string(pod_nodes), "out of range",
+                           "an integer from 1 to " + std::to_string(max_system_accelerators));
+    if (pod_nodes >= nodes) {  // one pod: full bisection throughout
+        fat_tree_counts t = fat_tree(nodes, rails, ports, rail_optimized, field, 1.0);
+        t.oversubscription = oversubscription;
+        t.pods = 1;
+        t.pod_nodes = nodes;
+        return t;
+    }
+    const port_split split{oversubscription};
+    const std::int64_t pods = ceil_div(nodes, pod_nodes), last_nodes = nodes - (pods - 1) * pod_nodes;
+    const pod_counts full = pod_tree(pod_nodes, rails, ports, rail_optimized, split);
+    if (full.spine == 0) {
+        const std::int64_t most = (ports / 2) * split.down(ports);
+        throw config_error("/pod_nodes", std::to_string(pod_nodes),
+                           "a pod of " + std::to_string(pod_nodes * rails) + " NICs is more than two tiers of " +
+                               std::to_string(ports) + "-port switches join with spines at " +
+                               format_number(oversubscription) + ":1 (" + std::to_string(most) + " NICs)",
+                           "at most " + std::to_string(most / rails) + " nodes a pod");
+    }
+    if (pods > ports)
+        throw config_error("/pod_nodes", std::to_string(pod_nodes),
+                           std::to_string(pods) + " pods: more than a " + std::to_string(ports) +
+                               "-port core switch reaches",
+                           "pods of at least " + std::to_string(ceil_div(nodes, ports)) + " nodes");
+    const pod_counts last = pod_tree(last_nodes, rails, ports, rail_optimized, split);
+    fat_tree_counts t;
+    t.tiers = 3;
+    t.oversubscription = oversubscription;
+    t.pods = pods;
+    t.pod_nodes = pod_nodes;
+    t.node_links = nodes * rails;
+    t.leaf_down = t.leaf_up = ports / 2;
+    t.spine_down = full.spine_down;
+    t.spine_up = full.spine_up;
+    t.leaf = (pods - 1) * full.leaf + last.leaf;
+    t.spine = (pods - 1) * full.spine + last.spine;
+    t.leaf_spine_links = t.node_links;
+    t.spine_core_links = (pods - 1) * full.core_links + last.core_links;
+    t.core = ceil_div(t.spine_core_links, static_cast<std::int64_t>(ports));
+    return t;
+}
+
 bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64_t devices,
-                       std::optional<power> rack_power, std::optional<double> oversubscription) {
+                       std::optional<power> rack_power, std::optional<double> oversubscription,
+                       std::optional<std::int64_t> pod_nodes) {
     const system_entry& e = cat.system_preset(preset, "/system");
     if (devices < 1 || devices > max_system_accelerators)
         throw config_error("/count", std::to_string(devices), "out of range",
@@ -205,6 +290,9 @@ bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64
         throw config_error("/rack_power", format(*rack_power), "out of range",
                            "a power above 0 and at most " + format(max_unit_power) +
                                ", such as \"40 kW\"");
+    if (pod_nodes && (*pod_nodes < 0 || *pod_nodes > max_system_accelerators))
+        throw config_error("/pod_nodes", std::to_string(*pod_nodes), "out of range",
+                           "an integer from 0 (no pods) to " + std::to_string(max_system_accelerators));
     bom_result b;
     b.preset = e.name;
     b.devices = devices;
@@ -214,7 +302,7 @@ bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64
         b.notes.push_back(std::to_string(devices) + " accelerators: " + std::to_string(b.units) + " whole units of " +
                           std::to_string(e.economics.devices));
     add_systems(e, rack_power, b);
-    add_fabric(cat, e, oversubscription.value_or(e.oversubscription), b);
+    add_fabric(cat, e, oversubscription.value_or(e.oversubscription), pod_nodes.value_or(e.pod_nodes), b);
     add_totals(b);
     return b;
 }

@@ -209,6 +209,9 @@ std::string to_json(const bom_result& b, int indent) {
                        {"node_links", t.node_links}, {"leaf_spine_links", t.leaf_spine_links},
                        {"spine_core_links", t.spine_core_links}, {"leaf_down_ports", t.leaf_down},
                        {"leaf_up_ports", t.leaf_up},          {"oversubscription", t.oversubscription}};
+        if (t.pods > 0)
+            j["fabric"].update({{"pods", t.pods}, {"pod_nodes", t.pod_nodes}, {"spine_down_ports", t.spine_down},
+                                {"spine_up_ports", t.spine_up}});
     }
     j["lines"] = lines;
     j["known_power_w"] = b.known_power.si();

@@ -267,7 +267,7 @@ def _cmd_bom(args) -> str:
     from .costing import bom
     from .workbook import bom_workbook
     result = bom(args.system, args.count, rack_power=args.rack_power, site=args.site,
-                 oversubscription=args.oversubscription)
+                 oversubscription=args.oversubscription, pod_nodes=args.pod_nodes)
     if args.output:
         write_table(result.rows(), args.output, workbook=lambda: bom_workbook(result), document=dict(result))
         return f"capplan bom: {len(result.rows())} lines -> {args.output}"
@@ -687,7 +687,11 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("--site", default=None, help="a catalog site (capplan list sites) for the owning cost; "
                                                  "default US-colocation")
     bo.add_argument("--oversubscription", type=_number(1.0), default=None,
-                    help="the leaves' down:up port ratio, e.g. 2 for 2:1 (default: the preset's, 1 = non-blocking)")
+                    help="the leaves' down:up port ratio, e.g. 2 for 2:1 (default: the preset's, 1 = non-blocking); "
+                         "with --pod-nodes, the pods' spines' ratio instead")
+    bo.add_argument("--pod-nodes", type=_integer(0, _MAX_COUNT), default=None,
+                    help="pods of this many nodes, full bisection inside, oversubscribed only above them "
+                         "(default: the preset's; 0 = no pods)")
     bo.add_argument("--format", choices=["table", "json", "csv"], default="table")
     bo.add_argument("-o", "--output", default=None,
                     help="write the lines to .csv, .json or .xlsx (XLSX: totals and owning cost as live formulas "

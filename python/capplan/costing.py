@@ -135,11 +135,13 @@ class BomResult(dict):
 
 
 def bom(system: str, count: int, rack_power: Any = None, site: Any = None,
-        oversubscription: Any = None) -> BomResult:
+        oversubscription: Any = None, pod_nodes: Any = None) -> BomResult:
     """The bill of materials of ``count`` accelerators of the catalog system preset ``system``: the units bought, the
     racks their maximum power fills (with ``rack_power``, e.g. "40 kW"), and the scale-out fabric (a rail-optimised
     fat tree of the link's switches, its cables and optics: non-blocking, or with ``oversubscription`` o:1 at the
-    leaves' uplinks; default the preset's), with power and price per line where the catalog has them
+    leaves' uplinks, default the preset's; with ``pod_nodes``, pods of that many nodes with full bisection inside and
+    the o:1 at their spines' uplinks to a core tier, default the preset's pods, 0 none), with power and price per
+    line where the catalog has them
     (docs/formulas.md §20); and, where the preset has a price and power, ``cost``: what the cluster costs an hour to
     own at ``site`` (a catalog site; default US-colocation), the priced network lines included in its capex
     (docs/formulas.md §19)."""
@@ -148,7 +150,8 @@ def bom(system: str, count: int, rack_power: Any = None, site: Any = None,
     n = _args.integer(count, "/count", 1, _args.MAX_COUNT)
     watts = None if rack_power is None else quantity(rack_power, POWER, "/rack_power").si
     over = None if oversubscription is None else _args.number(oversubscription, "/oversubscription", 1.0)
-    result = BomResult(json.loads(_core.bom_json(name, n, watts, over)))
+    pods = None if pod_nodes is None else _args.integer(pod_nodes, "/pod_nodes", 0, _args.MAX_COUNT)
+    result = BomResult(json.loads(_core.bom_json(name, n, watts, over, pods)))
     terms: Dict[str, Any] = {} if site is None else {"site": _args.text(site, "/site", "a catalog site (capplan list sites)")}
     systems = result["lines"][0]
     network = result.get("known_usd", 0.0) - (systems["usd"] or 0.0) * systems["count"]

@@ -100,14 +100,15 @@ void register_estimate(py::module_& m) {
         "to rent, under a scenario's cost object (JSON text); with work_s, what work of that many seconds costs "
         "(in per_million_output_tokens).");
     m.def("bom_json", [](const std::string& preset, std::int64_t devices, std::optional<double> rack_power_w,
-                         std::optional<double> oversubscription) {
+                         std::optional<double> oversubscription, std::optional<std::int64_t> pod_nodes) {
             const std::optional<power> rack =
                 rack_power_w ? std::optional<power>(power::from_si(*rack_power_w)) : std::nullopt;
-            return to_json(cluster_bom(default_catalog(), preset, devices, rack, oversubscription));
+            return to_json(cluster_bom(default_catalog(), preset, devices, rack, oversubscription, pod_nodes));
         }, py::arg("preset"), py::arg("devices"), py::arg("rack_power_w") = std::nullopt,
-        py::arg("oversubscription") = std::nullopt,
-        "A cluster's bill of materials (systems, racks, fabric switches, cables, optics) as JSON text; the fabric's "
-        "leaves oversubscribed by `oversubscription` (none: the preset's).");
+        py::arg("oversubscription") = std::nullopt, py::arg("pod_nodes") = std::nullopt,
+        "A cluster's bill of materials (systems, racks, fabric switches, cables, optics) as JSON text; the fabric "
+        "oversubscribed by `oversubscription` (none: the preset's) at its leaves, or above pods of `pod_nodes` nodes "
+        "(none: the preset's; 0: no pods).");
 }
 
 }  // namespace capplan::python

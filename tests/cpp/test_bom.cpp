@@ -13,6 +13,7 @@ using namespace capplan::units;
 
 namespace {
 const catalog& cat() { return test::shipped_catalog(); }
+std::int64_t ceil_div_for_test(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::int64_t count_of(const bom_result& b, const std::string& item) {
     for (const auto& l : b.lines)
         if (l.item == item) return l.count;
@@ -211,4 +212,56 @@ TEST_CASE("bad bill-of-materials input names its field") {
     CHECK_THROWS_WITH_AS(cluster_bom(cat(), "DGX-H100", 8, 0 * kW), doctest::Contains("/rack_power"), config_error);
     // A rack power that would overflow the units-per-rack count: beyond 100 MW is a typo.
     CHECK_THROWS_WITH_AS(cluster_bom(cat(), "DGX-H100", 8, 1e300 * kW), doctest::Contains("/rack_power"), config_error);
+}
+
+TEST_CASE("pods: full bisection inside, oversubscribed only above them, by hand and against the B200 three-tier row") {
+    // - Non-blocking pods of 128 nodes rebuild the SuperPOD B200 RA's 16-unit row (512 nodes: 128 leaves, 128 spines,
+    //   64 cores, 4,096 cables a tier): a pod's 1,024 uplinks over spines of 32 down give 32 spines, 32 up each.
+    // - 3:1 above pods of 64 nodes, 256 nodes: a pod's leaves 8 rails x ceil(64 / 32) = 16, its 512 uplinks need
+    //   ceil(512 / 48) = 11 spines of floor(64 x 3 / 4) = 48 ports down; a full leaf's 32 uplinks spread evenly: 16
+    //   spines of 32 down and ceil(32 / 3) = 11 up, 176 core links a pod; 4 pods: 704 core links, 11 cores.
+    // - A part-full last pod: 200 nodes are 3 pods of 64 and one of 8 (8 leaves, one a rail; 64 uplinks; a leaf's 8
+    //   uplinks over the smallest divisor of 8 at least ceil(64 / 48) = 2: 2 spines of 32 down, 11 up).
+    // - Meta's Llama 3 cluster shape (24,576 GPUs in 8 pods of 3,072, 1:7 above the pods) on 144-port switches: a
+    //   pod's 6 leaves a rail (5 full of 72, one of 24) = 48; 3,072 uplinks over spines of floor(144 x 7 / 8) = 126
+    //   down need 25, spread evenly over a divisor of 72: 36, each ceil(3072 / 36) = 86 down and ceil(86 / 7) = 13 up.
+    struct row { std::int64_t nodes; int ports; double o; std::int64_t pod_nodes, pods, leaf, spine, spine_up, spine_core, core; };
+    const row rows[] = {{512, 64, 1.0, 128, 4, 128, 128, 32, 4096, 64},
+                        {256, 64, 3.0, 64, 4, 64, 64, 11, 704, 11},
+                        {200, 64, 3.0, 64, 4, 3 * 16 + 8, 3 * 16 + 2, 11, 3 * 176 + 2 * 11, ceil_div_for_test(550, 64)},
+                        {3072, 144, 7.0, 384, 8, 8 * 48, 8 * 36, 13, 8 * 36 * 13, ceil_div_for_test(8 * 36 * 13, 144)}};
+    for (const row& r : rows) {
+        CAPTURE(r.nodes);
+        const fat_tree_counts t = fat_tree_pods(r.nodes, 8, r.ports, true, "/count", r.o, r.pod_nodes);
+        CHECK(t.tiers == 3);
+        CHECK(t.pods == r.pods);
+        CHECK(t.leaf == r.leaf);
+        CHECK(t.spine == r.spine);
+        CHECK(t.spine_up == r.spine_up);
+        CHECK(t.leaf_spine_links == r.nodes * 8);
+        CHECK(t.spine_core_links == r.spine_core);
+        CHECK(t.core == r.core);
+    }
+    CHECK(fat_tree_pods(256, 8, 64, true, "/count", 3.0, 64).spine_down == 32);
+    // One pod is the whole cluster: full bisection, as the non-blocking tree.
+    const fat_tree_counts one = fat_tree_pods(64, 8, 64, true, "/count", 4.0, 64);
+    CHECK(one.pods == 1);
+    CHECK(one.spine == fat_tree(64, 8, 64, true, "/count").spine);
+    CHECK(one.leaf_up == one.leaf_down);
+    // A pod beyond two tiers (64-port switches at 1:1 join 32 x 32 = 1,024 NICs: 128 nodes of 8), more pods than a
+    // core switch's ports, and a pod size out of range name /pod_nodes.
+    CHECK_THROWS_WITH_AS(fat_tree_pods(512, 8, 64, true, "/count", 1.0, 129), doctest::Contains("at most 128 nodes a pod"),
+                         config_error);
+    CHECK_THROWS_WITH_AS(fat_tree_pods(1040, 8, 64, true, "/count", 1.0, 16), doctest::Contains("/pod_nodes"), config_error);
+    CHECK_THROWS_WITH_AS(fat_tree_pods(64, 8, 64, true, "/count", 1.0, 0), doctest::Contains("/pod_nodes"), config_error);
+    CHECK_THROWS_WITH_AS(cluster_bom(cat(), "DGX-H100", 256, std::nullopt, 3.0, -1), doctest::Contains("/pod_nodes"),
+                         config_error);
+    // The bill of materials builds the pods when asked, and says how.
+    const bom_result b = cluster_bom(cat(), "DGX-H100", 2048, std::nullopt, 3.0, 64);
+    CHECK(count_of(b, "spine switches") == 64);
+    CHECK(count_of(b, "core switches") == 11);
+    CHECK(count_of(b, "cables spine-core") == 704);
+    bool noted = false;
+    for (const auto& n : b.notes) noted = noted || n.find("4 pods of up to 64 nodes") != std::string::npos;
+    CHECK(noted);
 }

@@ -71,6 +71,26 @@ def test_bom_oversubscribed_fabric(run_cli):
     assert code == 2 and "/oversubscription" in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_bom_pods(run_cli):
+    # 3:1 above pods of 64 DGX H100 nodes, 256 nodes (tests/cpp/test_bom.cpp by hand): 4 pods of 16 leaves and 16
+    # spines (32 ports down, ceil(32 / 3) = 11 up), 704 spine-core links, 11 cores; the CLI gives the same fabric.
+    b = capplan.bom("DGX-H100", 2048, oversubscription=3, pod_nodes=64)
+    f = b["fabric"]
+    assert (f["pods"], f["pod_nodes"], f["spine_down_ports"], f["spine_up_ports"]) == (4, 64, 32, 11)
+    assert (f["tiers"], f["leaf"], f["spine"], f["core"], f["spine_core_links"]) == (3, 64, 64, 11, 704)
+    code, out, err = run_cli("bom", "--system", "DGX-H100", "--count", "2048", "--oversubscription", "3",
+                             "--pod-nodes", "64", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["fabric"] == f
+    # No pods by default (the preset has none) and with 0; a pod beyond two tiers is one line naming the field.
+    assert "pods" not in capplan.bom("DGX-H100", 2048)["fabric"]
+    assert "pods" not in capplan.bom("DGX-H100", 2048, pod_nodes=0)["fabric"]
+    code, out, err = run_cli("bom", "--system", "DGX-H100", "--count", "2048", "--pod-nodes", "129")
+    assert code == 2 and "/pod_nodes" in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(capplan.ConfigError, match="/pod_nodes"):
+        capplan.bom("DGX-H100", 2048, pod_nodes=-1)
+
+
 def test_bom_arguments_are_checked():
     with pytest.raises(capplan.ConfigError, match="/system"):
         capplan.bom(5, 8)

@@ -23,6 +23,8 @@ struct fat_tree_counts {
     std::int64_t node_links = 0, leaf_spine_links = 0, spine_core_links = 0;
     std::int64_t leaf_down = 0, leaf_up = 0;  // a full leaf's ports to NICs and up (two tiers or more)
     double oversubscription = 1.0;            // as asked; a full leaf's own is leaf_down / leaf_up
+    // Pods (fat_tree_pods): their count and size, and a full pod's spines' ports down and up; 0 without pods.
+    std::int64_t pods = 0, pod_nodes = 0, spine_down = 0, spine_up = 0;
 };
 
 // Throws config_error (naming `field`) beyond a three-tier tree of such switches (ports^2 x leaf_down / 2 NICs:
@@ -30,6 +32,15 @@ struct fat_tree_counts {
 // above ports - 1 (a leaf keeps one port up) or not finite (naming "/oversubscription").
 fat_tree_counts fat_tree(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field,
                          double oversubscription = 1.0);
+
+// A fat tree of pods (as Meta's Llama 3 clusters: full bisection inside a pod, oversubscribed only above it): every
+// pod of `pod_nodes` nodes (the last one part full) a non-blocking leaf-spine tree whose spines give floor(ports o /
+// (o + 1)) ports to its leaves and one uplink per o of them (rounded up) to a core tier that joins the pods. A pod's
+// spines: the smallest divisor of a full leaf's uplinks that gives its leaves the ports (as fat_tree's two tiers).
+// Throws config_error naming "/pod_nodes" for a pod beyond two tiers of such switches, more pods than a core
+// switch has ports, or pod_nodes < 1; as fat_tree for the switches and the oversubscription.
+fat_tree_counts fat_tree_pods(std::int64_t nodes, int rails, int ports, bool rail_optimized, const std::string& field,
+                              double oversubscription, std::int64_t pod_nodes);
 
 struct bom_line {
     std::string item;    // "systems", "leaf switches", "optics at switches"...
@@ -52,9 +63,11 @@ struct bom_result {
 };
 
 // The bill of materials of `devices` accelerators of the catalog `preset`, racks filled up to `rack_power`, the
-// fabric's leaves oversubscribed by `oversubscription` (none: the preset's scale_out.oversubscription).
+// fabric oversubscribed by `oversubscription` (none: the preset's scale_out.oversubscription) at its leaves, or with
+// pods of `pod_nodes` nodes (none: the preset's scale_out.pod_nodes; 0: no pods) above the pods.
 bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64_t devices,
-                       std::optional<power> rack_power, std::optional<double> oversubscription = std::nullopt);
+                       std::optional<power> rack_power, std::optional<double> oversubscription = std::nullopt,
+                       std::optional<std::int64_t> pod_nodes = std::nullopt);
 
 // As JSON text: {preset, devices, units, nodes, racks, fabric {tiers, leaf...}, lines [{item, model, count, power_w,
 // usd, usd_range, in_systems}], known_power_w, known_usd(_range), notes}.
