@@ -50,6 +50,40 @@ void add_systems(const system_entry& e, std::optional<power> rack_power, bom_res
                       " (compute racks only; network and storage racks are not counted)");
 }
 
+// A line of `count` parts with the part's power and price where the catalog has them (none for a count of 0).
+void add_line(const std::string& item, const fabric_part& part, std::int64_t count, bool in_systems, bom_result& b) {
+    if (count == 0) return;
+    bom_line l;
+    l.item = item;
+    l.model = part.model;
+    l.count = count;
+    if (part.power) l.power_each = part.power->value;
+    if (part.price) l.usd_each = part.price->usd;
+    l.in_systems = in_systems;
+    b.lines.push_back(l);
+}
+
+// The storage and management networks the preset's reference architecture counts, per scalable unit (whole units:
+// each fabric is built for a full unit) or per node.
+void add_support_networks(const catalog& cat, const system_entry& e, bom_result& b) {
+    if (b.nodes < 2) return;
+    if (!e.support) {
+        b.notes.push_back("storage and management networks: the catalog has no reference counts for " + e.name +
+                          "; not counted");
+        return;
+    }
+    const support_networks& s = *e.support;
+    const std::int64_t units = ceil_div(b.nodes, static_cast<std::int64_t>(s.unit_nodes));
+    for (const support_part& p : s.parts) {
+        const fabric_part& part = p.switch_of.empty() ? p.part : cat.fabric(p.switch_of)->switch_;
+        add_line(p.item, part, p.per_unit > 0 ? p.per_unit * units : p.per_node * b.nodes, false, b);
+    }
+    b.notes.push_back("storage and management networks: " + std::to_string(units) + " scalable unit" +
+                      (units == 1 ? "" : "s") + " of " + std::to_string(s.unit_nodes) + " nodes, counted as " +
+                      s.from.source + " (" + s.from.date + "); representative counts: the storage partner sizes the "
+                      "storage fabric, and the storage itself is not counted");
+}
+
 // How the leaves split their ports, or how the pods are built.
 std::string leaf_ports_note(const fat_tree_counts& t) {
     if (t.pods > 1)
@@ -85,15 +119,7 @@ void add_fabric(const catalog& cat, const system_entry& e, double oversubscripti
                       : fat_tree(b.nodes, e.nics_per_node, f->switch_.ports, rails, "/count", oversubscription);
     b.fabric = t;
     const auto add = [&](const std::string& item, const fabric_part& part, std::int64_t count, bool in_systems) {
-        if (count == 0) return;
-        bom_line l;
-        l.item = item;
-        l.model = part.model;
-        l.count = count;
-        if (part.power) l.power_each = part.power->value;
-        if (part.price) l.usd_each = part.price->usd;
-        l.in_systems = in_systems;
-        b.lines.push_back(l);
+        add_line(item, part, count, in_systems, b);
     };
     add("NICs", f->nic, t.node_links, true);
     b.notes.push_back("NICs: inside the systems' power and price (each NIC's figures are shown, not added again)");
@@ -303,6 +329,7 @@ bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64
                           std::to_string(e.economics.devices));
     add_systems(e, rack_power, b);
     add_fabric(cat, e, oversubscription.value_or(e.oversubscription), pod_nodes.value_or(e.pod_nodes), b);
+    add_support_networks(cat, e, b);
     add_totals(b);
     return b;
 }

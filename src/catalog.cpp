@@ -387,6 +387,7 @@ system_entry read_system(object_reader& r, const header& h) {
     e.host_link = r.string("host_link").value_or("");
     e.storage = r.string("storage").value_or("");
     e.economics = read_system_economics(r, e.name, e.per_node, e.nodes);
+    e.support = read_support_networks(r);
     return e;
 }
 
@@ -518,6 +519,13 @@ catalog catalog::load(const std::filesystem::path& dir) {
             if (!s.storage.empty()) c.storage(s.storage, "/storage");
             if (!s.host_link.empty()) c.link(s.host_link, "/host_link");
             if (!s.host_memory.empty()) c.storage(s.host_memory, "/host/memory_per_socket");
+            if (s.support)
+                for (std::size_t i = 0; i < s.support->parts.size(); ++i) {
+                    const std::string& of = s.support->parts[i].switch_of;
+                    const std::string field = "/support_networks/parts/" + std::to_string(i) + "/switch_of";
+                    if (!of.empty() && !c.fabric(c.link(of, field).name))
+                        throw config_error(field, of, "the link has no fabric parts", "a link whose catalog entry has a fabric");
+                }
             return 0;
         });
     }

@@ -150,6 +150,50 @@ std::optional<fabric_parts> read_link_fabric(object_reader& parent) {
     return f;
 }
 
+namespace {
+support_part read_support_part(object_reader& r) {
+    support_part p;
+    p.item = r.required_string("item");
+    const auto unit = r.integer("per_scalable_unit", 1, max_system_accelerators);
+    const auto node = r.integer("per_node", 1, max_system_accelerators);
+    if (unit.has_value() == node.has_value())
+        throw config_error(r.path("per_scalable_unit"), unit ? "both" : "neither", "a count per scalable unit or per node",
+                           "one of per_scalable_unit and per_node, an integer >= 1");
+    p.per_unit = unit.value_or(0);
+    p.per_node = node.value_or(0);
+    p.switch_of = r.string("switch_of").value_or("");
+    const bool own = r.get("model") != nullptr;
+    if (own == !p.switch_of.empty())
+        throw config_error(r.path("model"), own ? "both" : "neither", "a part's own model or a link's switch",
+                           "one of model (with power and price where published) and switch_of (a catalog link)");
+    if (own) {
+        p.part.model = r.required_string("model");
+        p.part.power = read_power_figure(r, "power");
+        if (const json* v = r.get("price"); v && !v->is_null()) p.part.price = read_purchase_price(r, "price");
+    }
+    r.finish();
+    return p;
+}
+}  // namespace
+
+std::optional<support_networks> read_support_networks(object_reader& parent) {
+    const json* v = parent.get("support_networks");
+    if (!v || v->is_null()) return std::nullopt;
+    object_reader r(*v, parent.path("support_networks"));
+    support_networks n;
+    n.unit_nodes = static_cast<int>(r.required_integer("scalable_unit_nodes", 1, max_system_accelerators));
+    const json* parts = r.get("parts");
+    if (!parts) r.missing("parts", "a non-empty array of parts");
+    if (!parts->is_array() || parts->empty()) r.wrong_type("parts", *parts, "a non-empty array of parts");
+    for (std::size_t i = 0; i < parts->size(); ++i) {
+        object_reader pr((*parts)[i], r.path("parts") + "/" + std::to_string(i));
+        n.parts.push_back(read_support_part(pr));
+    }
+    n.from = read_dated(r);
+    r.finish();
+    return n;
+}
+
 system_economics read_system_economics(object_reader& r, const std::string& preset, int per_node, int nodes) {
     system_economics e;
     e.preset = preset;

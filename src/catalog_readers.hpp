@@ -52,5 +52,7 @@ std::optional<double> read_usd(object_reader& r, std::string_view key);
 // A link's "fabric": {"switch": {"model", "ports", "power", "price"}, "nic", "switch_optic", "node_optic", "cable",
 // "source", "date"}.
 std::optional<fabric_parts> read_link_fabric(object_reader& r);
+// A system's "support_networks" (models/schema/system.schema.json); none when absent.
+std::optional<support_networks> read_support_networks(object_reader& r);
 
 }  // namespace capplan::detail

@@ -47,6 +47,7 @@ struct system_entry {
     std::string host_memory;  // storage entry of kind host_dram, per socket
     int host_sockets = 0;     // 0: unknown
     system_economics economics;  // price, power and cloud offers of the preset as listed (per_node x nodes devices)
+    std::optional<support_networks> support;  // storage and management networks, where a reference architecture counts them
 };
 
 class catalog {

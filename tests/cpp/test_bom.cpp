@@ -265,3 +265,42 @@ TEST_CASE("pods: full bisection inside, oversubscribed only above them, by hand 
     for (const auto& n : b.notes) noted = noted || n.find("4 pods of up to 64 nodes") != std::string::npos;
     CHECK(noted);
 }
+
+TEST_CASE("storage and management networks follow the DGX SuperPOD H100 reference architecture's counts") {
+    // RA-11333-001 V11 Table 7 (4 scalable units, 127 DGX H100): 16 storage QM9700, 8 SN4600C, 8 SN2201, 4 UFM
+    // appliances, 4 management servers; Table 8: 254 in-band AOCs and 254 storage transceivers (2 a DGX), 127
+    // out-of-band cables to the DGX. The catalog's per-unit counts are Table 7's / 4, so this checks the scaling and
+    // the per-node rules, not a prediction.
+    const bom_result b = cluster_bom(cat(), "DGX-H100", 1016, std::nullopt);
+    CHECK(b.nodes == 127);
+    CHECK(count_of(b, "storage fabric switches") == 16);
+    CHECK(count_of(b, "in-band management switches") == 8);
+    CHECK(count_of(b, "out-of-band management switches") == 8);
+    CHECK(count_of(b, "UFM appliances") == 4);
+    CHECK(count_of(b, "management servers") == 4);
+    CHECK(count_of(b, "in-band cables (nodes)") == 254);
+    CHECK(count_of(b, "storage fabric links (nodes)") == 254);
+    CHECK(count_of(b, "out-of-band cables (nodes)") == 127);
+    // Whole units: 33 nodes are two units' networks. The storage switches are the compute fabric's QM9700, priced and
+    // powered as it is: 8 of them add 8 x 747 W and 8 x $36,000-50,000 to the totals.
+    const bom_result two = cluster_bom(cat(), "DGX-H100", 264, std::nullopt);
+    CHECK(count_of(two, "storage fabric switches") == 8);
+    CHECK(count_of(two, "in-band management switches") == 4);
+    double storage_w = 0.0, storage_usd_low = 0.0;
+    for (const bom_line& l : two.lines)
+        if (l.item == "storage fabric switches") {
+            REQUIRE(l.power_each.has_value());
+            REQUIRE(l.usd_each.has_value());
+            CHECK(l.model.find("QM9700") != std::string::npos);
+            storage_w = static_cast<double>(l.count) * l.power_each->in(W);
+            storage_usd_low = static_cast<double>(l.count) * l.usd_each->low;
+        }
+    CHECK(storage_w == doctest::Approx(8 * 747.0));
+    CHECK(storage_usd_low == doctest::Approx(8 * 36000.0));
+    // One node has no cluster networks; a preset without reference counts says so.
+    CHECK(count_of(cluster_bom(cat(), "DGX-H100", 8, std::nullopt), "storage fabric switches") == 0);
+    const bom_result mi = cluster_bom(cat(), "MI300X-Platform", 64, std::nullopt);
+    bool noted = false;
+    for (const auto& n : mi.notes) noted = noted || n.find("storage and management networks: the catalog has no") == 0;
+    CHECK(noted);
+}

@@ -17,8 +17,13 @@ def test_bom_lines_by_hand():
     assert rows["NICs"]["usd_each"] == pytest.approx((1599 + 2188) / 2) and rows["NICs"]["usd_total"] is None
     assert rows["leaf switches"]["usd_total"] == pytest.approx((36000 + 50000) / 2)
     assert b["racks"] == 3  # 3 x 10.2 kW a 40 kW rack
-    # The systems, 32 + 32 twin-port optics at 15 W and the QM9700 at 747 W (typical, passive: models/links/ib-ndr.json).
-    assert b["known_power_w"] == pytest.approx(8 * 10200 + (32 + 32) * 15 + 747)
+    # The systems, 32 + 32 twin-port optics at 15 W and the QM9700 at 747 W (typical, passive: models/links/ib-ndr.json);
+    # one scalable unit's storage and management networks (models/systems/dgx-h100.json): 4 storage QM9700, 2 SN4600C
+    # at 466 W, 2 SN2201 at 98 W, a UFM appliance at 689 W (the management server has no figure).
+    networks = 4 * 747 + 2 * 466 + 2 * 98 + 689
+    assert b["known_power_w"] == pytest.approx(8 * 10200 + (32 + 32) * 15 + 747 + networks)
+    assert rows["storage fabric switches"]["count"] == 4 and rows["in-band cables (nodes)"]["count"] == 16
+    assert any(n.startswith("power: the catalog has no figure for the management servers") for n in b["notes"])
     assert "capplan bom: 64 accelerators as 8 x DGX-H100; 3 racks" in repr(b) and "10.2 kW" in repr(b)
 
 
@@ -113,3 +118,29 @@ def test_bom_site_is_checked(run_cli):
     assert code == 2 and "Nowhere" in err and len(err.strip().splitlines()) == 1, err
     with pytest.raises(capplan.ConfigError, match="/site"):
         capplan.bom("DGX-H100", 8, site=5)
+
+
+@pytest.mark.parametrize("part,needle", [
+    ({"item": "x", "per_scalable_unit": 1, "switch_of": "IB-XYZ"}, "/support_networks/parts/0/switch_of"),
+    ({"item": "x", "per_scalable_unit": 1, "switch_of": "PCIe-Gen5"}, "the link has no fabric parts"),
+    ({"item": "x", "per_scalable_unit": 1, "per_node": 1, "model": "m"}, "/support_networks/parts/0/per_scalable_unit"),
+    ({"item": "x", "per_node": 1}, "/support_networks/parts/0/model"),
+    ({"item": "x", "per_node": 0, "model": "m"}, "/support_networks/parts/0/per_node"),
+])
+def test_bad_support_networks_in_the_catalog_name_file_and_pointer(tmp_path, part, needle):
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+    models = tmp_path / "models"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "models", models)
+    preset = models / "systems" / "dgx-h100.json"
+    entry = json.loads(preset.read_text())
+    entry["support_networks"]["parts"] = [part]
+    preset.write_text(json.dumps(entry))
+    exe = os.path.join(os.path.dirname(sys.executable), "capplan")
+    p = subprocess.run([exe, "list", "systems"], capture_output=True, text=True,
+                       env={**os.environ, "CAPPLAN_CATALOG": str(models)})
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "dgx-h100.json" in p.stderr and needle in p.stderr, p.stderr

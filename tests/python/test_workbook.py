@@ -136,10 +136,11 @@ def test_bom_totals_and_owning_cost_are_formulas_that_recalculate_to_capplans(tm
                        ("hosting", "hosting_usd_per_hour"), ("capital", "capital_usd_per_hour")):
         assert values.cell(labels[label], 2).value == pytest.approx(own[key], rel=1e-9), label
     assert values.cell(labels["owning, a year"], 2).value == pytest.approx(own["usd_per_hour"] * 8766, rel=1e-9)
-    # By hand: (32 nodes x 7.75 kW measured + 512 optics x 15 W + 12 QM9700 x 747 W) x PUE 1.3 x 8766 h
-    # = 3,015,830.0952 kWh a year; x 0.367 kg CO2e/kWh.
-    assert values.cell(labels["energy at the facility, a year"], 2).value == pytest.approx(3015830.0952)
-    assert values.cell(labels["emissions, a year"], 2).value == pytest.approx(3015830.0952 * 0.367)
+    # By hand: (32 nodes x 7.75 kW measured + 512 optics x 15 W + 12 QM9700 x 747 W + one scalable unit's storage and
+    # management networks, 4 QM9700 x 747 W + 2 SN4600C x 466 W + 2 SN2201 x 98 W + a UFM appliance's 689 W) x PUE 1.3
+    # x 8766 h = 269,449 W x 1.3 x 8766 h = 3,070,586.9142 kWh a year; x 0.367 kg CO2e/kWh.
+    assert values.cell(labels["energy at the facility, a year"], 2).value == pytest.approx(3070586.9142)
+    assert values.cell(labels["emissions, a year"], 2).value == pytest.approx(3070586.9142 * 0.367)
 
 
 def test_bom_counts_and_network_prices_typed_into_the_workbook_flow_into_capex(tmp_path):
@@ -155,10 +156,11 @@ def test_bom_counts_and_network_prices_typed_into_the_workbook_flow_into_capex(t
     wb.save(dst)
     values = _recalculated(dst, tmp_path)["bom"]
     leaves = result["fabric"]["leaf"]
-    # The other priced network lines keep the catalog's prices (the optics: $879 each, models/links/ib-ndr.json).
+    # The other priced network lines keep the catalog's prices (the optics: $879 each, models/links/ib-ndr.json; the
+    # scalable unit's 4 storage fabric QM9700 the middle of $36,000-50,000, models/systems/dgx-h100.json).
     optics = sum(line["count"] for line in result["lines"] if line["item"].startswith("optics"))
     assert all(line["usd"] == 879 for line in result["lines"] if line["item"].startswith("optics"))
-    other = optics * 879
+    other = optics * 879 + 4 * 43000
     capex = 7 * 303600 + leaves * 30000 + other
     assert values.cell(rows["known totals"], 7).value == pytest.approx(capex)
     network_w = result["known_power_w"] - 8 * 10200  # the network's known power: its optics and its switch

@@ -74,6 +74,22 @@ struct fabric_parts {
     dated_source from;
 };
 
+// A preset's networks besides the compute fabric (storage fabric, in-band and out-of-band management) and the servers
+// that run them, as a published reference architecture counts them: per scalable unit of `unit_nodes` nodes (whole
+// units, the last one part full) or per node.
+struct support_part {
+    std::string item;            // "storage fabric switches", "in-band cables (nodes)"...
+    std::int64_t per_unit = 0;   // per scalable unit, or
+    std::int64_t per_node = 0;   // per node
+    fabric_part part;            // its model, power and price where published, or
+    std::string switch_of;       // the switch of this catalog link's fabric (its model, power and price)
+};
+struct support_networks {
+    int unit_nodes = 0;
+    std::vector<support_part> parts;
+    dated_source from;
+};
+
 // A number with its source and date (a site's PUE, an electricity price...).
 struct sourced_number {
     double value = 0.0;
