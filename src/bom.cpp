@@ -80,8 +80,56 @@ void add_support_networks(const catalog& cat, const system_entry& e, bom_result&
     }
     b.notes.push_back("storage and management networks: " + std::to_string(units) + " scalable unit" +
                       (units == 1 ? "" : "s") + " of " + std::to_string(s.unit_nodes) + " nodes, counted as " +
-                      s.from.source + " (" + s.from.date + "); representative counts: the storage partner sizes the "
-                      "storage fabric, and the storage itself is not counted");
+                      s.reference + " does (" + s.from.date + "; representative counts: the storage partner sizes the "
+                      "storage fabric; the storage itself only with a storage system named)");
+}
+
+// Whole storage systems for the asked rates and capacity: the most any one of them needs.
+void add_storage(const catalog& cat, const system_entry& e, const bom_storage& req, bom_result& b) {
+    const storage_spec& st = cat.storage(req.system, "/storage");
+    if (st.scope != "aggregate")
+        throw config_error("/storage", req.system, "its figures are " + st.scope + ", not a whole storage system's",
+                           "a catalog storage entry of scope aggregate (one appliance or building block), such as "
+                           "NetApp-BeeGFS-BB");
+    std::optional<byte_rate> read = req.read, write = req.write;
+    std::string basis = "as asked";
+    if (!req.level.empty()) {
+        if (read || write)
+            throw config_error("/storage_level", req.level, "given with read or write rates", "a level or rates, not both");
+        const auto* levels = e.support ? &e.support->storage_levels : nullptr;
+        const auto it = levels ? levels->find(req.level) : decltype(levels->end()){};
+        if (!levels || it == levels->end())
+            throw config_error("/storage_level", req.level,
+                               "the catalog has no reference storage guideline of that level for " + e.name,
+                               levels && !levels->empty() ? "good, better or best" : "read and write rates instead");
+        const std::int64_t units = ceil_div(b.nodes, static_cast<std::int64_t>(e.support->unit_nodes));
+        read = static_cast<double>(units) * it->second.read;
+        write = static_cast<double>(units) * it->second.write;
+        basis = "'" + req.level + "' x " + std::to_string(units) + " scalable unit" + (units == 1 ? "" : "s") + " of " +
+                e.support->reference + "'s storage guideline";
+    }
+    if (!read && !write && !req.capacity)
+        throw config_error("/storage_level", "none", "nothing to size the storage for",
+                           "a level (good, better, best) or read / write rates or a capacity");
+    std::int64_t count = 1;
+    std::string needs;
+    const auto need = [&](const auto& target, const auto& each, const std::string& what) {
+        if (!target) return;
+        if (!each) throw config_error("/storage", req.system, "the catalog gives no " + what + " for it", "another entry");
+        const double n = std::ceil(target->si() / each->si() * (1.0 - 1e-12));
+        if (!(n <= static_cast<double>(max_system_accelerators)))
+            throw config_error("/storage", req.system, "more than " + std::to_string(max_system_accelerators) +
+                               " systems for the " + what + " asked", "a smaller target or a larger system");
+        count = std::max(count, static_cast<std::int64_t>(n));
+        needs += (needs.empty() ? "" : ", ") + what + " " + format(*target) + " / " + format(*each) + " each: " +
+                 format_number(n);
+    };
+    need(read, st.read_bandwidth, "read");
+    need(write, st.write_bandwidth, "write");
+    need(req.capacity, st.capacity, "capacity");
+    add_line("storage systems", fabric_part{st.name, 1, std::nullopt, std::nullopt}, count, false, b);
+    b.notes.push_back("storage: " + std::to_string(count) + " x " + st.name + ", the most of " + needs + " (" + basis +
+                      "); its storage fabric's switches are the lines above where the preset has them");
 }
 
 // How the leaves split their ports, or how the pods are built.
@@ -156,14 +204,18 @@ void add_totals(bom_result& b) {
     // A network without any price says so once; otherwise each unpriced line is named (cables draw no power).
     const bool no_network_prices = b.fabric && !priced_network;
     if (no_network_prices) b.notes.push_back("price: the catalog has no network prices; the total is the systems' alone");
+    std::string unpowered, unpriced;
     for (const bom_line& l : b.lines) {
         if (l.in_systems) continue;
-        const std::string what = l.item + " (" + l.model + ")";
-        if (!l.power_each && l.item.rfind("cables", 0) != 0)
-            b.notes.push_back("power: the catalog has no figure for the " + what + ": the total leaves them out");
-        if (!no_network_prices && !l.usd_each && l.item != "systems")
-            b.notes.push_back("price: the catalog has no figure for the " + what + ": the known price leaves them out");
+        const std::string what = "the " + l.item + " (" + l.model + ")";
+        if (!l.power_each && l.item.find("cables") == std::string::npos)
+            unpowered += (unpowered.empty() ? "" : "; ") + what;
+        if (!no_network_prices && !l.usd_each && l.item != "systems") unpriced += (unpriced.empty() ? "" : "; ") + what;
     }
+    if (!unpowered.empty())
+        b.notes.push_back("power: the catalog has no figure for " + unpowered + ": the total leaves them out");
+    if (!unpriced.empty())
+        b.notes.push_back("price: the catalog has no figure for " + unpriced + ": the known price leaves them out");
 }
 
 // A switch's ports split o:1 between down and up: ports down, and the uplinks m ports down need (one at least).
@@ -307,7 +359,7 @@ fat_tree_counts fat_tree_pods(std::int64_t nodes, int rails, int ports, bool rai
 
 bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64_t devices,
                        std::optional<power> rack_power, std::optional<double> oversubscription,
-                       std::optional<std::int64_t> pod_nodes) {
+                       std::optional<std::int64_t> pod_nodes, const std::optional<bom_storage>& storage) {
     const system_entry& e = cat.system_preset(preset, "/system");
     if (devices < 1 || devices > max_system_accelerators)
         throw config_error("/count", std::to_string(devices), "out of range",
@@ -330,6 +382,7 @@ bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64
     add_systems(e, rack_power, b);
     add_fabric(cat, e, oversubscription.value_or(e.oversubscription), pod_nodes.value_or(e.pod_nodes), b);
     add_support_networks(cat, e, b);
+    if (storage) add_storage(cat, e, *storage, b);
     add_totals(b);
     return b;
 }

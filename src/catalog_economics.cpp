@@ -181,6 +181,7 @@ std::optional<support_networks> read_support_networks(object_reader& parent) {
     if (!v || v->is_null()) return std::nullopt;
     object_reader r(*v, parent.path("support_networks"));
     support_networks n;
+    n.reference = r.required_string("reference");
     n.unit_nodes = static_cast<int>(r.required_integer("scalable_unit_nodes", 1, max_system_accelerators));
     const json* parts = r.get("parts");
     if (!parts) r.missing("parts", "a non-empty array of parts");
@@ -188,6 +189,25 @@ std::optional<support_networks> read_support_networks(object_reader& parent) {
     for (std::size_t i = 0; i < parts->size(); ++i) {
         object_reader pr((*parts)[i], r.path("parts") + "/" + std::to_string(i));
         n.parts.push_back(read_support_part(pr));
+    }
+    if (const json* levels = r.get("storage_levels"); levels && !levels->is_null()) {
+        object_reader lr(*levels, r.path("storage_levels"));
+        for (const char* level : {"good", "better", "best"}) {
+            const json* l = lr.get(level);
+            if (!l) continue;
+            object_reader g(*l, lr.path(level));
+            storage_level sl;
+            for (auto [key, rate] : {std::pair{"read", &sl.read}, std::pair{"write", &sl.write}}) {
+                const auto q = g.required_quantity<byte_rate>(key);
+                if (!(q.si() > 0))
+                    throw config_error(g.path(key), format(q), "must be a rate > 0", "a data rate such as \"15 GB/s\"");
+                *rate = q;
+            }
+            g.finish();
+            n.storage_levels[level] = sl;
+        }
+        lr.finish();
+        n.storage_levels_source = r.required_string("storage_levels_source");
     }
     n.from = read_dated(r);
     r.finish();

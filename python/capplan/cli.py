@@ -267,7 +267,9 @@ def _cmd_bom(args) -> str:
     from .costing import bom
     from .workbook import bom_workbook
     result = bom(args.system, args.count, rack_power=args.rack_power, site=args.site,
-                 oversubscription=args.oversubscription, pod_nodes=args.pod_nodes)
+                 oversubscription=args.oversubscription, pod_nodes=args.pod_nodes, storage=args.storage,
+                 storage_level=args.storage_level, storage_read=args.storage_read, storage_write=args.storage_write,
+                 storage_capacity=args.storage_capacity)
     if args.output:
         write_table(result.rows(), args.output, workbook=lambda: bom_workbook(result), document=dict(result))
         return f"capplan bom: {len(result.rows())} lines -> {args.output}"
@@ -692,6 +694,14 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("--pod-nodes", type=_integer(0, _MAX_COUNT), default=None,
                     help="pods of this many nodes, full bisection inside, oversubscribed only above them "
                          "(default: the preset's; 0 = no pods)")
+    bo.add_argument("--storage", default=None,
+                    help="a catalog storage system (one appliance or building block, e.g. NetApp-BeeGFS-BB): as many "
+                         "as --storage-level or --storage-read / --storage-write / --storage-capacity need")
+    bo.add_argument("--storage-level", choices=["good", "better", "best"], default=None,
+                    help="the preset's reference architecture's storage guideline per scalable unit")
+    bo.add_argument("--storage-read", default=None, help="the cluster's aggregate read rate, e.g. 200GB/s")
+    bo.add_argument("--storage-write", default=None, help="the cluster's aggregate write rate, e.g. 100GB/s")
+    bo.add_argument("--storage-capacity", default=None, help="the capacity to hold, e.g. 2PB")
     bo.add_argument("--format", choices=["table", "json", "csv"], default="table")
     bo.add_argument("-o", "--output", default=None,
                     help="write the lines to .csv, .json or .xlsx (XLSX: totals and owning cost as live formulas "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from typing import Any, Dict, List, Tuple
 
 from . import _args, _core
@@ -134,14 +135,42 @@ class BomResult(dict):
         return "\n".join([title, *lines, total, *owning] + [f"note: {n}" for n in self["notes"]])
 
 
+def _storage_request(storage: Any, level: Any, read: Any, write: Any, capacity: Any) -> Dict[str, Any]:
+    """bom's storage arguments as the core's: the rates and capacity in SI units, each checked and named."""
+    from .units import BYTE_RATE, SIZE, quantity
+    given = {"/storage_level": level, "/storage_read": read, "/storage_write": write, "/storage_capacity": capacity}
+    if storage is None:
+        extra = [(field, value) for field, value in given.items() if value is not None]
+        if extra:
+            raise _args.config_error(extra[0][0], extra[0][1], "given without a storage system",
+                                     "a storage system named too (storage=, --storage), e.g. NetApp-BeeGFS-BB")
+        return {}
+    out: Dict[str, Any] = {"storage": _args.text(storage, "/storage", "a catalog storage system (capplan list storage)")}
+    if level is not None:
+        out["storage_level"] = _args.text(level, "/storage_level", "good, better or best")
+    for key, value, dims, field in (("storage_read_bps", read, BYTE_RATE, "/storage_read"),
+                                    ("storage_write_bps", write, BYTE_RATE, "/storage_write"),
+                                    ("storage_capacity_bytes", capacity, SIZE, "/storage_capacity")):
+        if value is not None:
+            q = quantity(value, dims, field).si
+            if not (q > 0 and math.isfinite(q)):
+                raise _args.config_error(field, value, "out of range", "a quantity above 0")
+            out[key] = q
+    return out
+
+
 def bom(system: str, count: int, rack_power: Any = None, site: Any = None,
-        oversubscription: Any = None, pod_nodes: Any = None) -> BomResult:
+        oversubscription: Any = None, pod_nodes: Any = None, storage: Any = None, storage_level: Any = None,
+        storage_read: Any = None, storage_write: Any = None, storage_capacity: Any = None) -> BomResult:
     """The bill of materials of ``count`` accelerators of the catalog system preset ``system``: the units bought, the
     racks their maximum power fills (with ``rack_power``, e.g. "40 kW"), and the scale-out fabric (a rail-optimised
     fat tree of the link's switches, its cables and optics: non-blocking, or with ``oversubscription`` o:1 at the
     leaves' uplinks, default the preset's; with ``pod_nodes``, pods of that many nodes with full bisection inside and
-    the o:1 at their spines' uplinks to a core tier, default the preset's pods, 0 none), with power and price per
-    line where the catalog has them
+    the o:1 at their spines' uplinks to a core tier, default the preset's pods, 0 none), the storage and management
+    networks where the preset's reference architecture counts them, and with ``storage`` (a catalog storage system:
+    one appliance or building block) as many of it as ``storage_level`` ("good", "better", "best": the preset's
+    reference guideline per scalable unit) or ``storage_read`` / ``storage_write`` (e.g. "200 GB/s") and
+    ``storage_capacity`` (e.g. "2 PB") need, with power and price per line where the catalog has them
     (docs/formulas.md §20); and, where the preset has a price and power, ``cost``: what the cluster costs an hour to
     own at ``site`` (a catalog site; default US-colocation), the priced network lines included in its capex
     (docs/formulas.md §19)."""
@@ -151,7 +180,8 @@ def bom(system: str, count: int, rack_power: Any = None, site: Any = None,
     watts = None if rack_power is None else quantity(rack_power, POWER, "/rack_power").si
     over = None if oversubscription is None else _args.number(oversubscription, "/oversubscription", 1.0)
     pods = None if pod_nodes is None else _args.integer(pod_nodes, "/pod_nodes", 0, _args.MAX_COUNT)
-    result = BomResult(json.loads(_core.bom_json(name, n, watts, over, pods)))
+    store = _storage_request(storage, storage_level, storage_read, storage_write, storage_capacity)
+    result = BomResult(json.loads(_core.bom_json(name, n, watts, over, pods, **store)))
     terms: Dict[str, Any] = {} if site is None else {"site": _args.text(site, "/site", "a catalog site (capplan list sites)")}
     systems = result["lines"][0]
     network = result.get("known_usd", 0.0) - (systems["usd"] or 0.0) * systems["count"]

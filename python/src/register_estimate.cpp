@@ -100,15 +100,29 @@ void register_estimate(py::module_& m) {
         "to rent, under a scenario's cost object (JSON text); with work_s, what work of that many seconds costs "
         "(in per_million_output_tokens).");
     m.def("bom_json", [](const std::string& preset, std::int64_t devices, std::optional<double> rack_power_w,
-                         std::optional<double> oversubscription, std::optional<std::int64_t> pod_nodes) {
+                         std::optional<double> oversubscription, std::optional<std::int64_t> pod_nodes,
+                         std::optional<std::string> storage, std::optional<std::string> storage_level,
+                         std::optional<double> storage_read_bps, std::optional<double> storage_write_bps,
+                         std::optional<double> storage_capacity_bytes) {
             const std::optional<power> rack =
                 rack_power_w ? std::optional<power>(power::from_si(*rack_power_w)) : std::nullopt;
-            return to_json(cluster_bom(default_catalog(), preset, devices, rack, oversubscription, pod_nodes));
+            std::optional<bom_storage> st;
+            if (storage) {
+                st = bom_storage{*storage, storage_level.value_or(""), std::nullopt, std::nullopt, std::nullopt};
+                if (storage_read_bps) st->read = byte_rate::from_si(*storage_read_bps);
+                if (storage_write_bps) st->write = byte_rate::from_si(*storage_write_bps);
+                if (storage_capacity_bytes) st->capacity = data_size::from_si(*storage_capacity_bytes);
+            }
+            return to_json(cluster_bom(default_catalog(), preset, devices, rack, oversubscription, pod_nodes, st));
         }, py::arg("preset"), py::arg("devices"), py::arg("rack_power_w") = std::nullopt,
         py::arg("oversubscription") = std::nullopt, py::arg("pod_nodes") = std::nullopt,
+        py::arg("storage") = std::nullopt, py::arg("storage_level") = std::nullopt,
+        py::arg("storage_read_bps") = std::nullopt, py::arg("storage_write_bps") = std::nullopt,
+        py::arg("storage_capacity_bytes") = std::nullopt,
         "A cluster's bill of materials (systems, racks, fabric switches, cables, optics) as JSON text; the fabric "
         "oversubscribed by `oversubscription` (none: the preset's) at its leaves, or above pods of `pod_nodes` nodes "
-        "(none: the preset's; 0: no pods).");
+        "(none: the preset's; 0: no pods); with `storage` (a catalog storage entry of scope aggregate), as many of it "
+        "as `storage_level` (the preset's reference guideline per scalable unit) or the rates and capacity need.");
 }
 
 }  // namespace capplan::python

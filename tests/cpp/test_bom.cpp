@@ -177,9 +177,13 @@ TEST_CASE("a scalable unit of HGX B200: switches, cables, optics, power and pric
         if (l.item == "NICs") CHECK((l.in_systems && l.usd_each && l.usd_each->low == 1599.0 && l.usd_each->high == 2188.0));
         if (l.item.rfind("cables", 0) == 0) CHECK(!l.usd_each);
     }
-    int unpriced = 0;  // the two cable lines, each named in a note
-    for (const auto& n : b.notes) unpriced += n.rfind("price: the catalog has no figure for the cables", 0) == 0;
-    CHECK(unpriced == 2);
+    int unpriced = 0;  // one note names the two cable lines
+    for (const auto& n : b.notes)
+        if (n.rfind("price: the catalog has no figure for the cables node-leaf", 0) == 0) {
+            ++unpriced;
+            CHECK(n.find("; the cables leaf-spine (") != std::string::npos);
+        }
+    CHECK(unpriced == 1);
     bool nic_note = false;
     for (const auto& n : b.notes) {
         CHECK(n.find("no network prices") == std::string::npos);
@@ -303,4 +307,40 @@ TEST_CASE("storage and management networks follow the DGX SuperPOD H100 referenc
     bool noted = false;
     for (const auto& n : mi.notes) noted = noted || n.find("storage and management networks: the catalog has no") == 0;
     CHECK(noted);
+}
+
+TEST_CASE("storage systems are sized for the reference architecture's guideline, rates or capacity") {
+    // One scalable unit of DGX H100 at the RA's 'best' (Table 6: 125 GB/s read, 62 GB/s write a unit) on NetApp BeeGFS
+    // building blocks (62 GiB/s = 66.57 GB/s read, 21 GiB/s = 22.55 GB/s write each): read needs ceil(1.88) = 2,
+    // write ceil(2.75) = 3, so 3 - the count NetApp's DGX SuperPOD design lists per unit (NetAppDocs/netapp-solutions
+    // ai/ai-dgx-superpod.adoc Table 1), which enters nothing here.
+    const auto blocks = [](std::int64_t devices, const bom_storage& s) {
+        return count_of(cluster_bom(cat(), "DGX-H100", devices, std::nullopt, std::nullopt, std::nullopt, s),
+                        "storage systems");
+    };
+    CHECK(blocks(256, {"NetApp-BeeGFS-BB", "best", {}, {}, {}}) == 3);
+    // 'good' (15 / 7 GB/s a unit): one block; four units at 'best' (500 / 248 GB/s): ceil(7.51) = 8 read,
+    // ceil(10.998) = 11 write.
+    CHECK(blocks(256, {"NetApp-BeeGFS-BB", "good", {}, {}, {}}) == 1);
+    CHECK(blocks(1016, {"NetApp-BeeGFS-BB", "best", {}, {}, {}}) == 11);
+    // Rates and capacity as asked: 2 PB of 460.6 TB blocks is ceil(4.34) = 5; 200 GB/s read alone ceil(3.004) = 4.
+    CHECK(blocks(256, {"NetApp-BeeGFS-BB", "", {}, {}, 2 * units::PB}) == 5);
+    CHECK(blocks(256, {"NetApp-BeeGFS-BB", "", 200 * units::GB / units::s, {}, {}}) == 4);
+    const bom_result b = cluster_bom(cat(), "DGX-H100", 256, std::nullopt, std::nullopt, std::nullopt,
+                                     bom_storage{"NetApp-BeeGFS-BB", "best", {}, {}, {}});
+    bool noted = false;
+    for (const auto& n : b.notes) noted = noted || (n.rfind("storage: 3 x NetApp-BeeGFS-BB", 0) == 0 && n.find("'best' x 1 scalable unit") != std::string::npos);
+    CHECK(noted);
+    // A per-client tier is not a storage system; a level needs the preset's guideline; a level and rates, or nothing to
+    // size for, are the user's errors.
+    const auto refuses = [](const std::string& preset, const bom_storage& s, const char* field) {
+        CHECK_THROWS_WITH_AS(cluster_bom(cat(), preset, 256, std::nullopt, std::nullopt, std::nullopt, s),
+                             doctest::Contains(field), config_error);
+    };
+    refuses("DGX-H100", {"ParallelFS", "best", {}, {}, {}}, "/storage");
+    refuses("MI300X-Platform", {"NetApp-BeeGFS-BB", "best", {}, {}, {}}, "/storage_level");
+    refuses("DGX-H100", {"NetApp-BeeGFS-BB", "best", 1 * units::GB / units::s, {}, {}}, "/storage_level");
+    refuses("DGX-H100", {"NetApp-BeeGFS-BB", "", {}, {}, {}}, "/storage_level");
+    CHECK_THROWS_AS(cluster_bom(cat(), "DGX-H100", 256, std::nullopt, std::nullopt, std::nullopt,
+                                bom_storage{"NoSuchStorage", "best", {}, {}, {}}), unknown_name_error);
 }

@@ -24,6 +24,8 @@ def test_bom_lines_by_hand():
     assert b["known_power_w"] == pytest.approx(8 * 10200 + (32 + 32) * 15 + 747 + networks)
     assert rows["storage fabric switches"]["count"] == 4 and rows["in-band cables (nodes)"]["count"] == 16
     assert any(n.startswith("power: the catalog has no figure for the management servers") for n in b["notes"])
+    # No storage unless a storage system is named.
+    assert "storage systems" not in rows
     assert "capplan bom: 64 accelerators as 8 x DGX-H100; 3 racks" in repr(b) and "10.2 kW" in repr(b)
 
 
@@ -94,6 +96,35 @@ def test_bom_pods(run_cli):
     assert code == 2 and "/pod_nodes" in err and len(err.strip().splitlines()) == 1, err
     with pytest.raises(capplan.ConfigError, match="/pod_nodes"):
         capplan.bom("DGX-H100", 2048, pod_nodes=-1)
+
+
+def test_bom_storage_systems(run_cli):
+    # One DGX H100 scalable unit at its RA's 'best' guideline (125 GB/s read, 62 GB/s write a unit) on NetApp BeeGFS
+    # building blocks of 62 GiB/s read and 21 GiB/s write: ceil(125 / 66.57) = 2, ceil(62 / 22.55) = 3 -> 3
+    # (tests/cpp/test_bom.cpp by hand); rates and a capacity as asked: 2 PB of 460.6 TB -> 5.
+    best = capplan.bom("DGX-H100", 256, storage="NetApp-BeeGFS-BB", storage_level="best")
+    assert {r["item"]: r["count"] for r in best.rows()}["storage systems"] == 3
+    sized = capplan.bom("DGX-H100", 256, storage="beegfs-ef600", storage_read="100 GB/s", storage_capacity="2 PB")
+    assert {r["item"]: r["count"] for r in sized.rows()}["storage systems"] == 5
+    assert any(n.startswith("storage: 5 x NetApp-BeeGFS-BB, the most of read 100 GB/s") for n in sized["notes"])
+    code, out, err = run_cli("bom", "--system", "DGX-H100", "--count", "256", "--storage", "NetApp-BeeGFS-BB",
+                             "--storage-level", "best", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["lines"] == best["lines"]
+    # Each mistake is one line naming its field: a level without a system, a per-client tier, a rate of 0, a level
+    # the preset's reference architecture does not give, a level beside rates, nothing to size for.
+    for args, field in ((["--storage-level", "best"], "/storage_level"),
+                        (["--storage", "ParallelFS", "--storage-read", "10GB/s"], "/storage"),
+                        (["--storage", "NetApp-BeeGFS-BB", "--storage-read", "0GB/s"], "/storage_read"),
+                        (["--storage", "NetApp-BeeGFS-BB", "--storage-write", "3 GB"], "/storage_write"),
+                        (["--storage", "NetApp-BeeGFS-BB", "--storage-level", "best", "--storage-read", "1GB/s"],
+                         "/storage_level"),
+                        (["--storage", "NetApp-BeeGFS-BB"], "/storage_level")):
+        code, out, err = run_cli("bom", "--system", "DGX-H100", "--count", "256", *args)
+        assert code == 2 and field in err and len(err.strip().splitlines()) == 1, (args, err)
+    code, out, err = run_cli("bom", "--system", "MI300X-Platform", "--count", "64", "--storage", "NetApp-BeeGFS-BB",
+                             "--storage-level", "good")
+    assert code == 2 and "/storage_level" in err and "read and write rates instead" in err, err
 
 
 def test_bom_arguments_are_checked():

@@ -62,12 +62,23 @@ struct bom_result {
     std::vector<std::string> notes;     // what is missing or assumed
 };
 
+// Storage bought with the cluster: whole storage systems of a catalog storage entry of scope aggregate (one appliance
+// or building block), as many as the read and write rates and the capacity asked need; the rates are given, or the
+// preset's reference architecture's guideline `level` ("good", "better", "best") per scalable unit.
+struct bom_storage {
+    std::string system;  // a catalog storage entry
+    std::string level;   // empty: the rates below
+    std::optional<byte_rate> read, write;
+    std::optional<data_size> capacity;
+};
+
 // The bill of materials of `devices` accelerators of the catalog `preset`, racks filled up to `rack_power`, the
 // fabric oversubscribed by `oversubscription` (none: the preset's scale_out.oversubscription) at its leaves, or with
 // pods of `pod_nodes` nodes (none: the preset's scale_out.pod_nodes; 0: no pods) above the pods.
 bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64_t devices,
                        std::optional<power> rack_power, std::optional<double> oversubscription = std::nullopt,
-                       std::optional<std::int64_t> pod_nodes = std::nullopt);
+                       std::optional<std::int64_t> pod_nodes = std::nullopt,
+                       const std::optional<bom_storage>& storage = std::nullopt);
 
 // As JSON text: {preset, devices, units, nodes, racks, fabric {tiers, leaf...}, lines [{item, model, count, power_w,
 // usd, usd_range, in_systems}], known_power_w, known_usd(_range), notes}.

@@ -3,6 +3,7 @@
 // names say so (`usd`, `usd_per_hour`): the catalog's prices are US list, street and cloud prices.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,9 +85,16 @@ struct support_part {
     fabric_part part;            // its model, power and price where published, or
     std::string switch_of;       // the switch of this catalog link's fabric (its model, power and price)
 };
+// A reference architecture's storage performance guideline for one scalable unit (aggregate read and write).
+struct storage_level {
+    byte_rate read, write;
+};
 struct support_networks {
+    std::string reference;  // the reference architecture, short: "NVIDIA's DGX SuperPOD H100 RA (RA-11333-001 V11)"
     int unit_nodes = 0;
     std::vector<support_part> parts;
+    std::map<std::string, storage_level> storage_levels;  // "good", "better", "best"; empty: none published
+    std::string storage_levels_source;
     dated_source from;
 };
 
