@@ -592,19 +592,36 @@ latency_estimate estimate_latency(const perf_setup& s, std::int64_t input_tokens
 
 namespace capplan {
 
+namespace {
+
+// What a lower-precision GEMM keeps of its peak in engines, relative to the part's 16-bit fraction, as the catalog
+// derives B200's and GB200's: fp8 0.77 (H100's fp8 / bf16, 0.47 / 0.61, fitted to H100 FP8 rows), fp4 0.75 x 0.77
+// (B200's best cuBLAS FP4 / best BF16 fraction, then as fp8). 1 for every other format.
+double low_precision_ratio(const std::string& peak_key) {
+    if (peak_key == "fp8") return 0.77;
+    if (peak_key == "fp4") return 0.75 * 0.77;
+    return 1.0;
+}
+
+}  // namespace
+
 perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_format& compute, bool explain) {
     using namespace units;
     perf_efficiency e;
     // Measured values come from the accelerator's catalog entry ("efficiency", each with its
     // source). Where an accelerator has none, the means of the measured ones stand in:
     // memory 0.83 (BabelStream: H100 0.866, H200 0.835, A100 0.79, MI300X 0.78; nvbench: B200 0.873) and matrix units
-    // 0.61 (the H100 bf16 in-engine estimate; A100 measured 0.66, MI300X 0.42).
+    // 0.61 in 16 bits (the H100 bf16 in-engine estimate; A100 measured 0.66, MI300X 0.42), less in fp8 and fp4.
     const bool measured_memory = a.memory_efficiency.has_value();
     e.memory = a.memory_efficiency.value_or(0.83);
     const auto mm = find_by_peak(a.matmul_efficiency, compute.peak_key);
     const bool measured_matmul = mm != a.matmul_efficiency.end();
-
-    e.gemm = measured_matmul ? mm->second : 0.61;
+    // A format without its own measured fraction on a part with a measured 16-bit one: that x what lower precision
+    // keeps (as the catalog derives B200's); a part without any measured fraction: the mean, in any format.
+    const auto mm16 = find_by_peak(a.matmul_efficiency, "bf16");
+    const bool measured_16 = mm16 != a.matmul_efficiency.end();
+    const double ratio = low_precision_ratio(compute.peak_key);
+    e.gemm = measured_matmul ? mm->second : measured_16 ? mm16->second * ratio : 0.61;
     // Small kernels cannot beat the catalog's raw GEMM efficiency by FLOPs per kernel: each kernel
     // gets the smaller of that curve and the large-kernel value (at the knots). In a faster format a
     // kernel reaches the same efficiency at proportionally more FLOPs (the same start-up time).
@@ -638,15 +655,20 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     const std::string catalog_entry =
         a.efficiency_as.empty() ? a.name + " catalog" : a.efficiency_as + " catalog, shared by " + a.name;
     // The part's own matrix fractions (beside a shared block) are its own catalog's.
+    const auto matrix_entry_of = [&](const auto& it) {
+        return a.own_matmul_efficiency.count(it->first) ? a.name + " catalog" : catalog_entry;
+    };
+    const std::string ratio_text = ratio != 1.0 ? " x " + format_number(ratio) + " for " + compute.peak_key : "";
     const std::string matrix_entry =
-        measured_matmul && a.own_matmul_efficiency.count(mm->first) ? a.name + " catalog" : catalog_entry;
+        measured_matmul ? matrix_entry_of(mm)
+        : measured_16   ? "derived: " + matrix_entry_of(mm16) + "'s 16-bit " + format_number(mm16->second) + ratio_text
+                        : "mean of measured accelerators";
     const std::string grouped_entry =
         grouped != a.grouped_matmul_efficiency.end() && a.own_grouped_matmul_efficiency.count(grouped->first)
             ? a.name + " catalog" : catalog_entry;
     e.source = "memory " + format_number(e.memory) + " of peak bandwidth (" +
                (measured_memory ? catalog_entry : "mean of measured accelerators") + "), matrix units " +
-               format_number(e.gemm) + " of " + compute.peak_key + " peak (" +
-               (measured_matmul ? matrix_entry : "mean of measured accelerators") + ")" +
+               format_number(e.gemm) + " of " + compute.peak_key + " peak (" + matrix_entry + ")" +
                (e.gemm_by_size.empty() ? std::string() : ", falling off for small kernels (" + catalog_entry + ")") +
                (a.roofline_norm ? ", compute and memory " + format_number(*a.roofline_norm) + "-norm near the ridge (" +
                                       catalog_entry + ")"

@@ -154,6 +154,25 @@ TEST_CASE("the catalog's small-GEMM curve caps each kernel, in its own format's 
     CHECK(a100.gemm_at(1e6) == doctest::Approx(a100.gemm_at(1e13)));
 }
 
+TEST_CASE("a format without its own matrix fraction derives it from the part's measured 16-bit one") {
+    const catalog cat = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
+    // MI300X measures bf16 only (0.42): fp8 keeps 0.77 of it (H100's fp8 / bf16, 0.47 / 0.61), fp16 all of it; the
+    // source says so. Before, both took the 0.61 mean of measured parts: above MI300X's own bf16.
+    const accelerator_spec mi300 = cat.accelerator("MI300X", "/a");
+    const perf_efficiency fp8 = default_perf_efficiency(mi300, find_format("fp8"), true);
+    CHECK(fp8.gemm == doctest::Approx(0.42 * 0.77));
+    CHECK(fp8.source.find("derived: MI300X catalog's 16-bit 0.42 x 0.77 for fp8") != std::string::npos);
+    CHECK(default_perf_efficiency(mi300, find_format("fp16")).gemm == doctest::Approx(0.42));
+    // RTX PRO 6000 measures 16 bits only: fp4 keeps 0.75 x 0.77 of it (B200's derivation).
+    const accelerator_spec rtx = cat.accelerator("RTX-PRO-6000-Server", "/a");
+    CHECK(default_perf_efficiency(rtx, find_format("nvfp4")).gemm ==
+          doctest::Approx(rtx.matmul_efficiency.at("bf16") * 0.75 * 0.77));
+    // A part that measures nothing keeps the mean in every format; one that measures the format keeps its own.
+    const accelerator_spec l40s = cat.accelerator("L40S", "/a");
+    CHECK(default_perf_efficiency(l40s, find_format("fp8")).gemm == doctest::Approx(0.61));
+    CHECK(default_perf_efficiency(cat.accelerator("H100-SXM", "/a"), find_format("fp8")).gemm == doctest::Approx(0.47));
+}
+
 TEST_CASE("MoE expert GEMMs run at most at the catalog's grouped-kernel efficiency") {
     const catalog cat = catalog::load(CAPPLAN_TEST_CATALOG_DIR);
     const accelerator_spec h100 = cat.accelerator("H100-SXM", "/a");
