@@ -75,8 +75,9 @@ void add_support_networks(const catalog& cat, const system_entry& e, bom_result&
     const support_networks& s = *e.support;
     const std::int64_t units = ceil_div(b.nodes, static_cast<std::int64_t>(s.unit_nodes));
     for (const support_part& p : s.parts) {
-        const fabric_part& part = p.switch_of.empty() ? p.part : cat.fabric(p.switch_of)->switch_;
-        add_line(p.item, part, p.per_unit > 0 ? p.per_unit * units : p.per_node * b.nodes, false, b);
+        const fabric_parts* of = p.switch_of.empty() ? nullptr : cat.fabric(p.switch_of);
+        if (!p.switch_of.empty() && !of) continue;  // checked at load: not reached with a loaded catalog
+        add_line(p.item, of ? of->switch_ : p.part, p.per_unit > 0 ? p.per_unit * units : p.per_node * b.nodes, false, b);
     }
     b.notes.push_back("storage and management networks: " + std::to_string(units) + " scalable unit" +
                       (units == 1 ? "" : "s") + " of " + std::to_string(s.unit_nodes) + " nodes, counted as " +
@@ -84,11 +85,26 @@ void add_support_networks(const catalog& cat, const system_entry& e, bom_result&
                       "storage fabric; the storage itself only with a storage system named)");
 }
 
+// The read and write rates a level of the preset's reference storage guideline asks of `nodes` nodes: the guideline
+// is per scalable unit, so a cluster asks its share of units (33 nodes of 32-node units: 33/32 of a unit's rates).
+storage_level guideline_rates(const system_entry& e, const std::string& level, std::int64_t nodes) {
+    const support_networks* s = e.support ? &*e.support : nullptr;
+    std::string levels;
+    if (s)
+        for (const auto& [name, rates] : s->storage_levels) levels += (levels.empty() ? "" : ", ") + name;
+    const auto it = s ? s->storage_levels.find(level) : std::map<std::string, storage_level>::const_iterator{};
+    if (levels.empty() || it == s->storage_levels.end())
+        throw config_error("/storage_level", level, "the catalog has no reference storage guideline of that level for " + e.name,
+                           levels.empty() ? "read and write rates instead" : levels);
+    const double units = static_cast<double>(nodes) / s->unit_nodes;
+    return {units * it->second.read, units * it->second.write};
+}
+
 // Whole storage systems for the asked rates and capacity: the most any one of them needs.
 void add_storage(const catalog& cat, const system_entry& e, const bom_storage& req, bom_result& b) {
-    const storage_spec& st = cat.storage(req.system, "/storage");
+    const storage_spec& st = cat.storage(req.entry, "/storage");
     if (st.scope != "aggregate")
-        throw config_error("/storage", req.system, "its figures are " + st.scope + ", not a whole storage system's",
+        throw config_error("/storage", req.entry, "its figures are " + st.scope + ", not a whole storage system's",
                            "a catalog storage entry of scope aggregate (one appliance or building block), such as "
                            "NetApp-BeeGFS-BB");
     std::optional<byte_rate> read = req.read, write = req.write;
@@ -96,44 +112,42 @@ void add_storage(const catalog& cat, const system_entry& e, const bom_storage& r
     if (!req.level.empty()) {
         if (read || write)
             throw config_error("/storage_level", req.level, "given with read or write rates", "a level or rates, not both");
-        const auto* levels = e.support ? &e.support->storage_levels : nullptr;
-        const auto it = levels ? levels->find(req.level) : decltype(levels->end()){};
-        if (!levels || it == levels->end())
-            throw config_error("/storage_level", req.level,
-                               "the catalog has no reference storage guideline of that level for " + e.name,
-                               levels && !levels->empty() ? "good, better or best" : "read and write rates instead");
-        const std::int64_t units = ceil_div(b.nodes, static_cast<std::int64_t>(e.support->unit_nodes));
-        read = static_cast<double>(units) * it->second.read;
-        write = static_cast<double>(units) * it->second.write;
-        basis = "'" + req.level + "' x " + std::to_string(units) + " scalable unit" + (units == 1 ? "" : "s") + " of " +
-                e.support->reference + "'s storage guideline";
+        const storage_level rates = guideline_rates(e, req.level, b.nodes);
+        read = rates.read;
+        write = rates.write;
+        basis = "'" + req.level + "' of " + e.support->reference + "'s storage guideline per scalable unit of " +
+                std::to_string(e.support->unit_nodes) + " nodes, x " + std::to_string(b.nodes) + " / " +
+                std::to_string(e.support->unit_nodes);
     }
     if (!read && !write && !req.capacity)
         throw config_error("/storage_level", "none", "nothing to size the storage for",
                            "a level (good, better, best) or read / write rates or a capacity");
     std::int64_t count = 1;
     std::string needs;
-    const auto need = [&](const auto& target, const auto& each, const std::string& what) {
+    // Systems for one target: ceil(target / each), each a figure above 0 (else the catalog gives none).
+    const auto need = [&](const auto& target, const auto& each, const std::string& what, const std::string& field) {
         if (!target) return;
-        if (!each) throw config_error("/storage", req.system, "the catalog gives no " + what + " for it", "another entry");
+        if (!(target->si() > 0) || !std::isfinite(target->si()))
+            throw config_error(field, format(*target), "out of range", "a quantity above 0");
+        if (!each || !(each->si() > 0))
+            throw config_error("/storage", req.entry, "the catalog gives no " + what + " for it", "another storage entry");
         const double n = std::ceil(target->si() / each->si() * (1.0 - 1e-12));
         if (!(n <= static_cast<double>(max_system_accelerators)))
-            throw config_error("/storage", req.system, "more than " + std::to_string(max_system_accelerators) +
-                               " systems for the " + what + " asked", "a smaller target or a larger system");
+            throw config_error(field, format(*target), "more than " + std::to_string(max_system_accelerators) +
+                               " systems of " + req.entry + " each " + format(*each), "a smaller target");
         count = std::max(count, static_cast<std::int64_t>(n));
         needs += (needs.empty() ? "" : ", ") + what + " " + format(*target) + " / " + format(*each) + " each: " +
                  format_number(n);
     };
-    need(read, st.read_bandwidth, "read");
-    need(write, st.write_bandwidth, "write");
-    need(req.capacity, st.capacity, "capacity");
+    need(read, st.read_bandwidth, "read", "/storage_read");
+    need(write, st.write_bandwidth, "write", "/storage_write");
+    need(req.capacity, st.capacity, "capacity", "/storage_capacity");
     add_line("storage systems", fabric_part{st.name, 1, std::nullopt, std::nullopt}, count, false, b);
-    b.notes.push_back("storage: " + std::to_string(count) + " x " + st.name + ", the most of " + needs + " (" + basis +
-                      "); its storage fabric's switches are the lines above where the preset has them");
+    b.notes.push_back("storage: " + std::to_string(count) + " x " + st.name + ", the most of " + needs + " (" + basis + ")");
 }
 
-// How the leaves split their ports, or how the pods are built.
-std::string leaf_ports_note(const fat_tree_counts& t) {
+// How the fabric is built: the leaves' split of their ports, or the pods.
+std::string fabric_shape_note(const fat_tree_counts& t) {
     if (t.pods > 1)
         return std::to_string(t.pods) + " pods of up to " + std::to_string(t.pod_nodes) +
                " nodes, each a non-blocking leaf-spine tree; a full pod's spines " + std::to_string(t.spine_down) +
@@ -182,7 +196,7 @@ void add_fabric(const catalog& cat, const system_entry& e, double oversubscripti
     add("optics at switches", f->switch_optic, ceil_div(switch_ends, f->switch_optic.ports), false);
     add("optics at nodes", f->node_optic, ceil_div(t.node_links, f->node_optic.ports), false);
     b.notes.push_back("fabric: " + std::to_string(t.tiers) + "-tier " + (rails ? "rail-optimised " : "") +
-                      "fat tree of " + std::to_string(f->switch_.ports) + "-port switches, " + leaf_ports_note(t) +
+                      "fat tree of " + std::to_string(f->switch_.ports) + "-port switches, " + fabric_shape_note(t) +
                       "; parts as of " + f->from.date + "; node ends take " + f->node_optic.model +
                       (f->node_optic.ports > 1 ? " (a PCIe NIC with its own cage takes a single-port module: twice as many)"
                                                : ""));
@@ -232,9 +246,13 @@ struct port_split {
 
 // The switches' ports and the oversubscription a tree can be built with (a switch keeps one port up at least).
 void check_tree(std::int64_t nodes, int rails, int ports, const std::string& field, double o) {
-    if (ports < 2 || ports > max_switch_ports || nodes < 1 || rails < 1)
+    if (ports < 2 || ports > max_switch_ports)
         throw config_error(field, std::to_string(ports) + " ports", "a fat tree needs switches of 2 ports or more",
                            "an even switch port count from 2 to " + std::to_string(max_switch_ports));
+    if (nodes < 1 || nodes > max_system_accelerators || rails < 1 || rails > max_switch_ports)
+        throw config_error(field, std::to_string(nodes) + " nodes of " + std::to_string(rails) + " NICs", "out of range",
+                           "1 to " + std::to_string(max_system_accelerators) + " nodes of 1 to " +
+                               std::to_string(max_switch_ports) + " NICs");
     if (!std::isfinite(o) || o < 1.0 || o > ports - 1)
         throw config_error("/oversubscription", format_number(o),
                            o < 1.0 ? "a switch cannot have more bandwidth up than down"
@@ -316,13 +334,18 @@ fat_tree_counts fat_tree_pods(std::int64_t nodes, int rails, int ports, bool rai
     if (pod_nodes < 1 || pod_nodes > max_system_accelerators)
         throw config_error("/pod_nodes", std::to_string(pod_nodes), "out of range",
                            "an integer from 1 to " + std::to_string(max_system_accelerators));
-    if (pod_nodes >= nodes) {  // one pod: full bisection throughout
+    // One pod (or one switch's worth of NICs): full bisection throughout, nothing above a pod to oversubscribe.
+    if (pod_nodes >= nodes || nodes * rails <= ports) {
         fat_tree_counts t = fat_tree(nodes, rails, ports, rail_optimized, field, 1.0);
-        t.oversubscription = oversubscription;
         t.pods = 1;
         t.pod_nodes = nodes;
         return t;
     }
+    // A pod fills a leaf at least (a rail's leaf holds ports / 2 nodes; a plain one ports / 2 NICs).
+    const std::int64_t leaf_nodes = rail_optimized ? ports / 2 : ceil_div(static_cast<std::int64_t>(ports / 2), rails);
+    if (pod_nodes < leaf_nodes)
+        throw config_error("/pod_nodes", std::to_string(pod_nodes), "a pod smaller than a leaf's " +
+                               std::to_string(leaf_nodes) + " nodes", "at least " + std::to_string(leaf_nodes) + " nodes a pod");
     const port_split split{oversubscription};
     const std::int64_t pods = ceil_div(nodes, pod_nodes), last_nodes = nodes - (pods - 1) * pod_nodes;
     const pod_counts full = pod_tree(pod_nodes, rails, ports, rail_optimized, split);

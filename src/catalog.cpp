@@ -597,7 +597,11 @@ const site_spec& catalog::site(std::string_view name, std::string_view field) co
 }
 
 const fabric_parts* catalog::fabric(std::string_view link) const {
-    const auto it = fabrics_.find(std::string(link));
+    // By the link's name or any alias of it (lower-case, as find matches them).
+    std::string name(link);
+    if (const auto a = index_.find(detail::lower(link)); a != index_.end() && entries_[a->second].kind == entry_kind::link)
+        name = entries_[a->second].name;
+    const auto it = fabrics_.find(name);
     return it == fabrics_.end() ? nullptr : &it->second;
 }
 

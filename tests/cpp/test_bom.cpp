@@ -229,34 +229,45 @@ TEST_CASE("pods: full bisection inside, oversubscribed only above them, by hand 
     // - Meta's Llama 3 cluster shape (24,576 GPUs in 8 pods of 3,072, 1:7 above the pods) on 144-port switches: a
     //   pod's 6 leaves a rail (5 full of 72, one of 24) = 48; 3,072 uplinks over spines of floor(144 x 7 / 8) = 126
     //   down need 25, spread evenly over a divisor of 72: 36, each ceil(3072 / 36) = 86 down and ceil(86 / 7) = 13 up.
-    struct row { std::int64_t nodes; int ports; double o; std::int64_t pod_nodes, pods, leaf, spine, spine_up, spine_core, core; };
-    const row rows[] = {{512, 64, 1.0, 128, 4, 128, 128, 32, 4096, 64},
-                        {256, 64, 3.0, 64, 4, 64, 64, 11, 704, 11},
-                        {200, 64, 3.0, 64, 4, 3 * 16 + 8, 3 * 16 + 2, 11, 3 * 176 + 2 * 11, ceil_div_for_test(550, 64)},
-                        {3072, 144, 7.0, 384, 8, 8 * 48, 8 * 36, 13, 8 * 36 * 13, ceil_div_for_test(8 * 36 * 13, 144)}};
+    // - Not rail-optimised, 256 single-NIC nodes, 3:1 above pods of 64: a pod's 2 leaves, 64 uplinks over the smallest
+    //   divisor of 32 at least ceil(64 / 48) = 2: 2 spines of 32 down and 11 up; 4 pods: 88 core links, 2 cores.
+    struct row { std::int64_t nodes; int rails; bool rail_optimised; int ports; double o;
+                 std::int64_t pod_nodes, pods, leaf, spine, spine_up, spine_core, core; };
+    const row rows[] = {{512, 8, true, 64, 1.0, 128, 4, 128, 128, 32, 4096, 64},
+                        {256, 8, true, 64, 3.0, 64, 4, 64, 64, 11, 704, 11},
+                        {200, 8, true, 64, 3.0, 64, 4, 3 * 16 + 8, 3 * 16 + 2, 11, 3 * 176 + 2 * 11, ceil_div_for_test(550, 64)},
+                        {3072, 8, true, 144, 7.0, 384, 8, 8 * 48, 8 * 36, 13, 8 * 36 * 13, ceil_div_for_test(8 * 36 * 13, 144)},
+                        {256, 1, false, 64, 3.0, 64, 4, 8, 8, 11, 88, 2}};
     for (const row& r : rows) {
         CAPTURE(r.nodes);
-        const fat_tree_counts t = fat_tree_pods(r.nodes, 8, r.ports, true, "/count", r.o, r.pod_nodes);
+        const fat_tree_counts t = fat_tree_pods(r.nodes, r.rails, r.ports, r.rail_optimised, "/count", r.o, r.pod_nodes);
         CHECK(t.tiers == 3);
         CHECK(t.pods == r.pods);
         CHECK(t.leaf == r.leaf);
         CHECK(t.spine == r.spine);
         CHECK(t.spine_up == r.spine_up);
-        CHECK(t.leaf_spine_links == r.nodes * 8);
+        CHECK(t.leaf_spine_links == r.nodes * r.rails);
         CHECK(t.spine_core_links == r.spine_core);
         CHECK(t.core == r.core);
     }
     CHECK(fat_tree_pods(256, 8, 64, true, "/count", 3.0, 64).spine_down == 32);
-    // One pod is the whole cluster: full bisection, as the non-blocking tree.
+    // One pod is the whole cluster: full bisection, two tiers (16 leaves; 512 uplinks over the smallest divisor of 32
+    // at least 8: 8 spines), nothing oversubscribed; so is a cluster one switch joins, whatever the pods asked.
     const fat_tree_counts one = fat_tree_pods(64, 8, 64, true, "/count", 4.0, 64);
     CHECK(one.pods == 1);
-    CHECK(one.spine == fat_tree(64, 8, 64, true, "/count").spine);
-    CHECK(one.leaf_up == one.leaf_down);
+    CHECK(one.tiers == 2);
+    CHECK(one.leaf == 16);
+    CHECK(one.spine == 8);
+    CHECK(one.oversubscription == 1.0);
+    CHECK(fat_tree_pods(8, 8, 64, true, "/count", 4.0, 32).tiers == 1);
+    // A pod smaller than a leaf (a rail's leaf holds 32 nodes of 64-port switches) is refused.
+    CHECK_THROWS_WITH_AS(fat_tree_pods(256, 8, 64, true, "/count", 3.0, 16), doctest::Contains("at least 32 nodes a pod"),
+                         config_error);
     // A pod beyond two tiers (64-port switches at 1:1 join 32 x 32 = 1,024 NICs: 128 nodes of 8), more pods than a
     // core switch's ports, and a pod size out of range name /pod_nodes.
     CHECK_THROWS_WITH_AS(fat_tree_pods(512, 8, 64, true, "/count", 1.0, 129), doctest::Contains("at most 128 nodes a pod"),
                          config_error);
-    CHECK_THROWS_WITH_AS(fat_tree_pods(1040, 8, 64, true, "/count", 1.0, 16), doctest::Contains("/pod_nodes"), config_error);
+    CHECK_THROWS_WITH_AS(fat_tree_pods(2080, 8, 64, true, "/count", 1.0, 32), doctest::Contains("65 pods"), config_error);
     CHECK_THROWS_WITH_AS(fat_tree_pods(64, 8, 64, true, "/count", 1.0, 0), doctest::Contains("/pod_nodes"), config_error);
     CHECK_THROWS_WITH_AS(cluster_bom(cat(), "DGX-H100", 256, std::nullopt, 3.0, -1), doctest::Contains("/pod_nodes"),
                          config_error);
@@ -323,13 +334,17 @@ TEST_CASE("storage systems are sized for the reference architecture's guideline,
     // ceil(10.998) = 11 write.
     CHECK(blocks(256, {"NetApp-BeeGFS-BB", "good", {}, {}, {}}) == 1);
     CHECK(blocks(1016, {"NetApp-BeeGFS-BB", "best", {}, {}, {}}) == 11);
+    // A part-full unit asks its share: 33 nodes at 'best' read 125 x 33/32 = 128.9 GB/s (2 blocks) and write 63.9
+    // GB/s (ceil(2.84) = 3); one node 3.9 / 1.9 GB/s, one block.
+    CHECK(blocks(264, {"NetApp-BeeGFS-BB", "best", {}, {}, {}}) == 3);
+    CHECK(blocks(8, {"NetApp-BeeGFS-BB", "best", {}, {}, {}}) == 1);
     // Rates and capacity as asked: 2 PB of 460.6 TB blocks is ceil(4.34) = 5; 200 GB/s read alone ceil(3.004) = 4.
     CHECK(blocks(256, {"NetApp-BeeGFS-BB", "", {}, {}, 2 * units::PB}) == 5);
     CHECK(blocks(256, {"NetApp-BeeGFS-BB", "", 200 * units::GB / units::s, {}, {}}) == 4);
     const bom_result b = cluster_bom(cat(), "DGX-H100", 256, std::nullopt, std::nullopt, std::nullopt,
                                      bom_storage{"NetApp-BeeGFS-BB", "best", {}, {}, {}});
     bool noted = false;
-    for (const auto& n : b.notes) noted = noted || (n.rfind("storage: 3 x NetApp-BeeGFS-BB", 0) == 0 && n.find("'best' x 1 scalable unit") != std::string::npos);
+    for (const auto& n : b.notes) noted = noted || (n.rfind("storage: 3 x NetApp-BeeGFS-BB", 0) == 0 && n.find("'best' of NVIDIA's DGX SuperPOD H100 reference architecture (RA-11333-001 V11)'s storage guideline per scalable unit of 32 nodes, x 32 / 32") != std::string::npos);
     CHECK(noted);
     // A per-client tier is not a storage system; a level needs the preset's guideline; a level and rates, or nothing to
     // size for, are the user's errors.
@@ -341,6 +356,9 @@ TEST_CASE("storage systems are sized for the reference architecture's guideline,
     refuses("MI300X-Platform", {"NetApp-BeeGFS-BB", "best", {}, {}, {}}, "/storage_level");
     refuses("DGX-H100", {"NetApp-BeeGFS-BB", "best", 1 * units::GB / units::s, {}, {}}, "/storage_level");
     refuses("DGX-H100", {"NetApp-BeeGFS-BB", "", {}, {}, {}}, "/storage_level");
+    refuses("DGX-H100", {"NetApp-BeeGFS-BB", "", -1 * units::GB / units::s, {}, {}}, "/storage_read");
+    refuses("DGX-H100", {"NetApp-BeeGFS-BB", "", {}, 1e300 * units::GB / units::s, {}}, "/storage_write");
+    refuses("DGX-H100", {"NetApp-BeeGFS-BB", "excellent", {}, {}, {}}, "best, better, good");
     CHECK_THROWS_AS(cluster_bom(cat(), "DGX-H100", 256, std::nullopt, std::nullopt, std::nullopt,
                                 bom_storage{"NoSuchStorage", "best", {}, {}, {}}), unknown_name_error);
 }

@@ -159,6 +159,14 @@ def test_bom_site_is_checked(run_cli):
     ({"item": "x", "per_node": 0, "model": "m"}, "/support_networks/parts/0/per_node"),
 ])
 def test_bad_support_networks_in_the_catalog_name_file_and_pointer(tmp_path, part, needle):
+    p = _capplan_with_edited_catalog(tmp_path, lambda e: e["support_networks"].update(parts=[part]), "list", "systems")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "dgx-h100.json" in p.stderr and needle in p.stderr, p.stderr
+
+
+def _capplan_with_edited_catalog(tmp_path, edit, *args, storage_edit=None):
+    """`capplan args` over a copy of the shipped catalog whose DGX-H100 preset `edit` changed (and NetApp-BeeGFS-BB
+    `storage_edit`)."""
     import os
     import shutil
     import subprocess
@@ -166,12 +174,27 @@ def test_bad_support_networks_in_the_catalog_name_file_and_pointer(tmp_path, par
     from pathlib import Path
     models = tmp_path / "models"
     shutil.copytree(Path(__file__).resolve().parents[2] / "models", models)
-    preset = models / "systems" / "dgx-h100.json"
-    entry = json.loads(preset.read_text())
-    entry["support_networks"]["parts"] = [part]
-    preset.write_text(json.dumps(entry))
+    for path, change in ((models / "systems" / "dgx-h100.json", edit),
+                         (models / "storage" / "netapp-beegfs-bb.json", storage_edit)):
+        if change:
+            entry = json.loads(path.read_text())
+            change(entry)
+            path.write_text(json.dumps(entry))
     exe = os.path.join(os.path.dirname(sys.executable), "capplan")
-    p = subprocess.run([exe, "list", "systems"], capture_output=True, text=True,
-                       env={**os.environ, "CAPPLAN_CATALOG": str(models)})
-    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    assert "dgx-h100.json" in p.stderr and needle in p.stderr, p.stderr
+    return subprocess.run([exe, *args], capture_output=True, text=True, env={**os.environ, "CAPPLAN_CATALOG": str(models)})
+
+
+def test_a_link_alias_names_the_switch_and_a_zero_capacity_entry_gives_none(tmp_path):
+    # "ib-ndr" is IB-NDR's alias: the storage fabric's switches are its QM9700 (a crash before: exit 139).
+    def alias(e):
+        e["support_networks"]["parts"][0]["switch_of"] = "ib-ndr"
+    p = _capplan_with_edited_catalog(tmp_path, alias, "bom", "--system", "DGX-H100", "--count", "256", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    lines = {line["item"]: line for line in json.loads(p.stdout)["lines"]}
+    assert lines["storage fabric switches"]["count"] == 4 and "QM9700" in lines["storage fabric switches"]["model"]
+    # A storage entry whose capacity is 0 has no capacity to size by: one line naming the field.
+    def no_capacity(e):
+        e["capacity"] = "0 TB"
+    p = _capplan_with_edited_catalog(tmp_path / "z", None, "bom", "--system", "DGX-H100", "--count", "256", "--storage",
+                                     "NetApp-BeeGFS-BB", "--storage-capacity", "1PB", storage_edit=no_capacity)
+    assert p.returncode == 2 and "/storage" in p.stderr and "gives no capacity" in p.stderr, p.stderr

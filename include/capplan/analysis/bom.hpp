@@ -22,7 +22,7 @@ struct fat_tree_counts {
     std::int64_t leaf = 0, spine = 0, core = 0;
     std::int64_t node_links = 0, leaf_spine_links = 0, spine_core_links = 0;
     std::int64_t leaf_down = 0, leaf_up = 0;  // a full leaf's ports to NICs and up (two tiers or more)
-    double oversubscription = 1.0;            // as asked; a full leaf's own is leaf_down / leaf_up
+    double oversubscription = 1.0;            // as asked (one pod: 1); a full leaf's own is leaf_down / leaf_up
     // Pods (fat_tree_pods): their count and size, and a full pod's spines' ports down and up; 0 without pods.
     std::int64_t pods = 0, pod_nodes = 0, spine_down = 0, spine_up = 0;
 };
@@ -66,7 +66,7 @@ struct bom_result {
 // or building block), as many as the read and write rates and the capacity asked need; the rates are given, or the
 // preset's reference architecture's guideline `level` ("good", "better", "best") per scalable unit.
 struct bom_storage {
-    std::string system;  // a catalog storage entry
+    std::string entry;   // a catalog storage entry
     std::string level;   // empty: the rates below
     std::optional<byte_rate> read, write;
     std::optional<data_size> capacity;
@@ -80,8 +80,10 @@ bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64
                        std::optional<std::int64_t> pod_nodes = std::nullopt,
                        const std::optional<bom_storage>& storage = std::nullopt);
 
-// As JSON text: {preset, devices, units, nodes, racks, fabric {tiers, leaf...}, lines [{item, model, count, power_w,
-// usd, usd_range, in_systems}], known_power_w, known_usd(_range), notes}.
+// As JSON text: {preset, devices, units, nodes, racks, fabric {tiers, leaf, spine, core, node_links, leaf_spine_links,
+// spine_core_links, leaf_down_ports, leaf_up_ports, oversubscription; with pods: pods, pod_nodes, spine_down_ports,
+// spine_up_ports}, lines [{item, model, count, power_w, usd, usd_range, in_systems}], known_power_w,
+// known_usd(_range), notes}.
 std::string to_json(const bom_result& b, int indent = 2);
 
 }  // namespace capplan
