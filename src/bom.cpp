@@ -1,6 +1,7 @@
 // A cluster's bill of materials (docs/formulas.md §20).
 #include "capplan/analysis/bom.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "capplan/detail/ceil_div.hpp"
@@ -144,6 +145,26 @@ void add_storage(const catalog& cat, const system_entry& e, const bom_storage& r
     need(req.capacity, st.capacity, "capacity", "/storage_capacity");
     add_line("storage systems", fabric_part{st.name, 1, std::nullopt, std::nullopt}, count, false, b);
     b.notes.push_back("storage: " + std::to_string(count) + " x " + st.name + ", the most of " + needs + " (" + basis + ")");
+}
+
+// The user's prices for lines by item, over the catalog's; each must name a line of this bill and be a price.
+void apply_part_prices(const std::map<std::string, usd_range>& prices, bom_result& b) {
+    std::string given;
+    for (const auto& [item, usd] : prices) {
+        const std::string field = "/part_prices/" + item;
+        const auto line = std::find_if(b.lines.begin(), b.lines.end(), [&](const bom_line& l) { return l.item == item; });
+        if (line == b.lines.end()) {
+            std::string items;
+            for (const bom_line& l : b.lines) items += (items.empty() ? "" : ", ") + l.item;
+            throw config_error(field, item, "not a line of this bill of materials", items);
+        }
+        if (!(usd.low > 0.0 && usd.low <= usd.high && usd.high < max_usd))
+            throw config_error(field, format_number(usd.low) + ".." + format_number(usd.high), "not a price",
+                               "US dollars above 0 and below " + format_number(max_usd) + ", low <= high");
+        line->usd_each = usd;
+        given += (given.empty() ? "" : ", ") + item;
+    }
+    if (!given.empty()) b.notes.push_back("price: as given for the " + given + " (over the catalog's, where it has one)");
 }
 
 // How the fabric is built: the leaves' split of their ports, or the pods.
@@ -382,7 +403,8 @@ fat_tree_counts fat_tree_pods(std::int64_t nodes, int rails, int ports, bool rai
 
 bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64_t devices,
                        std::optional<power> rack_power, std::optional<double> oversubscription,
-                       std::optional<std::int64_t> pod_nodes, const std::optional<bom_storage>& storage) {
+                       std::optional<std::int64_t> pod_nodes, const std::optional<bom_storage>& storage,
+                       const std::map<std::string, usd_range>& part_prices) {
     const system_entry& e = cat.system_preset(preset, "/system");
     if (devices < 1 || devices > max_system_accelerators)
         throw config_error("/count", std::to_string(devices), "out of range",
@@ -406,6 +428,7 @@ bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64
     add_fabric(cat, e, oversubscription.value_or(e.oversubscription), pod_nodes.value_or(e.pod_nodes), b);
     add_support_networks(cat, e, b);
     if (storage) add_storage(cat, e, *storage, b);
+    apply_part_prices(part_prices, b);
     add_totals(b);
     return b;
 }

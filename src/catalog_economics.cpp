@@ -81,9 +81,6 @@ sourced_number read_site_number(object_reader& parent, std::string_view key, dou
 
 }  // namespace
 
-// Dollars beyond this are a typo, not a price (the largest AI clusters cost tens of billions: a peta-dollar leaves
-// 10^4 room).
-constexpr double max_usd = units::peta;
 
 std::optional<double> read_usd(object_reader& r, std::string_view key) {
     const auto x = r.number(key, 0.0);

@@ -69,7 +69,8 @@ def hourly_cost_json(system: str, devices: int, cost: str = ..., work_s: Optiona
 def bom_json(preset: str, devices: int, rack_power_w: Optional[float] = ..., oversubscription: Optional[float] = ...,
              pod_nodes: Optional[int] = ..., storage: Optional[str] = ..., storage_level: Optional[str] = ...,
              storage_read_bps: Optional[float] = ..., storage_write_bps: Optional[float] = ...,
-             storage_capacity_bytes: Optional[float] = ...) -> str: ...
+             storage_capacity_bytes: Optional[float] = ...,
+             part_prices: Dict[str, Tuple[float, float]] = ...) -> str: ...
 
 # collectives
 def collective_op_name(op: str) -> str: ...

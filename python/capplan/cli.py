@@ -262,6 +262,23 @@ def _cmd_cost(args) -> str:
     return repr(result)
 
 
+def _part_price_args(given) -> Optional[Dict[str, float]]:
+    """--part-price ITEM=USD, repeated, as bom's part_prices (the core checks each item and price)."""
+    if not given:
+        return None
+    prices: Dict[str, float] = {}
+    for text in given:
+        item, sep, usd = text.rpartition("=")
+        if not sep or not item.strip():
+            raise _args.config_error("--part-price", text, "not ITEM=USD", "e.g. 'spine switches=40000'")
+        try:
+            value = float(usd)
+        except ValueError:
+            raise _args.config_error("--part-price", text, "not ITEM=USD", "e.g. 'spine switches=40000'") from None
+        prices[item.strip()] = value
+    return prices
+
+
 def _cmd_bom(args) -> str:
     from .batch import write_table
     from .costing import bom
@@ -269,7 +286,7 @@ def _cmd_bom(args) -> str:
     result = bom(args.system, args.count, rack_power=args.rack_power, site=args.site,
                  oversubscription=args.oversubscription, pod_nodes=args.pod_nodes, storage=args.storage,
                  storage_level=args.storage_level, storage_read=args.storage_read, storage_write=args.storage_write,
-                 storage_capacity=args.storage_capacity)
+                 storage_capacity=args.storage_capacity, part_prices=_part_price_args(args.part_price))
     if args.output:
         write_table(result.rows(), args.output, workbook=lambda: bom_workbook(result), document=dict(result))
         return f"capplan bom: {len(result.rows())} lines -> {args.output}"
@@ -702,6 +719,8 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("--storage-read", default=None, help="the cluster's aggregate read rate, e.g. 200GB/s")
     bo.add_argument("--storage-write", default=None, help="the cluster's aggregate write rate, e.g. 100GB/s")
     bo.add_argument("--storage-capacity", default=None, help="the capacity to hold, e.g. 2PB")
+    bo.add_argument("--part-price", action="append", default=None, metavar="ITEM=USD",
+                    help="a line's price each over the catalog's, e.g. 'spine switches=40000' (a quote); repeatable")
     bo.add_argument("--format", choices=["table", "json", "csv"], default="table")
     bo.add_argument("-o", "--output", default=None,
                     help="write the lines to .csv, .json or .xlsx (XLSX: totals and owning cost as live formulas "

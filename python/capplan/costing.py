@@ -159,9 +159,29 @@ def _storage_request(storage: Any, level: Any, read: Any, write: Any, capacity: 
     return out
 
 
+def _part_prices(prices: Any) -> Dict[str, Tuple[float, float]]:
+    """bom's part_prices as the core's {item: (low, high)}: each a price in US dollars or [low, high]."""
+    if prices is None:
+        return {}
+    if not isinstance(prices, dict):
+        raise _args.config_error("/part_prices", prices, f"a {type(prices).__name__} is not a mapping",
+                                 '{item: USD or [low, high]}, e.g. {"spine switches": 40000}')
+    out: Dict[str, Tuple[float, float]] = {}
+    for item, usd in prices.items():
+        field = f"/part_prices/{item}"
+        name = _args.text(item, "/part_prices", "a line's item, such as 'spine switches'")
+        pair = list(usd) if isinstance(usd, (list, tuple)) else [usd, usd]
+        if len(pair) != 2:
+            raise _args.config_error(field, usd, "not a price", "US dollars, or [low, high]")
+        low, high = (_args.number(x, field, 0.0) for x in pair)
+        out[name] = (low, high)
+    return out
+
+
 def bom(system: str, count: int, rack_power: Any = None, site: Any = None,
         oversubscription: Any = None, pod_nodes: Any = None, storage: Any = None, storage_level: Any = None,
-        storage_read: Any = None, storage_write: Any = None, storage_capacity: Any = None) -> BomResult:
+        storage_read: Any = None, storage_write: Any = None, storage_capacity: Any = None,
+        part_prices: Any = None) -> BomResult:
     """The bill of materials of ``count`` accelerators of the catalog system preset ``system``: the units bought, the
     racks their maximum power fills (with ``rack_power``, e.g. "40 kW"), and the scale-out fabric (a rail-optimised
     fat tree of the link's switches, its cables and optics: non-blocking, or with ``oversubscription`` o:1 at the
@@ -170,7 +190,8 @@ def bom(system: str, count: int, rack_power: Any = None, site: Any = None,
     networks where the preset's reference architecture counts them, and with ``storage`` (a catalog storage system:
     one appliance or building block) as many of it as ``storage_level`` ("good", "better", "best": the preset's
     reference guideline per scalable unit) or ``storage_read`` / ``storage_write`` (e.g. "200 GB/s") and
-    ``storage_capacity`` (e.g. "2 PB") need, with power and price per line where the catalog has them
+    ``storage_capacity`` (e.g. "2 PB") need, with power and price per line where the catalog has them (and
+    ``part_prices``, {item: USD or [low, high]}, e.g. {"spine switches": 40000}, a quote over the catalog's)
     (docs/formulas.md §20); and, where the preset has a price and power, ``cost``: what the cluster costs an hour to
     own at ``site`` (a catalog site; default US-colocation), the priced network lines included in its capex
     (docs/formulas.md §19)."""
@@ -181,7 +202,8 @@ def bom(system: str, count: int, rack_power: Any = None, site: Any = None,
     over = None if oversubscription is None else _args.number(oversubscription, "/oversubscription", 1.0)
     pods = None if pod_nodes is None else _args.integer(pod_nodes, "/pod_nodes", 0, _args.MAX_COUNT)
     store = _storage_request(storage, storage_level, storage_read, storage_write, storage_capacity)
-    result = BomResult(json.loads(_core.bom_json(name, n, watts, over, pods, **store)))
+    prices = _part_prices(part_prices)
+    result = BomResult(json.loads(_core.bom_json(name, n, watts, over, pods, **store, part_prices=prices)))
     terms: Dict[str, Any] = {} if site is None else {"site": _args.text(site, "/site", "a catalog site (capplan list sites)")}
     systems = result["lines"][0]
     network = result.get("known_usd", 0.0) - (systems["usd"] or 0.0) * systems["count"]

@@ -103,7 +103,8 @@ void register_estimate(py::module_& m) {
                          std::optional<double> oversubscription, std::optional<std::int64_t> pod_nodes,
                          std::optional<std::string> storage, std::optional<std::string> storage_level,
                          std::optional<double> storage_read_bps, std::optional<double> storage_write_bps,
-                         std::optional<double> storage_capacity_bytes) {
+                         std::optional<double> storage_capacity_bytes,
+                         const std::map<std::string, std::pair<double, double>>& part_prices) {
             const std::optional<power> rack =
                 rack_power_w ? std::optional<power>(power::from_si(*rack_power_w)) : std::nullopt;
             std::optional<bom_storage> st;
@@ -113,16 +114,20 @@ void register_estimate(py::module_& m) {
                 if (storage_write_bps) st->write = byte_rate::from_si(*storage_write_bps);
                 if (storage_capacity_bytes) st->capacity = data_size::from_si(*storage_capacity_bytes);
             }
-            return to_json(cluster_bom(default_catalog(), preset, devices, rack, oversubscription, pod_nodes, st));
+            std::map<std::string, usd_range> prices;
+            for (const auto& [item, usd] : part_prices) prices[item] = usd_range{usd.first, usd.second};
+            return to_json(cluster_bom(default_catalog(), preset, devices, rack, oversubscription, pod_nodes, st, prices));
         }, py::arg("preset"), py::arg("devices"), py::arg("rack_power_w") = std::nullopt,
         py::arg("oversubscription") = std::nullopt, py::arg("pod_nodes") = std::nullopt,
         py::arg("storage") = std::nullopt, py::arg("storage_level") = std::nullopt,
         py::arg("storage_read_bps") = std::nullopt, py::arg("storage_write_bps") = std::nullopt,
         py::arg("storage_capacity_bytes") = std::nullopt,
+        py::arg("part_prices") = std::map<std::string, std::pair<double, double>>{},
         "A cluster's bill of materials (systems, racks, fabric switches, cables, optics) as JSON text; the fabric "
         "oversubscribed by `oversubscription` (none: the preset's) at its leaves, or above pods of `pod_nodes` nodes "
         "(none: the preset's; 0: no pods); with `storage` (a catalog storage entry of scope aggregate), as many of it "
-        "as `storage_level` (the preset's reference guideline per scalable unit) or the rates and capacity need.");
+        "as `storage_level` (the preset's reference guideline per scalable unit) or the rates and capacity need; "
+        "`part_prices` {item: (low, high) USD} over the catalog's prices.");
 }
 
 }  // namespace capplan::python

@@ -362,3 +362,26 @@ TEST_CASE("storage systems are sized for the reference architecture's guideline,
     CHECK_THROWS_AS(cluster_bom(cat(), "DGX-H100", 256, std::nullopt, std::nullopt, std::nullopt,
                                 bom_storage{"NoSuchStorage", "best", {}, {}, {}}), unknown_name_error);
 }
+
+TEST_CASE("a price the user gives for a line replaces the catalog's and enters the total") {
+    // One HGX B200 unit: the catalog prices the 12 QM9700 at $36,000-50,000; a quote of $40,000 for the 4 spines and
+    // $150 for each of the 256 leaf-spine cables (no catalog price) move the known low total by 4 x (40,000 - 36,000)
+    // + 256 x 150 and its high one by 4 x (40,000 - 50,000) + 256 x 150.
+    const bom_result base = cluster_bom(cat(), "HGX-B200", 256, std::nullopt);
+    const std::map<std::string, usd_range> quote{{"spine switches", {40000, 40000}}, {"cables leaf-spine", {150, 150}}};
+    const bom_result quoted = cluster_bom(cat(), "HGX-B200", 256, std::nullopt, std::nullopt, std::nullopt, std::nullopt, quote);
+    REQUIRE(base.known_usd.has_value());
+    REQUIRE(quoted.known_usd.has_value());
+    CHECK(quoted.known_usd->low - base.known_usd->low == doctest::Approx(4 * 4000.0 + 256 * 150.0));
+    CHECK(quoted.known_usd->high - base.known_usd->high == doctest::Approx(4 * -10000.0 + 256 * 150.0));
+    bool noted = false;
+    for (const auto& n : quoted.notes) noted = noted || n == "price: as given for the cables leaf-spine, spine switches (over the catalog's, where it has one)";
+    CHECK(noted);
+    // A line the bill does not have (no core tier here) or a price that is not one names the item.
+    CHECK_THROWS_WITH_AS(cluster_bom(cat(), "HGX-B200", 256, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                                     {{"core switches", {1, 1}}}),
+                         doctest::Contains("/part_prices/core switches"), config_error);
+    CHECK_THROWS_WITH_AS(cluster_bom(cat(), "HGX-B200", 256, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                                     {{"spine switches", {5, 3}}}),
+                         doctest::Contains("/part_prices/spine switches"), config_error);
+}

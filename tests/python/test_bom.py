@@ -127,6 +127,28 @@ def test_bom_storage_systems(run_cli):
     assert code == 2 and "/storage_level" in err and "read and write rates instead" in err, err
 
 
+def test_bom_part_prices_a_buyer_was_quoted(run_cli):
+    # A quote of $40,000 a spine (the catalog's QM9700: $36,000-50,000) and [$120, $180] a leaf-spine cable (none in
+    # the catalog) for one HGX B200 unit's 4 spines and 256 cables (tests/cpp/test_bom.cpp by hand).
+    base = capplan.bom("HGX-B200", 256)
+    quoted = capplan.bom("HGX-B200", 256, part_prices={"spine switches": 40000, "cables leaf-spine": [120, 180]})
+    assert quoted["known_usd_range"][0] - base["known_usd_range"][0] == pytest.approx(4 * 4000 + 256 * 120)
+    assert quoted["known_usd_range"][1] - base["known_usd_range"][1] == pytest.approx(4 * -10000 + 256 * 180)
+    code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", "--part-price", "spine switches=40000",
+                             "--part-price", "cables leaf-spine=150", "--format", "json")
+    assert code == 0, err
+    lines = {line["item"]: line for line in json.loads(out)["lines"]}
+    assert lines["spine switches"]["usd"] == 40000 and lines["cables leaf-spine"]["usd"] == 150
+    for args, field in ((["--part-price", "core switches=5"], "/part_prices/core switches"),
+                        (["--part-price", "spine switches"], "--part-price"),
+                        (["--part-price", "spine switches=-1"], "/part_prices/spine switches")):
+        code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", *args)
+        assert code == 2 and field in err and len(err.strip().splitlines()) == 1, (args, err)
+    for bad in ([1], {"spine switches": [1, 2, 3]}, {"spine switches": "cheap"}):
+        with pytest.raises(capplan.ConfigError, match="/part_prices"):
+            capplan.bom("HGX-B200", 256, part_prices=bad)
+
+
 def test_bom_arguments_are_checked():
     with pytest.raises(capplan.ConfigError, match="/system"):
         capplan.bom(5, 8)

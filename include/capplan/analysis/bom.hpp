@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,11 +75,14 @@ struct bom_storage {
 
 // The bill of materials of `devices` accelerators of the catalog `preset`, racks filled up to `rack_power`, the
 // fabric oversubscribed by `oversubscription` (none: the preset's scale_out.oversubscription) at its leaves, or with
-// pods of `pod_nodes` nodes (none: the preset's scale_out.pod_nodes; 0: no pods) above the pods.
+// pods of `pod_nodes` nodes (none: the preset's scale_out.pod_nodes; 0: no pods) above the pods. `part_prices`: the
+// user's price for a line by its item ("spine switches"), over the catalog's (a quote where the catalog has none);
+// an item the bill does not have is a config_error naming "/part_prices/<item>".
 bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64_t devices,
                        std::optional<power> rack_power, std::optional<double> oversubscription = std::nullopt,
                        std::optional<std::int64_t> pod_nodes = std::nullopt,
-                       const std::optional<bom_storage>& storage = std::nullopt);
+                       const std::optional<bom_storage>& storage = std::nullopt,
+                       const std::map<std::string, usd_range>& part_prices = {});
 
 // As JSON text: {preset, devices, units, nodes, racks, fabric {tiers, leaf, spine, core, node_links, leaf_spine_links,
 // spine_core_links, leaf_down_ports, leaf_up_ports, oversubscription; with pods: pods, pod_nodes, spine_down_ports,
