@@ -322,6 +322,13 @@ NOTEBOOKS = {
         new_markdown_cell("Owning wins when the hardware stays busy: `capplan.cost(..., utilization=0.4)` charges each "
                           "run for the idle hours too. Override any figure (`system_price`, `price_per_device_hour`, "
                           "`usd_per_kwh`, `pue`, `depreciation_years`, `cost_of_capital`) with your own quotes."),
+        new_markdown_cell("**What to order for the H100 cluster**: the nodes, the rail-optimised compute fabric, the "
+                          "storage and management networks NVIDIA's DGX SuperPOD reference architecture counts for "
+                          "them, and the storage its 'good' guideline asks (language-model training: datasets fit the "
+                          "nodes' cache) on NetApp BeeGFS building blocks. Lines without a catalog price say so; "
+                          "`part_prices={'in-band management switches': ...}` enters a quote you were given "
+                          "(`capplan bom ... -o bom.xlsx` writes it as a spreadsheet whose totals are live formulas)."),
+        new_code_cell("print(capplan.bom('DGX-H100', 64, storage='NetApp-BeeGFS-BB', storage_level='good'))"),
     ],
     "sweep_on_dask": [
         new_markdown_cell("# Which GPU for which traffic? A simulation sweep on a Dask cluster\n\n"
