@@ -150,7 +150,9 @@ void add_storage(const catalog& cat, const system_entry& e, const bom_storage& r
 // The user's prices for lines by item, over the catalog's; each must name a line of this bill and be a price.
 void apply_part_prices(const std::map<std::string, usd_range>& prices, bom_result& b) {
     std::string given;
-    for (const auto& [item, usd] : prices) {
+    for (const auto& price : prices) {  // not a structured binding: clang 14 cannot capture one in the lambda below
+        const std::string& item = price.first;
+        const usd_range& usd = price.second;
         const std::string field = "/part_prices/" + item;
         const auto line = std::find_if(b.lines.begin(), b.lines.end(), [&](const bom_line& l) { return l.item == item; });
         if (line == b.lines.end()) {
