@@ -508,6 +508,20 @@ def _new_model_saturated(row, shape):
     return float(r.inference.throughput_tokens_per_s) / row["tp"]
 
 
+def _vllm_offline_saturated(row, shape):
+    # vLLM's benchmark_throughput.py as the row ran it: every prompt queued at once, max_num_seqs = prompts, one step
+    # of up to 131,072 tokens, no chunked prefill; capplan's output tokens/s for the whole system.
+    inp, out = (int(x) for x in shape.split("/"))
+    prompts = row["prompts"][shape]
+    r = capplan.estimate({"model": row["model"], "system": {"preset": row["system"], "count": row["count"]},
+                          "parallelism": {"tp": row["tp"]}, "precision": row["precision"],
+                          "inference": {"input_tokens": inp, "output_tokens": out, "max_num_seqs": prompts,
+                                        "prefill_chunk_tokens": 131072, "chunked_prefill": False,
+                                        "workload": {"arrival": "poisson", "rate_per_s": 1e5, "requests": prompts,
+                                                     "seed": 1}}})
+    return float(r.inference.throughput_tokens_per_s)
+
+
 def _saturated_entry(id_, label, metric, published, modelled, row, shape):
     gap = row.get("known_gap") or row.get("known_gap_shapes", {}).get(shape)
     return _entry(id_, label, "throughput_saturated", metric, published, modelled, row,
@@ -521,6 +535,14 @@ def _serving_rows(serving):
         out += [_saturated_entry(f"published_serving new_model_saturated[{n}]", f"{row['model']} {row['gpu']} tp{row['tp']}{adp} {shape}",
                                  "output tokens/s per GPU", published, _new_model_saturated(row, shape), row, shape)
                 for shape, published in row["output_tokens_per_s"].items()]
+    for n, row in enumerate(serving["vllm_offline_saturated"]):
+        for shape, total in row["total_tokens_per_s"].items():
+            isl, osl = (int(x) for x in shape.split("/"))
+            out += [_entry(f"published_serving vllm_offline_saturated[{n}]",
+                           f"{row['model']} fp8 {row['count']} x MI300X tp{row['tp']} {shape}", "throughput_saturated",
+                           "output tokens/s (published total x output / (input + output))", total * osl / (isl + osl),
+                           _vllm_offline_saturated(row, shape), row, "AMD ROCm vLLM 0.8.3 (benchmark_throughput)",
+                           gap=row.get("known_gap"), role_note=row.get("role_note"))]
     for n, row in enumerate(serving["prefix_cache"]):
         modelled, published = _prefix_cache(row), row["published"]["value"]
         out.append(_entry(f"published_serving prefix_cache[{n}]",
