@@ -539,7 +539,8 @@ def _serving_rows(serving):
         for shape, total in row["total_tokens_per_s"].items():
             isl, osl = (int(x) for x in shape.split("/"))
             out += [_entry(f"published_serving vllm_offline_saturated[{n}]",
-                           f"{row['model']} fp8 {row['count']} x MI300X tp{row['tp']} {shape}", "throughput_saturated",
+                           f"{row['model']} {row['precision']['weights']} {row['count']} x {row['system']} tp{row['tp']} {shape}",
+                           "throughput_saturated",
                            "output tokens/s (published total x output / (input + output))", total * osl / (isl + osl),
                            _vllm_offline_saturated(row, shape), row, "AMD ROCm vLLM 0.8.3 (benchmark_throughput)",
                            gap=row.get("known_gap"), role_note=row.get("role_note"))]

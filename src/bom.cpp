@@ -160,6 +160,9 @@ void apply_part_prices(const std::map<std::string, usd_range>& prices, bom_resul
             for (const bom_line& l : b.lines) items += (items.empty() ? "" : ", ") + l.item;
             throw config_error(field, item, "not a line of this bill of materials", items);
         }
+        if (line->in_systems)
+            throw config_error(field, item, "inside the systems' price (not added to the total)",
+                               "a quote for the systems line instead");
         if (!(usd.low > 0.0 && usd.low <= usd.high && usd.high < max_usd))
             throw config_error(field, format_number(usd.low) + ".." + format_number(usd.high), "not a price",
                                "US dollars above 0 and below " + format_number(max_usd) + ", low <= high");

@@ -596,11 +596,19 @@ namespace {
 
 // What a lower-precision GEMM keeps of its peak in engines, relative to the part's 16-bit fraction, as the catalog
 // derives B200's and GB200's: fp8 0.77 (H100's fp8 / bf16, 0.47 / 0.61, fitted to H100 FP8 rows), fp4 0.75 x 0.77
-// (B200's best cuBLAS FP4 / best BF16 fraction, then as fp8). 1 for every other format.
-double low_precision_ratio(const std::string& peak_key) {
+// (B200's best cuBLAS FP4 / best BF16 fraction, then as fp8); fp6 as the format whose rate it runs at (fp4's on
+// CDNA4, fp8's on Blackwell); 16-bit formats 1. Other formats (fp32, tf32, integers): none, nothing to derive from.
+std::optional<double> low_precision_ratio(const accelerator_spec& a, const std::string& peak_key) {
+    if (peak_key == "bf16" || peak_key == "fp16") return 1.0;
     if (peak_key == "fp8") return 0.77;
     if (peak_key == "fp4") return 0.75 * 0.77;
-    return 1.0;
+    if (peak_key == "fp6") {
+        const peak_rate fp6 = a.peak("fp6"), fp4 = a.peak("fp4");
+        const bool at_fp4_rate = fp6.status == peak_rate::state::known && fp4.status == peak_rate::state::known &&
+                                 fp6.value == fp4.value;
+        return at_fp4_rate ? 0.75 * 0.77 : 0.77;
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -619,9 +627,9 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     // A format without its own measured fraction on a part with a measured 16-bit one: that x what lower precision
     // keeps (as the catalog derives B200's); a part without any measured fraction: the mean, in any format.
     const auto mm16 = find_by_peak(a.matmul_efficiency, "bf16");
-    const bool measured_16 = mm16 != a.matmul_efficiency.end();
-    const double ratio = low_precision_ratio(compute.peak_key);
-    e.gemm = measured_matmul ? mm->second : measured_16 ? mm16->second * ratio : 0.61;
+    const std::optional<double> ratio = low_precision_ratio(a, compute.peak_key);
+    const bool derived = !measured_matmul && ratio && mm16 != a.matmul_efficiency.end();
+    e.gemm = measured_matmul ? mm->second : derived ? mm16->second * *ratio : 0.61;
     // Small kernels cannot beat the catalog's raw GEMM efficiency by FLOPs per kernel: each kernel
     // gets the smaller of that curve and the large-kernel value (at the knots). In a faster format a
     // kernel reaches the same efficiency at proportionally more FLOPs (the same start-up time).
@@ -658,10 +666,10 @@ perf_efficiency default_perf_efficiency(const accelerator_spec& a, const number_
     const auto matrix_entry_of = [&](const auto& it) {
         return a.own_matmul_efficiency.count(it->first) ? a.name + " catalog" : catalog_entry;
     };
-    const std::string ratio_text = ratio != 1.0 ? " x " + format_number(ratio) + " for " + compute.peak_key : "";
     const std::string matrix_entry =
         measured_matmul ? matrix_entry_of(mm)
-        : measured_16   ? "derived: " + matrix_entry_of(mm16) + "'s 16-bit " + format_number(mm16->second) + ratio_text
+        : derived       ? "derived: the 16-bit " + format_number(mm16->second) + " (" + matrix_entry_of(mm16) + ")" +
+                              (*ratio != 1.0 ? " x " + format_number(*ratio) + " for " + compute.peak_key : "")
                         : "mean of measured accelerators";
     const std::string grouped_entry =
         grouped != a.grouped_matmul_efficiency.end() && a.own_grouped_matmul_efficiency.count(grouped->first)

@@ -24,8 +24,9 @@ namespace {
 const std::vector<std::string> sizing_weight_formats{"bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"};
 std::string sizing_compute_format(const std::string& w) { return w == "int8" || w == "int4" ? "bf16" : w; }
 // Why an accelerator cannot run a weight format's GEMMs ("": it can). fp8 needs FP8 matrix units. The FP4 formats
-// need FP4 matrix units and a catalog efficiency for them (without one they would run at the mean of the measured
-// parts' other formats), and NVFP4 NVIDIA's tensor cores (Blackwell's E4M3 block scales). 16-bit and integer
+// need FP4 matrix units and a catalog FP4 efficiency of the part's own (an estimate would derive one from its 16-bit
+// fraction, or take the mean; sizing does not recommend a format no FP4 GEMM of the part was measured in), and NVFP4
+// NVIDIA's tensor cores (Blackwell's E4M3 block scales). 16-bit and integer
 // formats are always tried (a missing bf16 peak is the estimate's own error, as before).
 std::string cannot_run(const accelerator_spec& a, const std::string& w) {
     if (w != "fp8" && w != "nvfp4" && w != "mxfp4") return "";

@@ -173,7 +173,7 @@ def _part_prices(prices: Any) -> Dict[str, Tuple[float, float]]:
         pair = list(usd) if isinstance(usd, (list, tuple)) else [usd, usd]
         if len(pair) != 2:
             raise _args.config_error(field, usd, "not a price", "US dollars, or [low, high]")
-        low, high = (_args.number(x, field, 0.0) for x in pair)
+        low, high = (_args.number(x, field, math.ulp(0.0)) for x in pair)
         out[name] = (low, high)
     return out
 
@@ -205,6 +205,8 @@ def bom(system: str, count: int, rack_power: Any = None, site: Any = None,
     prices = _part_prices(part_prices)
     result = BomResult(json.loads(_core.bom_json(name, n, watts, over, pods, **store, part_prices=prices)))
     terms: Dict[str, Any] = {} if site is None else {"site": _args.text(site, "/site", "a catalog site (capplan list sites)")}
+    if "systems" in prices:  # a quote for the systems is their price in the owning cost too
+        terms["system_price"] = list(prices["systems"])
     systems = result["lines"][0]
     network = result.get("known_usd", 0.0) - (systems["usd"] or 0.0) * systems["count"]
     if network > 0:

@@ -161,8 +161,15 @@ TEST_CASE("a format without its own matrix fraction derives it from the part's m
     const accelerator_spec mi300 = cat.accelerator("MI300X", "/a");
     const perf_efficiency fp8 = default_perf_efficiency(mi300, find_format("fp8"), true);
     CHECK(fp8.gemm == doctest::Approx(0.42 * 0.77));
-    CHECK(fp8.source.find("derived: MI300X catalog's 16-bit 0.42 x 0.77 for fp8") != std::string::npos);
+    CHECK(fp8.source.find("derived: the 16-bit 0.42 (MI300X catalog) x 0.77 for fp8") != std::string::npos);
     CHECK(default_perf_efficiency(mi300, find_format("fp16")).gemm == doctest::Approx(0.42));
+    // fp6 runs at fp4's rate on CDNA4 (MI350X, sharing MI300X's 0.42): fp4's ratio, so it is not faster than fp4 there.
+    const accelerator_spec mi350 = cat.accelerator("MI350X", "/a");
+    REQUIRE(mi350.peak("fp6").value == mi350.peak("fp4").value);
+    CHECK(default_perf_efficiency(mi350, find_format("fp6")).gemm == doctest::Approx(0.42 * 0.75 * 0.77));
+    // Formats with nothing to derive from keep the mean: fp32 on MI300X, int8 on H100 (as before the rule).
+    CHECK(default_perf_efficiency(mi300, find_format("fp32")).gemm == doctest::Approx(0.61));
+    CHECK(default_perf_efficiency(cat.accelerator("H100-SXM", "/a"), find_format("int8")).gemm == doctest::Approx(0.61));
     // RTX PRO 6000 measures 16 bits only: fp4 keeps 0.75 x 0.77 of it (B200's derivation).
     const accelerator_spec rtx = cat.accelerator("RTX-PRO-6000-Server", "/a");
     CHECK(default_perf_efficiency(rtx, find_format("nvfp4")).gemm ==

@@ -144,9 +144,15 @@ def test_bom_part_prices_a_buyer_was_quoted(run_cli):
                         (["--part-price", "spine switches=-1"], "/part_prices/spine switches")):
         code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", *args)
         assert code == 2 and field in err and len(err.strip().splitlines()) == 1, (args, err)
-    for bad in ([1], {"spine switches": [1, 2, 3]}, {"spine switches": "cheap"}):
+    for bad in ([1], {"spine switches": [1, 2, 3]}, {"spine switches": "cheap"}, {"spine switches": 0},
+                {"NICs": 1500}):  # the NICs' price is inside the systems': a quote there would change nothing
         with pytest.raises(capplan.ConfigError, match="/part_prices"):
             capplan.bom("HGX-B200", 256, part_prices=bad)
+    # A quote for the systems is their price in the owning cost as well as in the bill's total.
+    systems = capplan.bom("HGX-B200", 256, part_prices={"systems": 400000})
+    assert systems["known_usd"] - base["known_usd"] == pytest.approx(32 * (400000 - base["lines"][0]["usd"]))
+    assert systems["cost"]["own"]["capex_usd"] - base["cost"]["own"]["capex_usd"] == pytest.approx(
+        32 * (400000 - base["lines"][0]["usd"]))
 
 
 def test_bom_arguments_are_checked():

@@ -170,6 +170,14 @@ def _known_gaps():
         for shape in table["output_tokens_per_s"] if table.get("known_gap")}
 
 
+def test_amds_mi300x_vllm_rows_stay_where_they_were_first_predicted(rows):
+    # Held out with a documented gap (capplan fast on decode at 1,500-3,200 sequences): first predicted +11% to +48%
+    # (tests/data/published_serving.json vllm_offline_saturated). The gap excuses them from the 35% rule, not from
+    # drifting: a change that moves them further, or past the published, fails here.
+    amd = [r["error"] for r in rows if r["id"].startswith("published_serving vllm_offline_saturated")]
+    assert len(amd) == 4 and all(0.0 <= e <= 0.55 for e in amd), amd
+
+
 def test_held_out_rows_beyond_35_percent_have_a_documented_cause(rows):
     beyond = {f"{r['id']} {r['quantity']}": r["error"] for r in rows
               if r["role"] == "held_out" and abs(r["error"]) > report.ROW_LIMIT}
