@@ -167,6 +167,7 @@ void apply_part_prices(const std::map<std::string, usd_range>& prices, bom_resul
             throw config_error(field, format_number(usd.low) + ".." + format_number(usd.high), "not a price",
                                "US dollars above 0 and below " + format_number(max_usd) + ", low <= high");
         line->usd_each = usd;
+        line->quoted = true;
         given += (given.empty() ? "" : ", ") + item;
     }
     if (!given.empty()) b.notes.push_back("price: as given for the " + given + " (over the catalog's, where it has one)");

@@ -198,6 +198,7 @@ std::string to_json(const bom_result& b, int indent) {
             line["usd"] = nullptr;
         }
         line["in_systems"] = l.in_systems;
+        line["quoted"] = l.quoted;
         lines.push_back(line);
     }
     json j = {{"preset", b.preset}, {"devices", b.devices}, {"units", b.units}, {"nodes", b.nodes},

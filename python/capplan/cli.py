@@ -274,7 +274,10 @@ def _part_price_args(given) -> Optional[Dict[str, float]]:
         try:
             value = float(usd)
         except ValueError:
-            raise _args.config_error("--part-price", text, "not ITEM=USD", "e.g. 'spine switches=40000'") from None
+            raise _args.config_error("--part-price", text, "the price is not a number of US dollars",
+                                     "e.g. 'spine switches=40000'") from None
+        if item.strip() in prices:
+            raise _args.config_error("--part-price", text, "the item is quoted twice", "one quote an item")
         prices[item.strip()] = value
     return prices
 

@@ -16,6 +16,13 @@ from .units import HOURS_A_YEAR, POWER, Quantity
 Row = Tuple[str, str, str]
 
 
+def bom_line_note(line: Dict[str, Any]) -> str:
+    """What a bill-of-materials line's figures are, beside it in tables and spreadsheets."""
+    if line["in_systems"]:
+        return "inside the systems' power and price"
+    return "price as quoted (part_prices), not the catalog's" if line.get("quoted") else ""
+
+
 def usd(x: float) -> str:
     """$303,600 from $1,000; cents from $1 ($10.37); below, three significant digits ($0.328)."""
     if x >= 1000:
@@ -113,7 +120,7 @@ class BomResult(dict):
             out.append({"item": line["item"], "model": line["model"], "count": count,
                         "power_each_w": w, "power_total_w": None if w is None or line["in_systems"] else w * count,
                         "usd_each": price, "usd_total": None if price is None or line["in_systems"] else price * count,
-                        "note": "inside the systems' power and price" if line["in_systems"] else ""})
+                        "note": bom_line_note(line)})
         return out
 
     def __repr__(self) -> str:

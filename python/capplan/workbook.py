@@ -255,11 +255,20 @@ def results_workbook(columns: Sequence[str], rows: Sequence[Row]):
 BOM_COLUMNS = ("item", "model", "count", "power each (W)", "power total (W)", "USD each", "USD total", "note")
 
 
+def _bom_notes(wb, bom: Mapping[str, Any]) -> None:
+    """The bill's notes (what is missing, assumed or quoted) on a sheet of their own."""
+    notes = _Sheet(wb.create_sheet("notes"))
+    notes.line("notes", bold=True)
+    for note in bom.get("notes", []):
+        notes.line(note)
+
+
 def bom_workbook(bom: Mapping[str, Any]):
     """A bill of materials whose totals and owning cost are formulas over its counts and an inputs sheet: each part's
     power and price (low and high), the systems' billed draw and the site's terms (docs/formulas.md §19-20). The
     systems line's count is the units bought."""
     import openpyxl
+    from .costing import bom_line_note
     cost = bom.get("cost") or {}
     terms = cost.get("inputs", {})
     wb = openpyxl.Workbook()
@@ -291,10 +300,11 @@ def bom_workbook(bom: Mapping[str, Any]):
         out.line(line["item"], line["model"], line["count"], f'=IF(ISNUMBER({power}),{power},"")',
                  "" if line["in_systems"] else f'=IF(ISNUMBER(D{row}),C{row}*D{row},"")',
                  f'=IF(ISNUMBER({low}),({low}+{high})/2,"")', "" if line["in_systems"] else f'=IF(ISNUMBER(F{row}),C{row}*F{row},"")',
-                 "inside the systems' power and price" if line["in_systems"] else "")
+                 bom_line_note(line))
     last = out.row - 1
     totals = out.line("known totals", "", "", "", f"=SUM(E{first}:E{last})", "", f"=SUM(G{first}:G{last})",
                       "lines without a figure count as nothing", bold=True)
+    _bom_notes(wb, bom)
     if not cost.get("own") or draw is None:
         return wb
     out.line()

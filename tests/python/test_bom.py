@@ -139,8 +139,11 @@ def test_bom_part_prices_a_buyer_was_quoted(run_cli):
     assert code == 0, err
     lines = {line["item"]: line for line in json.loads(out)["lines"]}
     assert lines["spine switches"]["usd"] == 40000 and lines["cables leaf-spine"]["usd"] == 150
+    assert lines["spine switches"]["quoted"] and not lines["leaf switches"]["quoted"]
     for args, field in ((["--part-price", "core switches=5"], "/part_prices/core switches"),
                         (["--part-price", "spine switches"], "--part-price"),
+                        (["--part-price", "spine switches=40,000"], "not a number of US dollars"),
+                        (["--part-price", "spine switches=1", "--part-price", "spine switches=2"], "quoted twice"),
                         (["--part-price", "spine switches=-1"], "/part_prices/spine switches")):
         code, out, err = run_cli("bom", "--system", "HGX-B200", "--count", "256", *args)
         assert code == 2 and field in err and len(err.strip().splitlines()) == 1, (args, err)

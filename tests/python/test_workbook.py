@@ -143,6 +143,17 @@ def test_bom_totals_and_owning_cost_are_formulas_that_recalculate_to_capplans(tm
     assert values.cell(labels["emissions, a year"], 2).value == pytest.approx(3070586.9142 * 0.367)
 
 
+def test_bom_workbook_marks_quoted_prices_and_carries_the_notes():
+    result = capplan.bom("HGX-B200", 256, part_prices={"spine switches": 40000})
+    wb = bom_workbook(result)
+    bom = wb["bom"]
+    remarks = {bom.cell(r, 1).value: bom.cell(r, 8).value for r in range(2, bom.max_row + 1)}
+    assert remarks["spine switches"] == "price as quoted (part_prices), not the catalog's"
+    assert remarks["leaf switches"] in ("", None)
+    notes = [wb["notes"].cell(r, 1).value for r in range(2, wb["notes"].max_row + 1)]
+    assert notes == result["notes"] and any(n.startswith("price: as given for the spine switches") for n in notes)
+
+
 def test_bom_counts_and_network_prices_typed_into_the_workbook_flow_into_capex(tmp_path):
     result = capplan.bom("DGX-H100", 64)
     wb = bom_workbook(result)

@@ -50,6 +50,7 @@ struct bom_line {
     std::optional<power> power_each;
     std::optional<usd_range> usd_each;
     bool in_systems = false;  // counted inside the systems' power and price (the NICs): not added again
+    bool quoted = false;      // its price is the user's (part_prices), not the catalog's
 };
 
 struct bom_result {
@@ -86,7 +87,7 @@ bom_result cluster_bom(const catalog& cat, const std::string& preset, std::int64
 
 // As JSON text: {preset, devices, units, nodes, racks, fabric {tiers, leaf, spine, core, node_links, leaf_spine_links,
 // spine_core_links, leaf_down_ports, leaf_up_ports, oversubscription; with pods: pods, pod_nodes, spine_down_ports,
-// spine_up_ports}, lines [{item, model, count, power_w, usd, usd_range, in_systems}], known_power_w,
+// spine_up_ports}, lines [{item, model, count, power_w, usd, usd_range, in_systems, quoted}], known_power_w,
 // known_usd(_range), notes}.
 std::string to_json(const bom_result& b, int indent = 2);
 
