@@ -51,6 +51,10 @@ void add_systems(const system_entry& e, std::optional<power> rack_power, bom_res
                       " (compute racks only; network and storage racks are not counted)");
 }
 
+// Counts from ratios of whole numbers may land a rounding error off the integer in floating point (48 / 3): a
+// relative slack far below one part in 4,096 keeps floor and ceil on the right side of it.
+constexpr double rounding_slack = 1e-12;
+
 // A line of `count` parts with the part's power and price where the catalog has them (none for a count of 0).
 void add_line(const std::string& item, const fabric_part& part, std::int64_t count, bool in_systems, bom_result& b) {
     if (count == 0) return;
@@ -132,7 +136,7 @@ void add_storage(const catalog& cat, const system_entry& e, const bom_storage& r
             throw config_error(field, format(*target), "out of range", "a quantity above 0");
         if (!each || !(each->si() > 0))
             throw config_error("/storage", req.entry, "the catalog gives no " + what + " for it", "another storage entry");
-        const double n = std::ceil(target->si() / each->si() * (1.0 - 1e-12));
+        const double n = std::ceil(target->si() / each->si() * (1.0 - rounding_slack));
         if (!(n <= static_cast<double>(max_system_accelerators)))
             throw config_error(field, format(*target), "more than " + std::to_string(max_system_accelerators) +
                                " systems of " + req.entry + " each " + format(*each), "a smaller target");
@@ -207,21 +211,18 @@ void add_fabric(const catalog& cat, const system_entry& e, double oversubscripti
         pod_nodes > 0 ? fat_tree_pods(b.nodes, e.nics_per_node, f->switch_.ports, rails, "/count", oversubscription, pod_nodes)
                       : fat_tree(b.nodes, e.nics_per_node, f->switch_.ports, rails, "/count", oversubscription);
     b.fabric = t;
-    const auto add = [&](const std::string& item, const fabric_part& part, std::int64_t count, bool in_systems) {
-        add_line(item, part, count, in_systems, b);
-    };
-    add("NICs", f->nic, t.node_links, true);
+    add_line("NICs", f->nic, t.node_links, true, b);
     b.notes.push_back("NICs: inside the systems' power and price (each NIC's figures are shown, not added again)");
-    add("leaf switches", f->switch_, t.leaf, false);
-    add("spine switches", f->switch_, t.spine, false);
-    add("core switches", f->switch_, t.core, false);
+    add_line("leaf switches", f->switch_, t.leaf, false, b);
+    add_line("spine switches", f->switch_, t.spine, false, b);
+    add_line("core switches", f->switch_, t.core, false, b);
     const fabric_part fibre = f->cable.value_or(fabric_part{"fibre cable, one per link", 1, std::nullopt, std::nullopt});
-    add("cables node-leaf", fibre, t.node_links, false);
-    add("cables leaf-spine", fibre, t.leaf_spine_links, false);
-    add("cables spine-core", fibre, t.spine_core_links, false);
+    add_line("cables node-leaf", fibre, t.node_links, false, b);
+    add_line("cables leaf-spine", fibre, t.leaf_spine_links, false, b);
+    add_line("cables spine-core", fibre, t.spine_core_links, false, b);
     const std::int64_t switch_ends = t.node_links + 2 * (t.leaf_spine_links + t.spine_core_links);
-    add("optics at switches", f->switch_optic, ceil_div(switch_ends, f->switch_optic.ports), false);
-    add("optics at nodes", f->node_optic, ceil_div(t.node_links, f->node_optic.ports), false);
+    add_line("optics at switches", f->switch_optic, ceil_div(switch_ends, f->switch_optic.ports), false, b);
+    add_line("optics at nodes", f->node_optic, ceil_div(t.node_links, f->node_optic.ports), false, b);
     b.notes.push_back("fabric: " + std::to_string(t.tiers) + "-tier " + (rails ? "rail-optimised " : "") +
                       "fat tree of " + std::to_string(f->switch_.ports) + "-port switches, " + fabric_shape_note(t) +
                       "; parts as of " + f->from.date + "; node ends take " + f->node_optic.model +
@@ -260,11 +261,9 @@ void add_totals(bom_result& b) {
 }
 
 // A switch's ports split o:1 between down and up: ports down, and the uplinks m ports down need (one at least).
-// A ratio that divides exactly (48 / 3) may land a rounding error off the integer in floating point: a relative
-// slack far below one port in 4,096 keeps floor and ceil on the right side of it.
 struct port_split {
     double o;
-    static constexpr double slack = 1e-12;
+    static constexpr double slack = rounding_slack;
     std::int64_t down(int ports) const { return static_cast<std::int64_t>(std::floor(ports * o / (o + 1.0) * (1.0 + slack))); }
     std::int64_t uplinks(std::int64_t m) const {
         return m > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(m / o * (1.0 - slack)))) : 0;

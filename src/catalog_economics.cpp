@@ -118,6 +118,12 @@ purchase_price read_purchase_price(object_reader& parent, std::string_view key) 
 }
 
 namespace {
+// A part's power and price where published (a fabric part's, a support network part's).
+void read_part_figures(object_reader& r, fabric_part& p) {
+    p.power = read_power_figure(r, "power");
+    if (const json* v = r.get("price"); v && !v->is_null()) p.price = read_purchase_price(r, "price");
+}
+
 fabric_part read_fabric_part(object_reader& parent, std::string_view key, bool ported, int min_ports) {
     object_reader r = parent.child(key);
     fabric_part p;
@@ -125,8 +131,7 @@ fabric_part read_fabric_part(object_reader& parent, std::string_view key, bool p
     if (ported) p.ports = static_cast<int>(r.required_integer("ports", min_ports, max_switch_ports));
     if (min_ports > 1 && p.ports % 2 != 0)  // a non-blocking fat tree splits a switch's ports half down, half up
         throw config_error(r.path("ports"), std::to_string(p.ports), "not even", "an even port count >= 2");
-    p.power = read_power_figure(r, "power");
-    if (const json* v = r.get("price"); v && !v->is_null()) p.price = read_purchase_price(r, "price");
+    read_part_figures(r, p);
     r.finish();
     return p;
 }
@@ -165,8 +170,7 @@ support_part read_support_part(object_reader& r) {
                            "one of model (with power and price where published) and switch_of (a catalog link)");
     if (own) {
         p.part.model = r.required_string("model");
-        p.part.power = read_power_figure(r, "power");
-        if (const json* v = r.get("price"); v && !v->is_null()) p.part.price = read_purchase_price(r, "price");
+        read_part_figures(r, p.part);
     }
     r.finish();
     return p;

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from typing import Any, Dict, List, Tuple
 
 from . import _args, _core
@@ -159,10 +158,7 @@ def _storage_request(storage: Any, level: Any, read: Any, write: Any, capacity: 
                                     ("storage_write_bps", write, BYTE_RATE, "/storage_write"),
                                     ("storage_capacity_bytes", capacity, SIZE, "/storage_capacity")):
         if value is not None:
-            q = quantity(value, dims, field).si
-            if not (q > 0 and math.isfinite(q)):
-                raise _args.config_error(field, value, "out of range", "a quantity above 0")
-            out[key] = q
+            out[key] = quantity(value, dims, field).si  # the core refuses 0, below 0 and not finite, naming field
     return out
 
 
@@ -180,7 +176,7 @@ def _part_prices(prices: Any) -> Dict[str, Tuple[float, float]]:
         pair = list(usd) if isinstance(usd, (list, tuple)) else [usd, usd]
         if len(pair) != 2:
             raise _args.config_error(field, usd, "not a price", "US dollars, or [low, high]")
-        low, high = (_args.number(x, field, math.ulp(0.0)) for x in pair)
+        low, high = (_args.number(x, field, 0.0) for x in pair)  # the core refuses 0 and low > high, naming field
         out[name] = (low, high)
     return out
 

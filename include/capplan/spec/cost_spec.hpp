@@ -60,7 +60,7 @@ struct system_economics {
 
 // Dollars beyond this are a typo, not a price (the largest AI clusters cost tens of billions: a peta-dollar leaves
 // 10^4 room).
-inline constexpr double max_usd = 1e15;
+inline constexpr double max_usd = units::peta;  // US dollars
 
 // The most ports a catalog switch may have: keeps a fat tree's ports^2 x ports-down counts far inside int64.
 inline constexpr int max_switch_ports = 4096;
