@@ -195,6 +195,19 @@ def test_bad_support_networks_in_the_catalog_name_file_and_pointer(tmp_path, par
     assert "dgx-h100.json" in p.stderr and needle in p.stderr, p.stderr
 
 
+@pytest.mark.parametrize("levels,needle", [
+    ({"ok": {"read": "1 GB/s", "write": "1 GB/s"}}, "/support_networks/storage_levels/ok"),
+    ({"good": {"read": "0 GB/s", "write": "1 GB/s"}}, "/support_networks/storage_levels/good/read"),
+    ({"good": {"read": "1 GB/s"}}, "/support_networks/storage_levels/good/write"),
+    ({"good": {"read": "1 GB", "write": "1 GB/s"}}, "/support_networks/storage_levels/good/read"),
+])
+def test_bad_storage_levels_in_the_catalog_name_file_and_pointer(tmp_path, levels, needle):
+    p = _capplan_with_edited_catalog(tmp_path, lambda e: e["support_networks"].update(storage_levels=levels),
+                                     "list", "systems")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "dgx-h100.json" in p.stderr and needle in p.stderr, p.stderr
+
+
 def _capplan_with_edited_catalog(tmp_path, edit, *args, storage_edit=None):
     """`capplan args` over a copy of the shipped catalog whose DGX-H100 preset `edit` changed (and NetApp-BeeGFS-BB
     `storage_edit`)."""
