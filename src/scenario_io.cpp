@@ -404,6 +404,7 @@ training_spec read_training(object_reader& r) {
     if (t.zero > 3) throw config_error(r.path("zero"), std::to_string(t.zero), "no such ZeRO stage", "0, 1, 2, 3");
     t.shard_group = static_cast<int>(r.integer("shard_group", 1).value_or(0));
     t.distributed_optimizer = r.boolean("distributed_optimizer").value_or(false);
+    t.grad_reduce_in_fp32 = r.boolean("grad_reduce_in_fp32");
     t.optimizer = r.choice("optimizer", {"adamw", "adam", "sgd", "adafactor"}).value_or("adamw");
     t.master_weights = r.boolean("master_weights").value_or(true);
     t.optimizer_state_format = r.choice("optimizer_state_format", {"fp32", "bf16"}).value_or("fp32");

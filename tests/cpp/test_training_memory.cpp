@@ -65,7 +65,13 @@ TEST_CASE("mixed-precision Adam keeps 16 bytes per parameter; other optimizers a
     // Megatron Core "Distributed Optimizer": bf16 params + fp32 grads = 18 bytes without sharding.
     t.distributed_optimizer = true;
     CHECK(bytes_per_parameter(bf, t).total() == 18.0);
+    // Megatron-Bridge's performance recipes keep the main gradients in 16 bits (grad_reduce_in_fp32 false): 2 + 2 + 12.
+    t.grad_reduce_in_fp32 = false;
+    CHECK(bytes_per_parameter(bf, t).total() == 16.0);
     t.distributed_optimizer = false;
+    t.grad_reduce_in_fp32 = true;  // fp32 main gradients without the distributed optimizer: 2 + 4 + 12
+    CHECK(bytes_per_parameter(bf, t).total() == 18.0);
+    t.grad_reduce_in_fp32.reset();
     // Adam moments in bf16 (optimizer_state_format): 2 + 2 + 2·2 + 4.
     t.optimizer_state_format = "bf16";
     CHECK(bytes_per_parameter(bf, t).total() == 12.0);

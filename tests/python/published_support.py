@@ -103,7 +103,7 @@ def lora_published(row):
 
 
 _TRAINING_SYSTEMS = {"A100-80GB-SXM": "DGX-A100", "A100-40GB-SXM": "DGX-A100", "H100-SXM": "DGX-H100", "H200": "HGX-H200",
-                     "B200": "HGX-B200"}
+                     "B200": "HGX-B200", "GB200": "GB200-NVL72", "GB300": "GB300-NVL72"}
 
 
 def lora_time_scenario(row):
@@ -111,24 +111,26 @@ def lora_time_scenario(row):
     DGX / HGX system."""
     system = {"preset": _TRAINING_SYSTEMS[row["accelerator"]], "count": row["gpus"], "accelerator": row["accelerator"]}
     training = _lora_training(row, row["global_batch"])
-    if row.get("tp_comm_overlap"):
-        training["tp_comm_overlap"] = True
+    training.update({k: row[k] for k in ("tp_comm_overlap", "distributed_optimizer", "overlap_grad_reduce",
+                                         "grad_reduce_in_fp32") if k in row})
+    parallelism = {"tp": row.get("tp", 1), "sequence_parallel": row.get("sequence_parallel", False)}
+    parallelism.update({k: row[k] for k in ("pp", "vpp") if k in row})
     return {"model": row["model"], "system": system,
             "precision": {"weights": row["weights"], "compute": row.get("compute", "bf16")},
-            "parallelism": {"tp": row.get("tp", 1), "sequence_parallel": row.get("sequence_parallel", False)},
-            "training": training}
+            "parallelism": parallelism, "training": training}
 
 
 def lora_time_published(row):
     """A time or throughput row of tests/data/published_lora.json: (modelled seconds, published seconds) for its
     `samples` sequences, step time x samples / global batch (lora_time_scenario); a published throughput in samples
-    per second becomes samples / throughput, one in tokens per second samples x seq_len / throughput."""
+    per second becomes samples / throughput, one in tokens per second samples x seq_len / throughput (per GPU: over the row's GPUs)."""
     step = capplan.estimate(lora_time_scenario(row)).to_dict()["training"]["step_time_s"]
     if "published_time" in row:
         published = row["published_time"]["value"]
     else:
         rate = row["published_throughput"]
-        per_sample = {"samples/s": 1, "tokens/s": row["seq_len"]}[rate["unit"]]  # another unit is a data error
+        per_sample = {"samples/s": 1, "tokens/s": row["seq_len"],
+                      "tokens/s/GPU": row["seq_len"] / row["gpus"]}[rate["unit"]]  # another unit is a data error
         published = row["samples"] * per_sample / rate["value"]
     return step * row["samples"] / row["global_batch"], published
 
@@ -242,7 +244,8 @@ def training_published(row, variant=None):
     if "recompute_modules" in recipe:
         del training["recompute"]
     training.update({k: recipe[k] for k in ("recompute_modules", "mtp_layers", "ep_comm_overlap", "tp_comm_overlap",
-                                            "moe_dispatcher") if k in recipe})
+                                            "moe_dispatcher", "overlap_grad_reduce", "overlap_param_gather",
+                                            "grad_reduce_in_fp32", "cross_entropy") if k in recipe})
     published = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
     return ({"model": row["model"], "system": system, "parallelism": par, "precision": precision, "training": training},
             published, "step_time_s")

@@ -172,6 +172,7 @@ _BAD_NEW_FIELDS = [  # each new field of issue #20's MoE and fabric work, a bad 
     ({"parallelism": {"pp": 3, "pipeline_schedule": "dualpipe"}}, "/parallelism/pipeline_schedule"),
     ({"training": {"overlap_param_gather": "yes"}}, "/training/overlap_param_gather"),
     ({"training": {"overlap_grad_reduce": 0}}, "/training/overlap_grad_reduce"),
+    ({"training": {"grad_reduce_in_fp32": "no"}}, "/training/grad_reduce_in_fp32"),
     ({"training": {"mtp_layers": -1}}, "/training/mtp_layers"),
     ({"training": {"mtp_layers": 1e12}}, "/training/mtp_layers"),
     ({"training": {"recompute_modules": "mlp"}}, "/training/recompute_modules"),

@@ -15,6 +15,8 @@ ROWS = [r for r in _COMPARED if "published_peak" in r]  # peak memory (held out)
 TIME_ROWS = [r for r in _COMPARED if "published_time" in r]  # a fine-tune's run time (held out)
 THROUGHPUT_ROWS = [r for r in _COMPARED if r.get("published_throughput", {}).get("unit") == "samples/s"]  # MLPerf's FP8 LoRA
 TOKEN_RATE_ROWS = [r for r in _COMPARED if r.get("published_throughput", {}).get("unit") == "tokens/s"]  # torchtune (held out)
+# Megatron-Bridge 26.06's LoRA table (held out)
+PER_GPU_RATE_ROWS = [r for r in _COMPARED if r.get("published_throughput", {}).get("unit") == "tokens/s/GPU"]
 
 # Llama-2-7B: hidden 4096, 32 heads of 128 (no GQA), MLP 11008, 32 layers, vocabulary 32000.
 QV = ["q_proj", "v_proj"]
@@ -118,6 +120,8 @@ def test_peak_memory_within_10_percent_of_published(row):
 # tied 3072 x 128256 head (3.21e9).
 LLAMA2_70B_GEMM_WEIGHTS = 80 * (2 * 8192**2 + 2 * 8192 * 1024 + 3 * 8192 * 28672) + 8192 * 32000
 LLAMA32_3B_GEMM_WEIGHTS = 28 * (3072 * (3072 + 2 * 1024 + 3072) + 3 * 3072 * 8192) + 3072 * 128256
+# Llama-3(.1)-70B: Llama-2-70B's layers and an untied 8192 x 128256 head (70.55e9).
+LLAMA3_70B_GEMM_WEIGHTS = 80 * (2 * 8192**2 + 2 * 8192 * 1024 + 3 * 8192 * 28672) + 8192 * 128256
 
 
 def _check_speed_row(row, weights, flops_per_weight_token, peak_format):
@@ -152,6 +156,17 @@ def test_torchtune_lora_step_against_published(row):
     # Held out, predicted once (2026-12-04): torchtune's Llama-3.2-3B LoRA +16.8%, QLoRA +15.7% on A100 (known_gap).
     # Forward, recomputed forward and input gradients: 3 x 2 FLOPs a weight and token.
     _check_speed_row(row, LLAMA32_3B_GEMM_WEIGHTS, 6, "bf16")
+
+
+@pytest.mark.parametrize("row", PER_GPU_RATE_ROWS, ids=[r["id"] for r in PER_GPU_RATE_ROWS])
+def test_megatron_bridge_lora_step_against_published(row):
+    # Held out, predicted once (2026-12-05): Megatron-Bridge 26.06's Llama-3-70B LoRA (linear_qkv adapters, packed
+    # sequences of 4,096) in FP8 and MXFP8, pipelined with 20 virtual stages: GB200 +5.8%, +1.9%, H100 +7.8%; GB300
+    # +27.6%, +27.0% at GB200's borrowed fraction, +12.1%, +11.6% with GB300's own (derived from MLPerf v5.1's
+    # GB300/GB200 ratio, not from these rows). Forward and input gradients, no recompute: 2 x 2 FLOPs a weight and token
+    # at the FP8 peak.
+    _check_speed_row(row, LLAMA3_70B_GEMM_WEIGHTS, 4, "fp8")
+    assert capplan.estimate(lora_time_scenario(row)).memory.fits is True
 
 
 def test_mlperf_h200_fp8_lora_layout_fits_with_its_fp8_activation_store():

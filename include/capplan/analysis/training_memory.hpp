@@ -101,11 +101,18 @@ inline bool low_precision_compute(const precision_spec& prec) { return prec.comp
 //   Gradients: in the weights' format (ZeRO §3.1 counts 2 bytes), except under Megatron's distributed
 //   optimizer, which accumulates and reduces fp32 main gradients (Megatron Core "Distributed Optimizer":
 //   bf16 param + fp32 grads = 18 bytes, 6 + 12/d distributed).
+//   training.grad_reduce_in_fp32 names the main gradients' format: 4 bytes when true, 2 when false (Megatron
+//   keeps them in the parameters' 16-bit dtype: DistributedDataParallelConfig.grad_reduce_in_fp32).
+inline double main_gradient_bytes(const training_spec& t, double otherwise) {
+    if (t.grad_reduce_in_fp32) return *t.grad_reduce_in_fp32 ? 4.0 : 2.0;
+    return t.distributed_optimizer ? 4.0 : otherwise;
+}
+
 inline state_bytes bytes_per_parameter(const precision_spec& prec, const training_spec& t,
                                        const training_memory_options& o = {}) {
     state_bytes b;
     b.weights = detail::training_weight_bytes(prec);
-    b.gradients = o.gradients ? o.gradients->bytes_per_element() : t.distributed_optimizer ? 4.0 : b.weights;
+    b.gradients = o.gradients ? o.gradients->bytes_per_element() : main_gradient_bytes(t, b.weights);
     // (the two formats the reader allows without a lookup: a layout search asks per layout)
     const double state = t.optimizer_state_format == "fp32"   ? 4.0
                          : t.optimizer_state_format == "bf16" ? 2.0

@@ -131,6 +131,9 @@ struct training_spec {
     int zero = 0;                   // ZeRO stage over the shard group: 1 optimizer, 2 + gradients, 3 + weights
     int shard_group = 0;            // ranks ZeRO/FSDP shards over; 0 = all of dp (HSDP: a divisor of dp)
     bool distributed_optimizer = false;  // Megatron-LM: optimizer states sharded over dp (= ZeRO-1)
+    // Megatron's main gradients (DDP grad_reduce_in_fp32): accumulated and reduced in fp32 (true) or in 16 bits
+    // (false, as Megatron-Bridge's performance recipes set it); unset: fp32 with the distributed optimizer only.
+    std::optional<bool> grad_reduce_in_fp32;
     std::string optimizer = "adamw";     // adamw, adam, sgd (momentum), adafactor
     bool master_weights = true;          // fp32 master copy when weights are stored in < 32 bits
     std::string optimizer_state_format = "fp32";  // Adam moments: fp32 or bf16
