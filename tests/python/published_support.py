@@ -114,7 +114,7 @@ def lora_time_scenario(row):
     training.update({k: row[k] for k in ("tp_comm_overlap", "distributed_optimizer", "overlap_grad_reduce",
                                          "grad_reduce_in_fp32") if k in row})
     parallelism = {"tp": row.get("tp", 1), "sequence_parallel": row.get("sequence_parallel", False)}
-    parallelism.update({k: row[k] for k in ("pp", "vpp") if k in row})
+    parallelism.update({k: row[k] for k in ("pp", "vpp", "cp") if k in row})
     return {"model": row["model"], "system": system,
             "precision": {"weights": row["weights"], "compute": row.get("compute", "bf16")},
             "parallelism": parallelism, "training": training}

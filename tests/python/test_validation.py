@@ -170,6 +170,8 @@ def _known_gaps():
         if row.get("known_gap")} | {
         f"published_training[{n}]" for n, row in enumerate(json.loads(report.TRAINING.read_text())["rows"])
         if row.get("known_gap")} | {
+        f"published_lora[{n}]" for n, row in enumerate(json.loads(report.LORA.read_text())["rows"])
+        if row.get("known_gap")} | {
         f"saturated_throughput.tables[{n}] {shape}" for n, table in enumerate(_DATA["saturated_throughput"]["tables"])
         for shape in table["output_tokens_per_s"] if table.get("known_gap")}
 
