@@ -570,7 +570,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                                                    : 0.0;
     const double params = copies * (t.lora ? lora_device_parameters(m, *t.lora, fullest.first_layer, fullest.layers, p)
                                            : std::max(w.per_device().total(), mtp));
-    const double grad_bytes = main_gradient_bytes(t, 2.0);  // fp32 main grads with Megatron's distributed optimizer
+    const double grad_bytes = main_gradient_bytes(s.precision, t);  // memory's format (fp32 main grads: Megatron's distributed optimizer)
     const int replicas_of_weights = p.dp * p.cp;
     duration grad_time, gather_time;  // gradient reductions; parameter all-gathers (ZeRO 2-3)
     if (replicas_of_weights > 1) {

@@ -65,9 +65,14 @@ TEST_CASE("mixed-precision Adam keeps 16 bytes per parameter; other optimizers a
     // Megatron Core "Distributed Optimizer": bf16 params + fp32 grads = 18 bytes without sharding.
     t.distributed_optimizer = true;
     CHECK(bytes_per_parameter(bf, t).total() == 18.0);
-    // Megatron-Bridge's performance recipes keep the main gradients in 16 bits (grad_reduce_in_fp32 false): 2 + 2 + 12.
+    // Megatron-Bridge's performance recipes keep the main gradients in the parameters' dtype (grad_reduce_in_fp32
+    // false): 2 + 2 + 12 (the fp32 copy of the gradient shard Megatron makes at the optimizer step is not live at the
+    // activations' peak, so not counted: training_memory.hpp).
     t.grad_reduce_in_fp32 = false;
     CHECK(bytes_per_parameter(bf, t).total() == 16.0);
+    precision_spec fp32_weights;
+    fp32_weights.weights = find_format("fp32");
+    CHECK(bytes_per_parameter(fp32_weights, t).gradients == 4.0);  // the parameters' dtype, not 16 bits
     t.distributed_optimizer = false;
     t.grad_reduce_in_fp32 = true;  // fp32 main gradients without the distributed optimizer: 2 + 4 + 12
     CHECK(bytes_per_parameter(bf, t).total() == 18.0);

@@ -6,8 +6,9 @@
 //   ZeRO-1 shards K over the shard group, ZeRO-2 also the gradients, ZeRO-3 also the weights.
 //   FSDP FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2 (Zhao et al. 2023, arXiv:2304.11277); HSDP shards over
 //   shard_group and replicates across dp / shard_group.
-//   Megatron distributed optimizer: fp32 main gradients kept whole, optimizer states + master weights sharded
-//   over data parallelism: 6 + 12/d bytes per parameter (Megatron Core user guide, "Distributed Optimizer").
+//   Megatron distributed optimizer: main gradients kept whole (fp32 unless training.grad_reduce_in_fp32 is false),
+//   optimizer states + master weights sharded over data parallelism: 6 + 12/d bytes per parameter with fp32
+//   gradients (Megatron Core user guide, "Distributed Optimizer").
 // Activations per layer: Korthikanti et al. 2022, arXiv:2205.05198 §4.1 (Eq. 1) and Table 2, generalised per
 // tensor (see layer_activation_bytes); pipeline in-flight micro-batches from Narayanan et al. 2021,
 // arXiv:2104.04473 §2.2.1 (1F1B) and §2.2.2 / Korthikanti §4.2.3 (interleaved).
@@ -101,18 +102,22 @@ inline bool low_precision_compute(const precision_spec& prec) { return prec.comp
 //   Gradients: in the weights' format (ZeRO §3.1 counts 2 bytes), except under Megatron's distributed
 //   optimizer, which accumulates and reduces fp32 main gradients (Megatron Core "Distributed Optimizer":
 //   bf16 param + fp32 grads = 18 bytes, 6 + 12/d distributed).
-//   training.grad_reduce_in_fp32 names the main gradients' format: 4 bytes when true, 2 when false (Megatron
-//   keeps them in the parameters' 16-bit dtype: DistributedDataParallelConfig.grad_reduce_in_fp32).
-inline double main_gradient_bytes(const training_spec& t, double otherwise) {
-    if (t.grad_reduce_in_fp32) return *t.grad_reduce_in_fp32 ? 4.0 : 2.0;
-    return t.distributed_optimizer ? 4.0 : otherwise;
+//   training.grad_reduce_in_fp32 names the main gradients' format: 4 bytes when true, the parameters' dtype when
+//   false (Megatron-Core DistributedDataParallelConfig.grad_reduce_in_fp32). With 16-bit gradients the distributed
+//   optimizer's table counts a fp32 copy of the gradient shard too (4 + 16/d); it is not counted here: Megatron
+//   makes it at the optimizer step (DistributedOptimizer._copy_model_grads_to_main_grads, .float() of the shard)
+//   and frees it in zero_grad at the next step's start, so it is never live beside the activations.
+inline double main_gradient_bytes(const precision_spec& prec, const training_spec& t) {
+    const double weights = detail::training_weight_bytes(prec);
+    if (t.grad_reduce_in_fp32) return *t.grad_reduce_in_fp32 ? 4.0 : weights;
+    return t.distributed_optimizer ? 4.0 : weights;
 }
 
 inline state_bytes bytes_per_parameter(const precision_spec& prec, const training_spec& t,
                                        const training_memory_options& o = {}) {
     state_bytes b;
     b.weights = detail::training_weight_bytes(prec);
-    b.gradients = o.gradients ? o.gradients->bytes_per_element() : main_gradient_bytes(t, b.weights);
+    b.gradients = o.gradients ? o.gradients->bytes_per_element() : main_gradient_bytes(prec, t);
     // (the two formats the reader allows without a lookup: a layout search asks per layout)
     const double state = t.optimizer_state_format == "fp32"   ? 4.0
                          : t.optimizer_state_format == "bf16" ? 2.0
@@ -384,8 +389,11 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
                                        ", optimizer " + format_number(b.optimizer) + ", master " +
                                        format_number(b.master) + ")");
     if (o.explain && t.distributed_optimizer)
-        out.notes.push_back("distributed optimizer: fp32 main gradients kept whole, optimizer states and master "
-                            "weights sharded over dp x cp (Megatron Core user guide, Distributed Optimizer: 6 + 12/d B)");
+        out.notes.push_back("distributed optimizer: main gradients kept whole in " + format_number(b.gradients) +
+                            " B, optimizer states and master weights sharded over dp x cp (Megatron Core user guide, "
+                            "Distributed Optimizer: 6 + 12/d B with fp32 gradients)");
+    else if (o.explain && !o.gradients && t.grad_reduce_in_fp32.value_or(false))
+        out.notes.push_back("gradients accumulated and reduced in fp32 (training.grad_reduce_in_fp32)");
     else if (o.explain && !o.gradients)
         out.notes.push_back("gradients kept in the weights' format, as ZeRO counts them (arXiv:1910.02054 §3.1); "
                             "Megatron without the distributed optimizer keeps fp32 main gradients (18 B/parameter)");
