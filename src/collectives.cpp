@@ -111,9 +111,12 @@ collective_result collective_time(collective_op op, data_size size, const system
     r.gpus = n;
     r.per_node = g;
     r.nodes = n / g;
-    // GPUs of the group inside one scale-up domain: a node, or several when NVLink spans trays (NVL72).
-    const int domain = system.scale_up_domain > system.per_node ? std::min(n, system.scale_up_domain) : g;
-    const int parts = n / domain;  // scale-out crossings exist when parts > 1
+    // GPUs of the group inside one scale-up domain: a node, or several when NVLink spans trays (NVL72). A group larger
+    // than an NVLink domain spans ceil(n / domain size) of them (128 GB200 over two NVL72 racks: 2 x 64); split
+    // unevenly, the smallest share (fewest NICs) sets the pace.
+    const int up_domain = system.scale_up_domain > system.per_node ? system.scale_up_domain : g;
+    const int parts = static_cast<int>(detail::ceil_div(n, up_domain));  // scale-out crossings exist when parts > 1
+    const int domain = n / parts;
     const detail::topology_view v = detail::view(system, domain);
     if (parts > 1 && !v.nic_per_gpu)
         throw config_error("/system/scale_out", "", "the group spans " + std::to_string(parts) +
