@@ -140,7 +140,10 @@ KNOWN_GAPS["2 x Azure ND96asr_v4 (8 A100), 8x 200G HDR, default, 8 GiB"] = (
     "A100 across two nodes (+27%): capplan's two-node tree runs at 1.19 x the NICs' rate, as the H100 two-node rows "
     "read (NVLS-tree, 466-487 GB/s over 400), but both A100 two-node rows read below the NICs' rate (this one 187 GB/s "
     "over 8 x 200G, p4de's EFA +11%; Meta's fairwus3 A100 pair, 183 GB/s at 1 GiB, compared by no test): the tree's "
-    "two-node gain without NVLS is not modelled", 0.30)
+    "two-node gain without NVLS is not modelled. A lead, not taken: NCCL's tuner caps a tree channel on Ampere across "
+    "two nodes at 23.6 GB/s (perChMaxTreeBws, src/graph/tuning.cc at 2.20.3; tests/data/published_collectives.json "
+    "nccl_tuning), which at 8 channels is 189 GB/s; capplan has no per-channel caps and the runs' channel counts are "
+    "not published", 0.30)
 KNOWN_GAPS["2 racks GB200 OCI GB200-v3.4, 32 x 4 GPUs, 4x 400G RoCE a node, 32 GiB"] = (
     "GB200 across two NVL72 racks (+31%): capplan runs NVLS inside each rack at its one-rack rate, which the racks' "
     "RoCE NICs (64 x 400G a rack) do not bound, so it predicts the one-rack 899 GB/s; measured across two racks: 684 "
