@@ -113,10 +113,10 @@ collective_result collective_time(collective_op op, data_size size, const system
     r.nodes = n / g;
     // GPUs of the group inside one scale-up domain: a node, or several when NVLink spans trays (NVL72). A group larger
     // than an NVLink domain spans ceil(n / domain size) of them (128 GB200 over two NVL72 racks: 2 x 64); split
-    // unevenly, the smallest share (fewest NICs) sets the pace.
+    // unevenly, the smallest share, in whole nodes (fewest NICs), sets the pace (76 GB200: 19 trays, 9 in one rack).
     const int up_domain = system.scale_up_domain > system.per_node ? system.scale_up_domain : g;
     const int parts = static_cast<int>(detail::ceil_div(n, up_domain));  // scale-out crossings exist when parts > 1
-    const int domain = n / parts;
+    const int domain = std::max(1, n / g / parts) * g;
     const detail::topology_view v = detail::view(system, domain);
     if (parts > 1 && !v.nic_per_gpu)
         throw config_error("/system/scale_out", "", "the group spans " + std::to_string(parts) +

@@ -87,7 +87,11 @@ LARGE = [
     # .json says where each is from). Left out by the rule: an Oracle B300 page marked not approved for public release
     # (again), Oracle GB200 runs of 2 and 3 racks still rising at their largest size, an Oracle A100 run whose NICs'
     # speed the source does not give, a CSCS GH200 run that stops at 128 MiB, and runs with NCCL tuning knobs
-    # (NCCL_MIN_CTAS, NCCL_IB_QPS_PER_CONNECTION) capplan does not model.
+    # (NCCL_MIN_CTAS, NCCL_IB_QPS_PER_CONNECTION) capplan does not model; after a review, two Oracle GB200-v3.4 racks
+    # (683.6 GB/s at 32 GiB; first predicted +31.6%), whose shape's NICs Oracle's sources give two ways (4 x 400G in the
+    # quickstart's table, 8 HCAs in its newer command and 'ConnectX-8 ... 8 NICs' in its VF script), as the Oracle A100
+    # runs before it. The first two #309 lines were also in published_collectives_small.json (its small sizes) from
+    # 2026-11-30, before the two-node rule and the tree's network efficiency were set on 2026-12-02.
     ("2 nodes x 8 H100 Dell XE9680, 8x 400G IB, default, 16 GiB (nccl-tests #309)", {"preset": "DGX-H100", "count": 16},
      16, 8, "all_reduce", 16 * GIB, {}, 469.21, "check"),
     ("4 VMs x 8 H100, 8x 400G IB, default, 16 GiB (nccl-tests #309)", {"preset": "DGX-H100", "count": 32}, 32, 8,
@@ -101,8 +105,6 @@ LARGE = [
     ("2 x Azure ND96asr_v4 (8 A100), 8x 200G HDR, default, 8 GiB", {"preset": "DGX-A100", "count": 16,
                                                                     "accelerator": "A100-40GB-SXM"}, 16, 8,
      "all_reduce", 8 * GIB, {}, 187.22, "check"),
-    ("2 racks GB200 OCI GB200-v3.4, 32 x 4 GPUs, 4x 400G RoCE a node, 32 GiB", {"preset": "GB200-NVL72", "count": 128,
-     "scale_out": {"link": "RoCE-400G", "nics_per_node": 4}}, 128, 4, "all_reduce", 32 * GIB, {}, 683.57, "check"),
 ]
 
 
@@ -138,18 +140,12 @@ _SECOND_CLUSTER = ("one cluster's ring over 8 x 400G InfiniBand at 4 and 8 nodes
 KNOWN_GAPS["4 nodes x 8 H100, IB 400G, default, 8 GiB (nccl-tests #309, second cluster)"] = (_SECOND_CLUSTER, 0.20)
 KNOWN_GAPS["8 nodes x 8 H100, IB 400G, default, 8 GiB (nccl-tests #309, second cluster)"] = (_SECOND_CLUSTER, 0.20)
 KNOWN_GAPS["2 x Azure ND96asr_v4 (8 A100), 8x 200G HDR, default, 8 GiB"] = (
-    "A100 across two nodes (+27%): capplan's two-node tree runs at 1.19 x the NICs' rate, as the H100 two-node rows "
-    "read (NVLS-tree, 466-487 GB/s over 400), but both A100 two-node rows read below the NICs' rate (this one 187 GB/s "
-    "over 8 x 200G, p4de's EFA +11%; Meta's fairwus3 A100 pair, 183 GB/s at 1 GiB, compared by no test): the tree's "
-    "two-node gain without NVLS is not modelled. A lead, not taken: NCCL's tuner caps a tree channel on Ampere across "
-    "two nodes at 23.6 GB/s (perChMaxTreeBws, src/graph/tuning.cc at 2.20.3; tests/data/published_collectives.json "
-    "nccl_tuning), which at 8 channels is 189 GB/s; capplan has no per-channel caps and the runs' channel counts are "
-    "not published", 0.30)
-KNOWN_GAPS["2 racks GB200 OCI GB200-v3.4, 32 x 4 GPUs, 4x 400G RoCE a node, 32 GiB"] = (
-    "GB200 across two NVL72 racks (+31%): capplan runs NVLS inside each rack at its one-rack rate, which the racks' "
-    "RoCE NICs (64 x 400G a rack) do not bound, so it predicts the one-rack 899 GB/s; measured across two racks: 684 "
-    "GB/s here (RoCE, 128 GPUs) and 817 on CoreWeave's InfiniBand (144 GPUs), against 835 in one rack: what the "
-    "cross-rack NVLS-tree costs beyond the NICs' rate is not modelled", 0.35)
+    "A100 across two nodes (+27%): capplan's two-node tree on A100 is bound by the node's NVLink ring rate (240 GB/s; "
+    "its NIC tier allows 1.76 x the NICs' 200 GB/s), and the run read 187 GB/s, below both; p4de's two-node EFA row "
+    "reads 1.57 x its NICs (capplan +11%). Not modelled: what holds a two-node tree on A100 below its NVLink ring. "
+    "NCCL's tuner estimates a tree channel on Ampere across two nodes at 23.6 GB/s (perChMaxTreeBws, src/graph/"
+    "tuning.cc at 2.20.3), 189 GB/s at 8 channels, but that is its estimate for choosing an algorithm, not a "
+    "measured cap", 0.30)
 
 
 def test_a_group_larger_than_an_nvlink_domain_crosses_the_scale_out_network():
@@ -161,14 +157,24 @@ def test_a_group_larger_than_an_nvlink_domain_crosses_the_scale_out_network():
         return r.to_dict()["algorithm"]
     assert algorithm(72) == "nvls"
     assert algorithm(128) == "nvls_tree" and algorithm(144) == "nvls_tree"
+    # Split unevenly, the smaller share sets the pace: 76 GPUs are 19 trays, 9 of them (36 GPUs) in one rack, so an
+    # all-to-all sends 40 of every 76 bytes across racks, over 36 GPUs' NICs: slower than 72 inside one rack.
+    def alltoall_busbw(gpus):
+        r = capplan.collective("all_to_all", capplan.Quantity(1.0 * GIB, "B"), system={"preset": "GB200-NVL72",
+                               "count": gpus}, gpus=gpus)
+        return r.busbw_bytes_per_s
+    assert alltoall_busbw(76) < alltoall_busbw(72) / 4
 
 
 @pytest.mark.parametrize("label,system,gpus,per_node,op,size,opts,busbw,role", LARGE, ids=[r[0] for r in LARGE])
 def test_large_message_bus_bandwidth_within_15_percent(label, system, gpus, per_node, op, size, opts, busbw, role):
     r = capplan.collective(op, capplan.Quantity(float(size), "B"), system=system, gpus=gpus,
                            per_node=per_node or None, **opts)
-    bound = KNOWN_GAPS[label][1] if label in KNOWN_GAPS else 0.15
-    assert r.busbw_bytes_per_s / 1e9 == pytest.approx(busbw, rel=bound), (label, r)
+    error = r.busbw_bytes_per_s / 1e9 / busbw - 1
+    if label in KNOWN_GAPS:  # a documented gap bounds its own side; the other keeps the general 15%
+        assert -0.15 <= error <= KNOWN_GAPS[label][1], (label, r)
+    else:
+        assert abs(error) <= 0.15, (label, r)
 
 
 # Small messages on one node: measured time = size x factor / busbw from the published rows.
