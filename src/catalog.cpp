@@ -386,6 +386,19 @@ system_entry read_system(object_reader& r, const header& h) {
     }
     e.host_link = r.string("host_link").value_or("");
     e.storage = r.string("storage").value_or("");
+    if (const json* net = r.get("storage_network"); net && !net->is_null()) {
+        // The node's own links to a storage fabric (a reference architecture's count and port rate), sourced.
+        object_reader s(*net, r.path("storage_network"));
+        const auto links = s.required_integer("links", 1, 64);
+        const auto rate = s.quantity<byte_rate>("bandwidth_per_direction");
+        if (!rate || !(rate->si() > 0))
+            throw config_error(s.path("bandwidth_per_direction"), rate ? format(*rate) : "missing", "must be a rate > 0",
+                               "each link's rate, e.g. \"200 Gb/s\"");
+        s.required_string("source");
+        s.allow({"confidence", "note"});
+        s.finish();
+        e.storage_network = static_cast<double>(links) * *rate;
+    }
     e.economics = read_system_economics(r, e.name, e.per_node, e.nodes);
     e.support = read_support_networks(r);
     return e;
@@ -625,6 +638,7 @@ system_spec catalog::system(std::string_view name, std::string_view field) const
         s.scale_out = scale_out_spec{link(e.scale_out_link), e.nics_per_node, e.scale_out_topology, e.oversubscription,
                                      e.scale_out_reduction, e.pod_nodes};
     if (!e.storage.empty()) s.storage = storage(e.storage);
+    s.storage_network = e.storage_network;
     return s;
 }
 

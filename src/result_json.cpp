@@ -181,6 +181,7 @@ std::string to_json(const system_spec& s, int indent) {
                         {"source", s.storage->source}};
     else
         j["storage"] = nullptr;
+    j["storage_network_bytes_per_s"] = si_or_null(s.storage_network);
     return j.dump(indent);
 }
 

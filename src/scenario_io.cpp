@@ -190,6 +190,13 @@ system_spec read_system(object_reader& sys, const catalog& cat) {
             s.scale_out = so;
         }
     }
+    // The node's own links to remote storage: a rate overrides the preset's; null: they share the compute NICs.
+    if (const json* net = sys.get("storage_network"); net && net->is_null()) {
+        s.storage_network.reset();
+    } else if (const auto rate = sys.quantity<byte_rate>("storage_network")) {
+        if (!(rate->si() > 0)) throw config_error(sys.path("storage_network"), format(*rate), "must be a rate > 0");
+        s.storage_network = rate;
+    }
     if (const json* st = sys.get("storage")) {
         if (st->is_null()) s.storage.reset();
         else if (st->is_object() && st->contains("preset"))

@@ -43,6 +43,7 @@ struct system_entry {
     int pod_nodes = 0;
     bool scale_out_reduction = false;
     std::string storage;  // empty: none
+    std::optional<byte_rate> storage_network;  // the node's own storage links, all of them (system_spec's)
     std::string host_link;
     std::string host_memory;  // storage entry of kind host_dram, per socket
     int host_sockets = 0;     // 0: unknown

@@ -382,3 +382,22 @@ TEST_CASE("a partial host override keeps the catalog's facts for the fields it l
     CHECK(total(only_link) > total(catalog_only));
     CHECK(total(everything) >= total(only_link));
 }
+
+TEST_CASE("the node's network to remote storage: given, the node's own storage links, else its compute NICs") {
+    std::vector<std::string> notes;
+    const detail::note_sink note(notes);
+    // DGX H100: two 200 Gb/s storage-fabric links (the SuperPOD RA's Table 8) = 50 GB/s, not its 8 x 400 Gb/s NICs.
+    system_spec dgx = cat().system("DGX-H100");
+    REQUIRE(dgx.storage_network);
+    CHECK(dgx.storage_network->si() == doctest::Approx(2 * 200e9 / 8));
+    CHECK(detail::node_storage_network(dgx, std::nullopt, note)->si() == doctest::Approx(50e9));
+    CHECK(notes.back().find("own storage links") != std::string::npos);
+    CHECK(detail::node_storage_network(dgx, 12.5 * GB / s, note)->si() == doctest::Approx(12.5e9));  // the caller's
+    dgx.storage_network.reset();  // storage over the compute NICs: 8 x 400 Gb/s
+    CHECK(detail::node_storage_network(dgx, std::nullopt, note)->si() == doctest::Approx(8 * 400e9 / 8));
+    dgx.scale_out.reset();
+    CHECK_FALSE(detail::node_storage_network(dgx, std::nullopt, note));
+    CHECK(notes.back().find("unknown") != std::string::npos);
+    // Presets without published storage links keep the compute NICs.
+    CHECK_FALSE(cat().system("HGX-B200").storage_network);
+}

@@ -208,6 +208,22 @@ def test_bad_storage_levels_in_the_catalog_name_file_and_pointer(tmp_path, level
     assert "dgx-h100.json" in p.stderr and needle in p.stderr, p.stderr
 
 
+_LINKS = {"links": 2, "bandwidth_per_direction": "200 Gb/s", "source": "s"}
+
+
+@pytest.mark.parametrize("net,needle", [
+    ({**_LINKS, "links": 0}, "/storage_network/links"),
+    ({k: v for k, v in _LINKS.items() if k != "source"}, "/storage_network/source"),
+    ({**_LINKS, "bandwidth_per_direction": "0 Gb/s"}, "/storage_network/bandwidth_per_direction"),
+    ({**_LINKS, "bandwidth_per_direction": "200 Gb"}, "/storage_network/bandwidth_per_direction"),
+    ({**_LINKS, "speed": "fast"}, "/storage_network/speed"),
+])
+def test_bad_storage_network_in_the_catalog_names_file_and_pointer(tmp_path, net, needle):
+    p = _capplan_with_edited_catalog(tmp_path, lambda e: e.update(storage_network=net), "list", "systems")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "dgx-h100.json" in p.stderr and needle in p.stderr, p.stderr
+
+
 def _capplan_with_edited_catalog(tmp_path, edit, *args, storage_edit=None):
     """`capplan args` over a copy of the shipped catalog whose DGX-H100 preset `edit` changed (and NetApp-BeeGFS-BB
     `storage_edit`)."""

@@ -44,17 +44,33 @@ def test_a_storage_preset_with_overrides_and_its_errors():
     def run(storage):
         return capplan.estimate({**base, "system": {**base["system"], "storage": storage}})
 
-    # ParallelFS (96 GB/s per client) on 2 nodes, fully parallel save: each writes half the 112.4 GB at 96 GB/s.
-    # A deployment taking 20 GB/s of writes in all gives each node 10 GB/s: the save is 112.4 / 20 s.
-    fast = run("ParallelFS").to_dict()["checkpoint"]
+    # ParallelFS (96 GB/s per client) on 2 nodes, fully parallel save: each writes half the 112.4 GB, over the DGX's
+    # two 200 Gb/s storage links (50 GB/s, below the file system's 96). A deployment taking 20 GB/s of writes in all
+    # gives each node 10 GB/s: the save is 112.4 / 20 s, 50 / 10 times the first.
+    fast_run = run("ParallelFS")
+    fast = fast_run.to_dict()["checkpoint"]
     slow = run({"preset": "ParallelFS", "aggregate_write_bandwidth": "20 GB/s"}).to_dict()["checkpoint"]
     assert slow["save_s"] == pytest.approx(slow["size_bytes"] / 20e9, rel=1e-3)
-    assert slow["save_s"] / fast["save_s"] == pytest.approx(96 / 10, rel=1e-3)
+    assert slow["save_s"] / fast["save_s"] == pytest.approx(50 / 10, rel=1e-3)
+    assert any("own storage links (50 GB/s)" in n for n in fast_run.notes)
+
+    def on_links(storage_network):
+        scenario = {**base, "system": {**base["system"], "storage": "ParallelFS", "storage_network": storage_network}}
+        return capplan.estimate(scenario).to_dict()["checkpoint"]["save_s"]
+    # The scenario overrides the node's storage links; null sends storage over the eight 400 Gb/s compute NICs, where
+    # the file system's 96 GB/s per client binds.
+    assert slow["save_s"] / on_links("25 GB/s") == pytest.approx(25 / 10, rel=1e-3)
+    assert slow["save_s"] / on_links(None) == pytest.approx(96 / 10, rel=1e-3)
     # Without a capacity an AMLFS tier has no known rate at all: the storage stage is left out, said so, and
-    # the save is what the node's NICs take (8 x 400 Gb/s = 400 GB/s: 56.2 GB per node in 0.14 s).
+    # the save is what the node's storage links take (2 x 200 Gb/s = 50 GB/s: 56.2 GB per node in 1.12 s).
     r = run({"preset": "AMLFS-500"})
     assert r.to_dict()["checkpoint"]["bottleneck"] == "network"
     assert any("AMLFS-500" in n and "write bandwidth unknown" in n and "capacity" in n for n in r.notes)
+    for storage_network, error in (("0 GB/s", capplan.ConfigError), ("-5 GB/s", capplan.ConfigError),
+                                   ("50 GB", capplan.UnitError), (50, capplan.UnitError)):
+        with pytest.raises(error) as e:
+            capplan.estimate({**base, "system": {**base["system"], "storage": "ParallelFS", "storage_network": storage_network}})
+        assert e.value.field == "/system/storage_network", storage_network
     for storage, field in (({"preset": "ParallelFS", "aggregate_write_bandwith": "20 GB/s"}, "/system/storage/aggregate_write_bandwith"),
                            ({"preset": "ParallelFS", "aggregate_write_bandwidth": "0 GB/s"}, "/system/storage/aggregate_write_bandwidth"),
                            ({"preset": "ParallelFS", "capacity": "-1 TiB"}, "/system/storage/capacity"),

@@ -315,19 +315,7 @@ inline std::optional<storage_rate> ck_storage(const system_spec& sys, bool write
 
 inline std::optional<byte_rate> ck_network(const system_spec& sys, const checkpoint_io_options& o, const note_sink& note) {
     if (!sys.storage || !is_remote_storage(sys.storage->kind)) return std::nullopt;
-    if (o.storage_network) return o.storage_network;
-    if (sys.scale_out && sys.scale_out->nics_per_node > 0 && sys.scale_out->link.bandwidth_per_direction &&
-        sys.scale_out->link.bandwidth_per_direction->si() > 0) {
-        const byte_rate net =
-            static_cast<double>(sys.scale_out->nics_per_node) * *sys.scale_out->link.bandwidth_per_direction;
-        note([&] {
-            return "remote storage assumed to share the node's " + std::to_string(sys.scale_out->nics_per_node) +
-                   " scale-out NICs (" + format(net) + "); set storage_network for a separate front-end NIC";
-        });
-        return net;
-    }
-    note("the node's network to storage is unknown: remote storage not capped by it");
-    return std::nullopt;
+    return node_storage_network(sys, o.storage_network, note);
 }
 
 inline std::string ck_longest(const std::vector<checkpoint_stage>& v) {

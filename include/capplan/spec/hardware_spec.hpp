@@ -174,6 +174,9 @@ struct system_spec {
     bool scale_up_reduction = false;       // NVSwitch in-network reduction (NVLink SHARP, NCCL "NVLS")
     std::optional<scale_out_spec> scale_out;
     std::optional<storage_spec> storage;
+    // A node's own links to remote storage, where a storage fabric is apart from the compute NICs (DGX H100: two
+    // 200 Gb/s ports); none: storage traffic shares the scale-out NICs.
+    std::optional<byte_rate> storage_network;
 
     int nodes() const { return (count + per_node - 1) / per_node; }
 };
