@@ -32,3 +32,23 @@ TEST_CASE("image-like samples starve on NFS: wait = 1 - supply / demand") {
     o.decode_samples_per_s_per_node = 1000.0;  // the host decodes 1000 samples/s: 1 - 1000/8192
     CHECK(data_pipeline(m, sys, 8192.0, 1, o).wait_fraction == doctest::Approx(1.0 - 1000.0 / 8192));
 }
+
+TEST_CASE("a fast remote tier is capped by the nodes' own storage links") {
+    const auto& m = test::shipped_catalog().model("Llama-3.1-8B");
+    auto sys = test::shipped_catalog().system("DGX-H100");
+    sys.count = 16;  // 2 nodes, each with two 200 Gb/s storage links: 50 GB/s
+    storage_spec fast = test::shipped_catalog().storage("NFS");
+    fast.read_bandwidth = 80.0 * GB / s;  // per client, above the links
+    sys.storage = fast;
+    data_pipeline_options o;
+    o.sample_size = 10.0 * MB;
+    // 20,000 samples/s x 10 MB = 200 GB/s wanted; 2 x 80 GB/s offered, capped at 2 x 50 GB/s: wait 1 - 100/200.
+    const auto r = data_pipeline(m, sys, 20000.0, 1, o);
+    CHECK(r.supplied.in(GB / s) == doctest::Approx(100.0));
+    CHECK(r.wait_fraction == doctest::Approx(0.5));
+    CHECK(r.bottleneck == "storage network");
+    sys.storage_network.reset();  // over the eight 400 Gb/s compute NICs (400 GB/s a node) the tier binds again
+    const auto nics = data_pipeline(m, sys, 20000.0, 1, o);
+    CHECK(nics.supplied.in(GB / s) == doctest::Approx(160.0));
+    CHECK(nics.bottleneck == "storage bandwidth");
+}

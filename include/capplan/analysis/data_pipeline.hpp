@@ -5,8 +5,9 @@
 //                    vocabulary fits 16 bits, else 4 B — the uint16/int32 token files Megatron and
 //                    nanoGPT write), or samples/s x bytes per sample
 //   needed IOPS    = samples/s x files per sample (small-file datasets), else bytes/s / read size
-//   supplied       = the storage tier by its scope over the job's nodes (checkpoint.hpp's rule),
-//                    capped by the host's decode rate when given
+//   supplied       = the storage tier by its scope over the job's nodes (checkpoint.hpp's rule), a remote
+//                    tier capped by the nodes' network to it (their own storage links, else their compute
+//                    NICs: cold_start.hpp's node_storage_network); the host's decode rate a limit of its own
 //   wait fraction  = max(0, 1 - supplied / needed), for bandwidth and IOPS alike: with prefetching,
 //                    the GPUs idle only while the loader is behind.
 #pragma once
@@ -34,7 +35,7 @@ struct data_pipeline_result {
     double needed_iops = 0.0;
     std::optional<double> supplied_iops;
     double wait_fraction = 0.0;
-    std::string bottleneck;  // storage bandwidth, storage IOPS, host decode, or none
+    std::string bottleneck;  // storage bandwidth, storage network, storage IOPS, host decode, or none
     std::vector<std::string> notes;
 };
 
@@ -47,12 +48,20 @@ inline data_pipeline_result data_pipeline(const model_spec& m, const system_spec
     r.needed = o.sample_size ? *o.sample_size * samples_per_s / s : per_token * tokens_per_s / s;
     r.needed_iops = o.files_per_sample > 0 ? samples_per_s * o.files_per_sample : (r.needed * (1.0 * s)) / o.read_size;
     const int nodes = sys.nodes();
-    const auto st = detail::ck_storage(sys, false, sys.per_node, nodes, {}, detail::note_sink(r.notes));
+    const detail::note_sink note(r.notes);
+    const auto st = detail::ck_storage(sys, false, sys.per_node, nodes, {}, note);
     if (!st) {
         r.bottleneck = "unknown (no storage tier)";
         return r;
     }
     r.supplied = st->aggregate ? st->rate : st->rate * static_cast<double>(nodes);
+    bool network_bound = false;
+    if (detail::is_remote_storage(sys.storage->kind))
+        if (const auto net = detail::node_storage_network(sys, std::nullopt, note); net && *net * nodes < r.supplied) {
+            r.supplied = *net * static_cast<double>(nodes);
+            network_bound = true;
+            note([&] { return "storage reads capped by the nodes' network to it: " + std::to_string(nodes) + " x " + format(*net); });
+        }
     if (sys.storage->read_iops)
         r.supplied_iops = *sys.storage->read_iops * (sys.storage->scope == "aggregate" ? 1.0 : static_cast<double>(nodes)) *
                           (sys.storage->scope == "per_drive" ? static_cast<double>(sys.per_node) : 1.0);
@@ -63,7 +72,7 @@ inline data_pipeline_result data_pipeline(const model_spec& m, const system_spec
         wait_decode = std::max(0.0, 1.0 - *o.decode_samples_per_s_per_node * nodes / samples_per_s);
     r.wait_fraction = std::max({wait_bw, wait_iops, wait_decode});
     r.bottleneck = r.wait_fraction <= 0.0 ? "none"
-                   : r.wait_fraction == wait_bw ? "storage bandwidth"
+                   : r.wait_fraction == wait_bw ? (network_bound ? "storage network" : "storage bandwidth")
                    : r.wait_fraction == wait_iops ? "storage IOPS" : "host decode";
     return r;
 }
