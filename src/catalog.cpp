@@ -391,11 +391,11 @@ system_entry read_system(object_reader& r, const header& h) {
         object_reader s(*net, r.path("storage_network"));
         const auto links = s.required_integer("links", 1, 64);
         const auto rate = s.quantity<byte_rate>("bandwidth_per_direction");
-        if (!rate || !(rate->si() > 0))
-            throw config_error(s.path("bandwidth_per_direction"), rate ? format(*rate) : "missing", "must be a rate > 0",
-                               "each link's rate, e.g. \"200 Gb/s\"");
-        s.required_string("source");
-        s.allow({"confidence", "note"});
+        if (!rate) s.missing("bandwidth_per_direction", "each link's rate, e.g. \"200 Gb/s\"");
+        if (!(rate->si() > 0)) throw config_error(s.path("bandwidth_per_direction"), format(*rate), "must be a rate > 0");
+        if (s.required_string("source").empty()) throw config_error(s.path("source"), "''", "must name where the count comes from");
+        s.choice("confidence", {"datasheet", "config", "paper", "measured", "secondary", "derived"});
+        s.allow({"note"});
         s.finish();
         e.storage_network = static_cast<double>(links) * *rate;
     }

@@ -756,7 +756,8 @@ prefix_cache_spec read_prefix_cache(std::string_view json_text, std::int64_t inp
 
 // The rate at which one device gets offloaded KV blocks back: its host link (measured, or raw x PCIe's
 // measured efficiency); from a storage tier also that tier's read rate per node shared by the node's
-// devices, whichever is slower.
+// devices, and from a remote tier the node's network to it (its storage links, else its NICs) shared
+// likewise, whichever is slowest.
 void resolve_kv_offload(scenario& sc, const catalog& cat) {
     kv_offload_spec& k = *sc.inference->kv_offload;
     const std::string field = "/inference/kv_offload/tier";
@@ -781,6 +782,16 @@ void resolve_kv_offload(scenario& sc, const catalog& cat) {
     if (per_device < k.reload) {
         k.reload = per_device;
         k.how = notes.empty() ? st.name : notes.front() + ", over " + std::to_string(static_cast<int>(sharing)) + " devices";
+    }
+    if (!detail::is_remote_storage(st.kind)) return;
+    std::vector<std::string> net_notes;
+    if (const auto net = detail::node_storage_network(sc.system, std::nullopt, detail::note_sink(net_notes))) {
+        const int devices = std::min(sc.system.per_node, sc.system.count);
+        const byte_rate net_per_device = *net / static_cast<double>(devices);
+        if (net_per_device < k.reload) {
+            k.reload = net_per_device;
+            k.how = net_notes.front() + ", over " + std::to_string(devices) + " devices";
+        }
     }
 }
 

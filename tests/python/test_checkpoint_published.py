@@ -65,6 +65,7 @@ def test_a_storage_preset_with_overrides_and_its_errors():
     # the save is what the node's storage links take (2 x 200 Gb/s = 50 GB/s: 56.2 GB per node in 1.12 s).
     r = run({"preset": "AMLFS-500"})
     assert r.to_dict()["checkpoint"]["bottleneck"] == "network"
+    assert r.to_dict()["checkpoint"]["save_s"] == pytest.approx(r.to_dict()["checkpoint"]["size_bytes"] / 2 / 50e9, rel=0.01)
     assert any("AMLFS-500" in n and "write bandwidth unknown" in n and "capacity" in n for n in r.notes)
     for storage_network, error in (("0 GB/s", capplan.ConfigError), ("-5 GB/s", capplan.ConfigError),
                                    ("50 GB", capplan.UnitError), (50, capplan.UnitError)):
@@ -94,3 +95,20 @@ def test_a_storage_preset_with_overrides_and_its_errors():
         with pytest.raises(capplan.ConfigError) as e:
             capplan.estimate({**base, "training": {**base["training"], key: "yes"}})
         assert e.value.field == f"/training/{key}"
+
+
+def test_kv_blocks_from_a_remote_tier_come_back_no_faster_than_the_nodes_storage_links():
+    # DGX-H100 with KV offloaded to ParallelFS (96 GB/s per client): the node's two 200 Gb/s storage links (50 GB/s)
+    # shared by its 8 GPUs give 6.25 GB/s each; over the compute NICs the file system's 96 / 8 = 12 GB/s binds; a
+    # scenario's own 1 GB/s gives 0.125.
+    def reload(storage_network="preset"):
+        system = {"preset": "DGX-H100", "count": 8}
+        if storage_network != "preset":
+            system["storage_network"] = storage_network
+        r = capplan.estimate({"model": "Llama-3.1-8B", "system": system, "inference": {
+            "input_tokens": 2048, "output_tokens": 256, "batch": 64,
+            "kv_offload": {"tier": "ParallelFS", "capacity": "1000 GB"}}})
+        return r.to_dict()["inference"]["kv_offload"]["reload_bytes_per_s"]
+    assert reload() == pytest.approx(50e9 / 8)
+    assert reload(None) == pytest.approx(96e9 / 8)
+    assert reload("1 GB/s") == pytest.approx(1e9 / 8)

@@ -221,7 +221,8 @@ struct checkpoint_io_options {
     int connections = 16;                      // object store: parallel connections per node
     std::optional<int> drives;                 // per_drive storage: drives per node (default: one per writing rank)
     std::optional<int> sockets;                // per_socket storage (host DRAM): sockets per node (default 1)
-    std::optional<byte_rate> storage_network;  // the node's network to remote storage (default: its scale-out NICs)
+    std::optional<byte_rate> storage_network;  // the node's network to remote storage (default: the system's storage
+                                               // links, else its scale-out NICs)
     std::optional<byte_rate> host_link_rate;   // one device's pinned copy rate to/from the host (default: catalog)
     bool explain = true;                       // write the notes (an estimate that shows none skips their text)
 };

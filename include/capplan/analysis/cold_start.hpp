@@ -61,8 +61,8 @@ struct cold_start_options {
     bool overlapped = false;                   // a streaming loader overlaps storage, host copy and DMA
     int connections = 16;                      // object store: parallel connections per node
     std::optional<int> drives;                 // per_drive storage: drives per node (default: one per device)
-    std::optional<byte_rate> storage_network;  // the node's network to remote storage (default: its
-                                               // scale-out NICs, noted)
+    std::optional<byte_rate> storage_network;  // the node's network to remote storage (default: the system's
+                                               // storage links, else its scale-out NICs, noted)
     std::optional<byte_rate> pageable_rate;    // per device (default: default_pageable_rate())
     std::optional<duration> engine_init;       // replaces default_engine_init()
     std::optional<cold_start_host> host;       // replaces what the catalog says, field by field
@@ -101,35 +101,6 @@ inline byte_rate default_pageable_rate() { return 10.0 * units::GB / units::s; }
 namespace detail {
 
 inline std::string cs_num(double v) { return format_number(v); }
-
-inline bool is_remote_storage(const std::string& kind) {
-    return kind == "nfs" || kind == "parallel_fs" || kind == "object_store";
-}
-
-// The node's network to remote storage: the rate the caller gives, else the node's own storage links (a storage fabric
-// apart from the compute NICs, system_spec::storage_network), else its scale-out NICs; none known: not capped.
-inline std::optional<byte_rate> node_storage_network(const system_spec& sys, std::optional<byte_rate> given,
-                                                    const note_sink& note) {
-    if (given) return given;
-    if (sys.storage_network) {
-        note([&] {
-            return "remote storage over the node's own storage links (" + format(*sys.storage_network) +
-                   "), apart from its compute NICs";
-        });
-        return sys.storage_network;
-    }
-    if (sys.scale_out && sys.scale_out->nics_per_node > 0 && sys.scale_out->link.bandwidth_per_direction &&
-        sys.scale_out->link.bandwidth_per_direction->si() > 0) {
-        const byte_rate net = static_cast<double>(sys.scale_out->nics_per_node) * *sys.scale_out->link.bandwidth_per_direction;
-        note([&] {
-            return "remote storage assumed to share the node's " + std::to_string(sys.scale_out->nics_per_node) +
-                   " scale-out NICs (" + format(net) + "); set storage_network for a separate front-end NIC";
-        });
-        return net;
-    }
-    note("the node's network to storage is unknown: remote storage not capped by it");
-    return std::nullopt;
-}
 
 }  // namespace detail
 

@@ -127,4 +127,37 @@ inline std::optional<storage_rate> storage_node_rate(const storage_spec& st, boo
     return r;
 }
 
+namespace detail {
+
+inline bool is_remote_storage(const std::string& kind) {
+    return kind == "nfs" || kind == "parallel_fs" || kind == "object_store";
+}
+
+// The node's network to remote storage: the rate the caller gives, else the node's own storage links (a storage fabric
+// apart from the compute NICs, system_spec::storage_network), else its scale-out NICs; none known: not capped.
+inline std::optional<byte_rate> node_storage_network(const system_spec& sys, std::optional<byte_rate> given,
+                                                    const note_sink& note) {
+    if (given) return given;
+    if (sys.storage_network) {
+        note([&] {
+            return "remote storage over the node's own storage links (" + format(*sys.storage_network) +
+                   "), apart from its compute NICs";
+        });
+        return sys.storage_network;
+    }
+    if (sys.scale_out && sys.scale_out->nics_per_node > 0 && sys.scale_out->link.bandwidth_per_direction &&
+        sys.scale_out->link.bandwidth_per_direction->si() > 0) {
+        const byte_rate net = static_cast<double>(sys.scale_out->nics_per_node) * *sys.scale_out->link.bandwidth_per_direction;
+        note([&] {
+            return "remote storage assumed to share the node's " + std::to_string(sys.scale_out->nics_per_node) +
+                   " scale-out NICs (" + format(net) + "); set storage_network for a separate front-end NIC";
+        });
+        return net;
+    }
+    note("the node's network to storage is unknown: remote storage not capped by it");
+    return std::nullopt;
+}
+
+}  // namespace detail
+
 }  // namespace capplan
