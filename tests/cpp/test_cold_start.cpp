@@ -398,6 +398,6 @@ TEST_CASE("the node's network to remote storage: given, the node's own storage l
     dgx.scale_out.reset();
     CHECK_FALSE(detail::node_storage_network(dgx, std::nullopt, note));
     CHECK(notes.back().find("unknown") != std::string::npos);
-    // Presets without published storage links keep the compute NICs.
+    // Presets without storage links in the catalog keep the compute NICs.
     CHECK_FALSE(cat().system("HGX-B200").storage_network);
 }
