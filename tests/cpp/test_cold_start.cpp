@@ -165,12 +165,15 @@ TEST_CASE("object store scales with connections until the NIC, then the host, bo
     o.connections = 16;
     CHECK(seconds(cold_start_time(w, 8, sys, o, cat()), "storage") == doctest::Approx(14.11).epsilon(0.002));
 
-    // Without storage_network the scale-out NICs cap it: 8 x 400 Gb/s = 400 GB/s. With enough
-    // connections an overlapped loader is then bound by host DRAM (4 x 141.1 GB / 614.4 GB/s).
+    // The node's two 200 GbE storage ports (the HGX RA's) cap it at 50 GB/s; without them the scale-out NICs do:
+    // 8 x 400 Gb/s = 400 GB/s. With enough connections an overlapped loader is then bound by host DRAM
+    // (4 x 141.1 GB / 614.4 GB/s).
     cold_start_options big = no_engine();
     big.pinned = true;
     big.overlapped = true;
     big.connections = 1000;  // 625 GB/s asked
+    CHECK(find(cold_start_time(w, 8, sys, big, cat()), "storage")->bandwidth.in(GB / s) == doctest::Approx(50.0));
+    sys.storage_network.reset();
     const auto r = cold_start_time(w, 8, sys, big, cat());
     CHECK(find(r, "storage")->bandwidth.in(GB / s) == doctest::Approx(400.0));
     CHECK(has_note(r, "scale-out NICs"));
@@ -202,6 +205,7 @@ TEST_CASE("storage scopes: per drive, per client, aggregate shared by nodes") {
     const data_size w = llama70b_tp8();
     const double node = 8 * w.in(B);
     system_spec sys = cat().system("HGX-H200");
+    sys.storage_network.reset();  // remote tiers over the compute NICs (400 GB/s): the case is the tiers' own scopes
     sys.storage = cat().storage("NVMe-Gen4");  // one drive, 7000 MB/s
     CHECK(seconds(cold_start_time(w, 8, sys, no_engine(), cat()), "storage") == doctest::Approx(node / rate(56)));
     cold_start_options four = no_engine();
@@ -398,6 +402,8 @@ TEST_CASE("the node's network to remote storage: given, the node's own storage l
     dgx.scale_out.reset();
     CHECK_FALSE(detail::node_storage_network(dgx, std::nullopt, note));
     CHECK(notes.back().find("unknown") != std::string::npos);
-    // Presets without storage links in the catalog keep the compute NICs.
-    CHECK_FALSE(cat().system("HGX-B200").storage_network);
+    // HGX H200 and B200 nodes: the HGX AI Factory RA's two 200 GbE ports; presets without storage links in the catalog
+    // (GB200-NVL72) keep the compute NICs.
+    CHECK(cat().system("HGX-B200").storage_network->si() == doctest::Approx(50e9));
+    CHECK_FALSE(cat().system("GB200-NVL72").storage_network);
 }
