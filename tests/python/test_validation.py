@@ -141,13 +141,13 @@ def test_held_out_training_rows_without_a_gap_and_with_one_are_guarded_apart(row
     # 2026-12-04, with llm-foundry's Triton FlashAttention at its published rate: 34 rows without a gap, median 6.0%,
     # worst 10.3%; 12 with one, MoE and four of llm-foundry's rows, -38% to -1%, and MPT-70B on A100 +13% (the one
     # slow gap: its attention is 2% of its FLOPs; docs/validation.md).
-    # 2026-12-05: five held-out Megatron-Bridge 26.06 Llama-3.1-405B rows (GB200, GB300, H100): 3 without a gap (+7.7%
-    # to +11.9%), 2 with a slow one of their own (FP8 current scaling, +16.5%, +26.4%), bounded apart.
+    # 2026-12-05: three held-out Megatron-Bridge 26.06 Llama-3.1-405B rows (GB200, H100; GB300's two are fitted): 2
+    # without a gap (+7.7%, +11.9%), 1 with a slow one of its own (FP8 current scaling, +16.5%), bounded apart.
     held = [r for r in rows if r["quantity"] == "training_step" and r["role"] == "held_out"]
     plain = sorted(abs(r["error"]) for r in held if not r.get("gap"))
     assert plain[len(plain) // 2] <= 0.065 and plain[-1] <= 0.15, plain
     current_scaling = [r for r in held if r.get("gap") and r["gap"].startswith("FP8 current scaling against MXFP8")]
-    assert len(current_scaling) == 2 and all(0.10 <= r["error"] <= 0.30 for r in current_scaling), current_scaling
+    assert len(current_scaling) == 1 and all(0.10 <= r["error"] <= 0.30 for r in current_scaling), current_scaling
     gaps = [r for r in held if r.get("gap") and r not in current_scaling]
     assert all(-0.45 <= r["error"] <= 0.15 for r in gaps), [(r["label"], r["error"]) for r in gaps]
     assert sum(r["error"] > 0 for r in gaps) <= 1, [(r["label"], r["error"]) for r in gaps]

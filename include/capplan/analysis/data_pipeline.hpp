@@ -7,7 +7,7 @@
 //   needed IOPS    = samples/s x files per sample (small-file datasets), else bytes/s / read size
 //   supplied       = the storage tier by its scope over the job's nodes (checkpoint.hpp's rule), a remote
 //                    tier capped by the nodes' network to it (their own storage links, else their compute
-//                    NICs: cold_start.hpp's node_storage_network); the host's decode rate a limit of its own
+//                    NICs: storage_io.hpp's node_storage_network); the host's decode rate a limit of its own
 //   wait fraction  = max(0, 1 - supplied / needed), for bandwidth and IOPS alike: with prefetching,
 //                    the GPUs idle only while the loader is behind.
 #pragma once

@@ -392,8 +392,9 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
         out.notes.push_back("distributed optimizer: main gradients kept whole in " + format_number(b.gradients) +
                             " B, optimizer states and master weights sharded over dp x cp (Megatron Core user guide, "
                             "Distributed Optimizer: 6 + 12/d B with fp32 gradients)");
-    else if (o.explain && !o.gradients && t.grad_reduce_in_fp32.value_or(false))
-        out.notes.push_back("gradients accumulated and reduced in fp32 (training.grad_reduce_in_fp32)");
+    else if (o.explain && !o.gradients && t.grad_reduce_in_fp32)
+        out.notes.push_back("gradients accumulated and reduced in " + format_number(b.gradients) +
+                            " B a parameter (training.grad_reduce_in_fp32)");
     else if (o.explain && !o.gradients)
         out.notes.push_back("gradients kept in the weights' format, as ZeRO counts them (arXiv:1910.02054 §3.1); "
                             "Megatron without the distributed optimizer keeps fp32 main gradients (18 B/parameter)");
