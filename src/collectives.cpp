@@ -111,12 +111,15 @@ collective_result collective_time(collective_op op, data_size size, const system
     r.gpus = n;
     r.per_node = g;
     r.nodes = n / g;
-    // GPUs of the group inside one scale-up domain: a node, or several when NVLink spans trays (NVL72). A group larger
-    // than an NVLink domain spans ceil(n / domain size) of them (128 GB200 over two NVL72 racks: 2 x 64); split
-    // unevenly, the smallest share, in whole nodes (fewest NICs), sets the pace (76 GB200: 19 trays, 9 in one rack).
-    const int up_domain = system.scale_up_domain > system.per_node ? system.scale_up_domain : g;
-    const int parts = static_cast<int>(detail::ceil_div(n, up_domain));  // scale-out crossings exist when parts > 1
-    const int domain = std::max(1, n / g / parts) * g;
+    // GPUs of the group inside one scale-up domain: a node, or several nodes when NVLink spans trays (NVL72). The group
+    // touches as many domains as the nodes its ranks range over fill, at most one per node it has ranks on: 128 GB200
+    // over NVL72 racks are 2 x 64; a strided group (one rank per tray of 32 trays, tp 4) spans two racks, not one.
+    // Split unevenly, the smallest share, in whole nodes (fewest NICs), sets the pace (76 GB200: 19 trays, 9 in one rack).
+    const int group_nodes = n / g;
+    const int span = std::max(group.span_nodes, group_nodes);
+    const int nodes_per_domain = system.scale_up_domain > system.per_node ? system.scale_up_domain / system.per_node : 1;
+    const int parts = std::min(group_nodes, static_cast<int>(detail::ceil_div(span, nodes_per_domain)));  // > 1: scale-out
+    const int domain = std::max(1, group_nodes / parts) * g;
     const detail::topology_view v = detail::view(system, domain);
     if (parts > 1 && !v.nic_per_gpu)
         throw config_error("/system/scale_out", "", "the group spans " + std::to_string(parts) +
@@ -134,8 +137,6 @@ collective_result collective_time(collective_op op, data_size size, const system
     // min(1, n / (2 P oversubscription)) of a NIC. An all-to-all sends (P - 1)/P of its bytes to other pods, all at the
     // uplinks' 1 / oversubscription.
     const int pod_nodes = system.scale_out ? system.scale_out->pod_nodes : 0;
-    const int group_nodes = n / g;
-    const int span = std::max(group.span_nodes, group_nodes);
     const int pods = pod_nodes > 0 && parts > 1 ? static_cast<int>(std::min<std::int64_t>(group_nodes, detail::ceil_div(span, pod_nodes))) : 1;
     const double oversub = system.scale_out ? system.scale_out->oversubscription : 1.0;
     const double pod_share = pods > 1 ? std::min(1.0, n / (2.0 * pods * oversub)) : 1.0;

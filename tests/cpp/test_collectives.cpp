@@ -76,6 +76,31 @@ TEST_CASE("across nodes the node's NICs bound the ring and the tree") {
     CHECK(two.busbw.in(GB / s) == doctest::Approx(360.0).epsilon(0.03));
 }
 
+TEST_CASE("a group one rank a tray spans as many NVL72 racks as its trays fill") {
+    auto rack = sys("GB200-NVL72");
+    rack.count = 144;  // two racks of 18 trays
+    collective_options ring;
+    ring.algorithm = coll_algorithm::ring;
+    // 16 ranks on 16 trays (tp 4 beside them): one rack, NVLink alone.
+    const auto inside = collective_time(collective_op::all_reduce, 4 * GiB, rack, {16, 1}, ring);
+    CHECK(inside.tiers.size() == 1);
+    // 32 ranks on 32 trays: ceil(32 / 18) = 2 racks of 16 ranks; each rack's ring leaves through 16 GPUs' NICs,
+    // 16 x 400 Gb/s x 0.94 = 752 GB/s (it was modelled inside one NVLink domain, as 32 / 72 < 1).
+    const auto across = collective_time(collective_op::all_reduce, 4 * GiB, rack, {32, 1}, ring);
+    REQUIRE(across.tiers.size() == 2);
+    CHECK(across.tiers[1].bus_bandwidth.in(GB / s) == doctest::Approx(16 * 50.0 * 0.94));
+    // 8 ranks at a stride of 4 trays range over 32 trays: two racks of 4 ranks, 4 x 47 = 188 GB/s.
+    const auto strided = collective_time(collective_op::all_reduce, 4 * GiB, rack, {8, 1, 32}, ring);
+    REQUIRE(strided.tiers.size() == 2);
+    CHECK(strided.tiers[1].bus_bandwidth.in(GB / s) == doctest::Approx(4 * 47.0));
+    // On 8-GPU nodes a domain is a node whatever the stride: 4 ranks, one a node, over 4 nodes (the NICs alone).
+    auto h = sys("DGX-H100");
+    h.count = 256;
+    const auto nodes = collective_time(collective_op::all_reduce, 4 * GiB, h, {4, 1, 32}, ring);
+    REQUIRE(nodes.tiers.size() == 1);
+    CHECK(nodes.tiers[0].bus_bandwidth.in(GB / s) == doctest::Approx(47.0));
+}
+
 TEST_CASE("a full mesh drives one link per peer") {
     const auto two = collective_time(collective_op::all_reduce, 1 * GiB, sys("MI300X-Platform"), {2, 0});
     const auto eight = collective_time(collective_op::all_reduce, 1 * GiB, sys("MI300X-Platform"), {8, 0});
