@@ -103,13 +103,15 @@ def lora_published(row):
 
 
 _TRAINING_SYSTEMS = {"A100-80GB-SXM": "DGX-A100", "A100-40GB-SXM": "DGX-A100", "H100-SXM": "DGX-H100", "H200": "HGX-H200",
-                     "B200": "HGX-B200", "GB200": "GB200-NVL72", "GB300": "GB300-NVL72"}
+                     "B200": "HGX-B200", "B300": "HGX-B300", "GB200": "GB200-NVL72",
+                     "GB300": "GB300-NVL72"}
 
 
 def lora_time_scenario(row):
     """The fine-tune of a time or throughput row of tests/data/published_lora.json on the row's accelerator in its
-    DGX / HGX system."""
+    DGX / HGX system, or the system the row names."""
     system = {"preset": _TRAINING_SYSTEMS[row["accelerator"]], "count": row["gpus"], "accelerator": row["accelerator"]}
+    system.update(row.get("system", {}))  # a row's own network (Cisco's H100 on Ethernet)
     training = _lora_training(row, row["global_batch"])
     training.update({k: row[k] for k in ("tp_comm_overlap", "distributed_optimizer", "overlap_grad_reduce",
                                          "grad_reduce_in_fp32") if k in row})
