@@ -835,7 +835,9 @@ estimate_result estimate_plan(const scenario& s, const catalog& cat, const estim
     const parallelism_spec& par = s.parallelism;
     r.system = {s.system.preset, s.system.accelerator.name, s.system.count, s.system.per_node, s.system.nodes(),
                 s.precision.weights.name, s.precision.kv_cache.name, par.tp, par.pp, par.dp, par.cp, par.ep,
-                par.attention_dp};
+                par.attention_dp, std::nullopt, std::string()};
+    r.system.storage_network = detail::node_storage_network(s.system, std::nullopt, detail::note_sink());
+    if (r.system.storage_network) r.system.storage_network_over = s.system.storage_network ? "storage links" : "compute NICs";
 
     // Weights per device: the largest pipeline stage's share on one tensor/expert-parallel rank.
     const weight_sharding shards = shard_weights(m, par);

@@ -62,6 +62,7 @@ const std::vector<result_column>& result_columns() {
         {"system.parallelism.dp", I, [](R r) { return num(r.system.dp); }, nullptr},
         {"system.parallelism.cp", I, [](R r) { return num(r.system.cp); }, nullptr},
         {"system.parallelism.ep", I, [](R r) { return num(r.system.ep); }, nullptr},
+        {"system.storage_network_bytes_per_s", N, [](R r) { return si(r.system.storage_network); }, nullptr},
         {"memory.per_device_bytes", N, [](R r) { return si(r.memory.per_device); }, nullptr},
         {"memory.capacity_bytes", N, [](R r) { return si(r.memory.capacity); }, nullptr},
         {"memory.visible_bytes", N, [](R r) { return si(r.memory.visible); }, nullptr},

@@ -241,6 +241,8 @@ nlohmann::ordered_json result_object(const estimate_result& r) {
                    {"parallelism", {{"tp", s.tp}, {"pp", s.pp}, {"dp", s.dp}, {"cp", s.cp}, {"ep", s.ep}}}};
     if (!s.preset.empty()) j["system"]["preset"] = s.preset;
     if (s.attention_dp) j["system"]["parallelism"]["attention_dp"] = true;
+    j["system"]["storage_network_bytes_per_s"] = si_or_null(s.storage_network);
+    j["system"]["storage_network_over"] = s.storage_network ? json(s.storage_network_over) : json(nullptr);
 
     json mem = json::object();
     put(mem, "per_device_bytes", r.memory.per_device);

@@ -37,6 +37,21 @@ def test_save_and_restore_at_the_file_systems_nominal_aggregate(row):
         assert -0.30 <= modelled / published - 1 <= 0.0
 
 
+def test_the_estimate_says_what_a_node_reaches_storage_over():
+    # The result echoes the rate the remote-storage paths use: the DGX-H100's two 200 Gb/s storage links (50 GB/s), a
+    # scenario's own rate, the compute NICs where a system gives no storage links (GB200 NVL72: 4 x 400 Gb/s a tray =
+    # 200 GB/s; null on the DGX), and nothing for a bare accelerator.
+    def system(sys):
+        r = capplan.estimate({"model": "Llama-3.1-8B", "system": sys, "training": {"seq_len": 4096, "global_batch": 16}})
+        s = r.to_dict()["system"]
+        return s["storage_network_bytes_per_s"], s["storage_network_over"]
+    assert system({"preset": "DGX-H100", "count": 16}) == (pytest.approx(50e9), "storage links")
+    assert system({"preset": "DGX-H100", "count": 16, "storage_network": "25 GB/s"}) == (pytest.approx(25e9), "storage links")
+    assert system({"preset": "DGX-H100", "count": 16, "storage_network": None}) == (pytest.approx(8 * 50e9), "compute NICs")
+    assert system({"preset": "GB200-NVL72", "count": 8}) == (pytest.approx(4 * 50e9), "compute NICs")
+    assert system({"accelerator": "H100-SXM", "count": 1}) == (None, None)
+
+
 def test_a_storage_preset_with_overrides_and_its_errors():
     base = {"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16},
             "training": {"seq_len": 4096, "global_batch": 16, "async_checkpoint": False}}

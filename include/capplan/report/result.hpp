@@ -145,6 +145,10 @@ struct system_summary {
     std::string kv_cache_format;
     int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
     bool attention_dp = false;
+    // What a node reaches remote storage over (checkpoints, cold starts, data, KV reloads): its own storage links, else
+    // its compute NICs; "" and empty when neither is known (storage_io.hpp's node_storage_network).
+    std::optional<byte_rate> storage_network;
+    std::string storage_network_over;  // "storage links" or "compute NICs"
 };
 
 struct estimate_result {
