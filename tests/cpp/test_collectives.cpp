@@ -101,6 +101,26 @@ TEST_CASE("a group one rank a tray spans as many NVL72 racks as its trays fill")
     CHECK(nodes.tiers[0].bus_bandwidth.in(GB / s) == doctest::Approx(47.0));
 }
 
+TEST_CASE("ranging over more NVL72 trays never speeds a group up") {
+    // Property: with its ranks and ranks a tray fixed, a group whose ranks range over more trays touches as many racks
+    // or more, so each all-reduce and all-to-all is no faster (four racks, every group shape that fills whole trays).
+    auto racks = sys("GB200-NVL72");
+    racks.count = 288;
+    for (const int g : {1, 2, 4})
+        for (int n = g; n <= racks.count; n += g * 5) {
+            const int nodes = n / g;
+            for (const auto op : {collective_op::all_reduce, collective_op::all_to_all}) {
+                double last = 0.0;
+                for (int span = nodes; span <= 72; span += 7) {
+                    const double t = collective_time(op, 1 * GiB, racks, {n, g, span}).time.in(s);
+                    CHECK(t > 0.0);
+                    CHECK(t >= last * (1 - 1e-12));
+                    last = t;
+                }
+            }
+        }
+}
+
 TEST_CASE("a full mesh drives one link per peer") {
     const auto two = collective_time(collective_op::all_reduce, 1 * GiB, sys("MI300X-Platform"), {2, 0});
     const auto eight = collective_time(collective_op::all_reduce, 1 * GiB, sys("MI300X-Platform"), {8, 0});
