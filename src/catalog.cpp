@@ -393,11 +393,16 @@ system_entry read_system(object_reader& r, const header& h) {
         const auto rate = s.quantity<byte_rate>("bandwidth_per_direction");
         if (!rate) s.missing("bandwidth_per_direction", "each link's rate, e.g. \"200 Gb/s\"");
         if (!(rate->si() > 0)) throw config_error(s.path("bandwidth_per_direction"), format(*rate), "must be a rate > 0");
+        // What the card carries across its links when less than their sum (a BlueField-3 B3240: two 400 Gb/s ports,
+        // about 480 Gb/s in all): the slower of the two binds.
+        const auto aggregate = s.quantity<byte_rate>("aggregate");
+        if (aggregate && !(aggregate->si() > 0)) throw config_error(s.path("aggregate"), format(*aggregate), "must be a rate > 0");
         if (s.required_string("source").empty()) throw config_error(s.path("source"), "''", "must name where the count comes from");
         s.choice("confidence", {"datasheet", "config", "paper", "measured", "secondary", "derived"});
         s.allow({"note"});
         s.finish();
         e.storage_network = static_cast<double>(links) * *rate;
+        if (aggregate && *aggregate < *e.storage_network) e.storage_network = aggregate;
     }
     e.economics = read_system_economics(r, e.name, e.per_node, e.nodes);
     e.support = read_support_networks(r);

@@ -220,6 +220,9 @@ _LINKS = {"links": 2, "bandwidth_per_direction": "200 Gb/s", "source": "s"}
     ({**_LINKS, "source": ""}, "/storage_network/source"),
     ({**_LINKS, "confidence": "whatever"}, "/storage_network/confidence"),
     ({k: v for k, v in _LINKS.items() if k != "bandwidth_per_direction"}, "/storage_network/bandwidth_per_direction"),
+    ({**_LINKS, "aggregate": "0 Gb/s"}, "/storage_network/aggregate"),
+    ({**_LINKS, "aggregate": "480 Gb"}, "/storage_network/aggregate"),
+    ({**_LINKS, "aggregate": {"value": "480 Gb/s"}}, "/storage_network/aggregate/source"),
 ])
 def test_bad_storage_network_in_the_catalog_names_file_and_pointer(tmp_path, net, needle):
     p = _capplan_with_edited_catalog(tmp_path, lambda e: e.update(storage_network=net), "list", "systems")

@@ -50,6 +50,10 @@ def test_the_estimate_says_what_a_node_reaches_storage_over():
     assert system({"preset": "DGX-H100", "count": 16, "storage_network": None}) == (pytest.approx(8 * 50e9), "compute NICs")
     assert system({"preset": "GB200-NVL72", "count": 8}) == (pytest.approx(4 * 50e9), "compute NICs")
     assert system({"accelerator": "H100-SXM", "count": 1}) == (None, None)
+    # HGX B300 and a GB300 NVL72 tray: two 400 Gb/s ports (100 GB/s) on one BlueField-3 B3240 that carries about
+    # 480 Gb/s across both (the catalog's aggregate): the card binds, 60 GB/s.
+    assert system({"preset": "HGX-B300", "count": 8}) == (pytest.approx(60e9), "storage links")
+    assert system({"preset": "GB300-NVL72", "count": 8}) == (pytest.approx(60e9), "storage links")
 
 
 def test_a_storage_preset_with_overrides_and_its_errors():
