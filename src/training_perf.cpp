@@ -397,7 +397,9 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         const data_size kv = tokens * kv_bytes_per_token_per_layer(m, p.tp, s.precision.activations);
         const int ranks_per_node = std::max(1, s.system.per_node / std::min(p.tp, s.system.per_node));
         const collective_group g{std::min(p.cp, s.system.count), std::min(p.cp, ranks_per_node)};
-        const collective_group group{g.gpus, g.gpus % g.per_node == 0 ? g.per_node : 1};
+        // The cp ranks sit tp GPUs apart (rank order tp-cp-...): with tp wider than a node they range over cp x tp GPUs.
+        const int span = static_cast<int>(detail::ceil_div(std::int64_t{g.gpus} * p.tp, s.system.per_node));
+        const collective_group group{g.gpus, g.gpus % g.per_node == 0 ? g.per_node : 1, span};
         // Only attention layers exchange K/V (linear-attention layers have none to pass).
         const double layers = static_cast<double>(attention_layers(m, all_layers(m)));
         if (p.cp_algorithm == "all_gather") {
@@ -611,8 +613,10 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
                 // (one when the group fills or spans nodes).
                 const int replicas = replicas_of_weights / group;
                 const int in_node = std::max(1, dp_per_node / group);
+                // The replicas of a shard sit a shard group apart: they range over the whole data-parallel group.
                 grad_time += collective_time(collective_op::all_reduce, grads / static_cast<double>(group), s.system,
-                                             {replicas, replicas % in_node == 0 ? in_node : 1}).time;
+                                             {replicas, replicas % in_node == 0 ? in_node : 1,
+                                              span_of(replicas_of_weights)}).time;
             }
             gather_time = t.zero == 2 ? collective_time(collective_op::all_gather, p16, s.system, sg).time
                                       : 2.0 * mbs * collective_time(collective_op::all_gather, gathered, s.system, sg).time;

@@ -254,6 +254,23 @@ def test_zero_communication_per_step_and_per_micro_batch():
     assert hsdp["time_s"] == pytest.approx(intra + inter, rel=1e-9)
 
 
+def test_hsdp_replicas_one_a_rack_cross_the_nics():
+    # 288 GB200 on four NVL72 racks, a shard group of 72 (one rack): the per-micro-batch reduce-scatters and gathers stay
+    # on the rack's NVLink (2 micro-batches), and a shard's replicas, one in each rack, all-reduce 1/72 of the 16-bit
+    # gradients over their own NICs: a ring of 4 GPUs each on one 400 Gb/s NIC at 0.94, 2 x 3/4 x S / 47 GB/s (the
+    # replicas range over all 72 trays; they were modelled inside one rack's NVLink).
+    params = 70_553_706_496
+    rack = {"preset": "GB200-NVL72", "count": 288}
+    r = capplan.estimate({"model": "Llama-3.1-70B", "system": rack, "parallelism": {"tp": 1},
+                          "training": {"seq_len": 4096, "global_batch": 576, "zero": 3, "shard_group": 72}})
+    hsdp = next(t for t in r.to_dict()["training"]["breakdown"] if t["term"].startswith("dp gradients"))
+    def coll(op, size):
+        return capplan.collective(op, capplan.Quantity(float(size), "B"), system=rack, gpus=72, per_node=4).time_s
+    intra = 2 * (coll("reduce_scatter", 2 * params) + 2 * coll("all_gather", 2 * params))
+    inter = 2 * params / 72 * 2 * 3 / 4 / 47e9
+    assert hsdp["time_s"] == pytest.approx(intra + inter, rel=0.01)
+
+
 def test_layout_search_covers_hsdp_and_the_distributed_optimizer():
     scenario = {"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 16},
                 "training": {"seq_len": 4096, "global_batch": 64}}

@@ -52,7 +52,8 @@ struct collective_group {
     int gpus = 0;
     int per_node = 0;
     // Nodes the group's ranks range over (strided groups, e.g. data parallelism outside tp, spread wider than their
-    // own nodes); 0: its own nodes, contiguous. Sets how many pods it spans (scale_out_spec::pod_nodes).
+    // own nodes); 0: its own nodes, contiguous. Sets how many NVLink domains (NVL72 racks) and pods
+    // (scale_out_spec::pod_nodes) it spans.
     int span_nodes = 0;
 };
 
