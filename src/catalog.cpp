@@ -395,14 +395,20 @@ system_entry read_system(object_reader& r, const header& h) {
         if (!(rate->si() > 0)) throw config_error(s.path("bandwidth_per_direction"), format(*rate), "must be a rate > 0");
         // What the card carries across its links when less than their sum (a BlueField-3 B3240: two 400 Gb/s ports,
         // about 480 Gb/s in all): the slower of the two binds.
+        const bool has_aggregate = s.get("aggregate") != nullptr;
         const auto aggregate = s.quantity<byte_rate>("aggregate");
+        if (has_aggregate && !aggregate)
+            throw config_error(s.path("aggregate"), "null", "must be a rate", "a rate below links x bandwidth_per_direction, or no aggregate");
         if (aggregate && !(aggregate->si() > 0)) throw config_error(s.path("aggregate"), format(*aggregate), "must be a rate > 0");
         if (s.required_string("source").empty()) throw config_error(s.path("source"), "''", "must name where the count comes from");
         s.choice("confidence", {"datasheet", "config", "paper", "measured", "secondary", "derived"});
         s.allow({"note"});
         s.finish();
         e.storage_network = static_cast<double>(links) * *rate;
-        if (aggregate && *aggregate < *e.storage_network) e.storage_network = aggregate;
+        if (aggregate && !(*aggregate < *e.storage_network))
+            throw config_error(s.path("aggregate"), format(*aggregate), "is not below the links' sum (" + format(*e.storage_network) + "), so it limits nothing",
+                               "a rate below links x bandwidth_per_direction, or no aggregate");
+        if (aggregate) e.storage_network = aggregate;
     }
     e.economics = read_system_economics(r, e.name, e.per_node, e.nodes);
     e.support = read_support_networks(r);

@@ -114,7 +114,9 @@ collective_result collective_time(collective_op op, data_size size, const system
     // GPUs of the group inside one scale-up domain: a node, or several nodes when NVLink spans trays (NVL72). The group
     // touches as many domains as the nodes its ranks range over fill, at most one per node it has ranks on: 128 GB200
     // over NVL72 racks are 2 x 64; a strided group (one rank per tray of 32 trays, tp 4) spans two racks, not one.
-    // Split unevenly, the smallest share, in whole nodes (fewest NICs), sets the pace (76 GB200: 19 trays, 9 in one rack).
+    // The nodes are taken as spread evenly over those domains, and the smaller share, in whole nodes (fewest NICs), sets
+    // the pace (76 GB200: 19 trays over two racks, 9 in the smaller share). A real placement can be less even (8 ranks at
+    // a stride of 4 trays over 32 trays sit 5 and 3): not modelled.
     const int group_nodes = n / g;
     const int span = std::max(group.span_nodes, group_nodes);
     const int nodes_per_domain = system.scale_up_domain > system.per_node ? system.scale_up_domain / system.per_node : 1;

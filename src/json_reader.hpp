@@ -168,8 +168,10 @@ public:
         if (v->is_object()) {
             object_reader sourced(*v, where, strict_);
             text = sourced.get("value");
-            sourced.required_string("source");
-            sourced.allow({"confidence", "note"});
+            if (sourced.required_string("source").empty())
+                throw config_error(sourced.path("source"), "''", "must name where the value comes from");
+            sourced.choice("confidence", {"datasheet", "config", "paper", "measured", "secondary", "derived"});
+            sourced.allow({"note"});
             sourced.finish();
             where = pointer_join(where, "value");
             if (!text || text->is_null()) return std::nullopt;

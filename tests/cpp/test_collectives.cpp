@@ -84,12 +84,14 @@ TEST_CASE("a group one rank a tray spans as many NVL72 racks as its trays fill")
     // 16 ranks on 16 trays (tp 4 beside them): one rack, NVLink alone.
     const auto inside = collective_time(collective_op::all_reduce, 4 * GiB, rack, {16, 1}, ring);
     CHECK(inside.tiers.size() == 1);
-    // 32 ranks on 32 trays: ceil(32 / 18) = 2 racks of 16 ranks; each rack's ring leaves through 16 GPUs' NICs,
+    // 32 ranks on 32 trays: ceil(32 / 18) = 2 racks, taken as 16 ranks each (an even split; filling racks would give
+    // 18 + 14); each rack's ring leaves through 16 GPUs' NICs,
     // 16 x 400 Gb/s x 0.94 = 752 GB/s (it was modelled inside one NVLink domain, as 32 / 72 < 1).
     const auto across = collective_time(collective_op::all_reduce, 4 * GiB, rack, {32, 1}, ring);
     REQUIRE(across.tiers.size() == 2);
     CHECK(across.tiers[1].bus_bandwidth.in(GB / s) == doctest::Approx(16 * 50.0 * 0.94));
-    // 8 ranks at a stride of 4 trays range over 32 trays: two racks of 4 ranks, 4 x 47 = 188 GB/s.
+    // 8 ranks at a stride of 4 trays range over 32 trays: two racks, taken as 4 ranks each (they sit 5 and 3), 4 x 47 =
+    // 188 GB/s.
     const auto strided = collective_time(collective_op::all_reduce, 4 * GiB, rack, {8, 1, 32}, ring);
     REQUIRE(strided.tiers.size() == 2);
     CHECK(strided.tiers[1].bus_bandwidth.in(GB / s) == doctest::Approx(4 * 47.0));

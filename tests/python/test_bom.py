@@ -223,6 +223,12 @@ _LINKS = {"links": 2, "bandwidth_per_direction": "200 Gb/s", "source": "s"}
     ({**_LINKS, "aggregate": "0 Gb/s"}, "/storage_network/aggregate"),
     ({**_LINKS, "aggregate": "480 Gb"}, "/storage_network/aggregate"),
     ({**_LINKS, "aggregate": {"value": "480 Gb/s"}}, "/storage_network/aggregate/source"),
+    ({**_LINKS, "aggregate": {"value": "240 Gb/s", "source": ""}}, "/storage_network/aggregate/source"),
+    ({**_LINKS, "aggregate": {"value": "240 Gb/s", "source": "s", "confidence": "whatever"}},
+     "/storage_network/aggregate/confidence"),
+    ({**_LINKS, "aggregate": None}, "/storage_network/aggregate"),
+    ({**_LINKS, "aggregate": {"value": None, "source": "s"}}, "/storage_network/aggregate"),
+    ({**_LINKS, "aggregate": "400 Gb/s"}, "/storage_network/aggregate"),  # not below 2 x 200 Gb/s: limits nothing
 ])
 def test_bad_storage_network_in_the_catalog_names_file_and_pointer(tmp_path, net, needle):
     p = _capplan_with_edited_catalog(tmp_path, lambda e: e.update(storage_network=net), "list", "systems")
