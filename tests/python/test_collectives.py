@@ -105,6 +105,11 @@ LARGE = [
     ("2 x Azure ND96asr_v4 (8 A100), 8x 200G HDR, default, 8 GiB", {"preset": "DGX-A100", "count": 16,
                                                                     "accelerator": "A100-40GB-SXM"}, 16, 8,
      "all_reduce", 8 * GIB, {}, 187.22, "check"),
+    # A fourth search (2026-12-05), the same rule, all kept that met it, before capplan ran on it (published_collectives.json
+    # notes what it left out and why).
+    ("2 x GCP A4 (8 B200), 8x 400G RoCE, default, 8 GiB (dstack)", {"preset": "HGX-B200", "count": 16,
+                                                                  "scale_out": "RoCE-400G"}, 16, 8,
+     "all_reduce", 8 * GIB, {}, 683.52, "check"),
 ]
 
 
