@@ -225,10 +225,25 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
             m.finish();
         }
     };
+    // Training attention kernels' published rates by kernel name.
+    auto attention_kernels = [](object_reader& e) {
+        std::map<std::string, std::vector<attention_rate_point>> out;
+        if (const json* k = e.get("attention_kernels"); k && !k->is_null()) {
+            object_reader kr(*k, e.path("attention_kernels"));
+            for (const char* kernel : measured_attention_kernels)
+                if (const json* v = kr.get(kernel); v && !v->is_null()) {
+                    object_reader vr(*v, kr.path(kernel));
+                    out[kernel] = read_attention_rates(vr);
+                }
+            kr.finish();
+        }
+        return out;
+    };
     constexpr std::array<const char*, 8> formats{"fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"};
     if (const json* eff = r.get("efficiency"); eff && !eff->is_null() && eff->is_object() && eff->contains("as")) {
         // Another accelerator's measured efficiencies (the same die): a sourced name, and optionally the part's own
-        // matrix fractions by format, which replace the shared ones (catalog::share_named_efficiencies).
+        // matrix fractions by format and attention kernels' rates, which replace the shared ones
+        // (catalog::share_named_efficiencies).
         object_reader e(*eff, r.path("efficiency"));
         object_reader as = e.child("as");
         a.efficiency_as = as.required_string("value");
@@ -237,6 +252,7 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
         as.finish();
         by_key(e, "matmul", formats, a.own_matmul_efficiency);
         by_key(e, "grouped_matmul", formats, a.own_grouped_matmul_efficiency);
+        a.own_attention_kernel_rates = attention_kernels(e);
         e.finish();
     } else if (const json* eff = r.get("efficiency"); eff && !eff->is_null()) {
         object_reader e(*eff, r.path("efficiency"));
@@ -244,15 +260,7 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
         by_key(e, "matmul", formats, a.matmul_efficiency);
         by_key(e, "grouped_matmul", formats, a.grouped_matmul_efficiency);
         by_key(e, "eager_elementwise", eager_class_names, a.eager_elementwise_efficiency);
-        if (const json* k = e.get("attention_kernels"); k && !k->is_null()) {
-            object_reader kr(*k, e.path("attention_kernels"));
-            for (const char* kernel : measured_attention_kernels)
-                if (const json* v = kr.get(kernel); v && !v->is_null()) {
-                    object_reader vr(*v, kr.path(kernel));
-                    a.attention_kernel_rates[kernel] = read_attention_rates(vr);
-                }
-            kr.finish();
-        }
+        a.attention_kernel_rates = attention_kernels(e);
         a.kernel_launch = e.quantity<duration>("kernel_launch");
         a.prefill_step_overhead = e.quantity<duration>("prefill_step_overhead");
         a.roofline_norm = fraction(e, "roofline_norm", true);
@@ -573,10 +581,12 @@ void catalog::share_named_efficiencies(accelerator_spec& a, const std::string& f
     if (!from.efficiency_as.empty())
         throw config_error(where, "'" + a.efficiency_as + "'", "shares another accelerator's efficiencies itself",
                            "an accelerator with its own efficiency block");
-    // The part's own matrix fractions (its catalog "matmul" / "grouped_matmul" beside "as") replace the shared ones.
+    // The part's own matrix fractions and kernel rates (its catalog "matmul" / "grouped_matmul" / "attention_kernels"
+    // beside "as") replace the shared ones.
     share_efficiencies(a, from);
     for (const auto& [format, f] : a.own_matmul_efficiency) a.matmul_efficiency[format] = f;
     for (const auto& [format, f] : a.own_grouped_matmul_efficiency) a.grouped_matmul_efficiency[format] = f;
+    for (const auto& [kernel, points] : a.own_attention_kernel_rates) a.attention_kernel_rates[kernel] = points;
 }
 
 std::filesystem::path catalog::default_dir() {

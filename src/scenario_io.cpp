@@ -944,6 +944,11 @@ scenario read_scenario_value(const nlohmann::json& j, const catalog& cat, const 
                                    " (catalog efficiency.attention_kernels)",
                                "fused" + published);
         }
+        // FP8 attention runs inside FP8 training (Transformer Engine's fp8_dpa needs its FP8 autocast).
+        if (kernel == "cudnn_fp8" && sc.precision.compute.peak_key != "fp8")
+            throw config_error("/training/attention_kernel", "'cudnn_fp8'",
+                               "FP8 attention runs in FP8 training only, and precision.compute is " + sc.precision.compute.name,
+                               "an FP8 precision.compute (fp8, mxfp8, fp8_blockwise), or attention_kernel: cudnn");
         if (sc.parallelism.attention_dp)
             throw config_error("/parallelism/attention_dp", "true", "is a serving layout, not modelled for training",
                                "false for a training scenario");

@@ -704,8 +704,10 @@ training_performance assemble_training_performance(const scenario& s, const perf
         out.notes.push_back("attention core at " + t.attention_kernel + "'s published forward + backward rate, " +
                             format(perf.efficiency.attention_kernel * perf.peak) + " at head dimension " +
                             format_number(attention_head_dim(m)) + " and " + format_number(attention_kernel_seq_len(s)) +
-                            " tokens (catalog efficiency.attention_kernels: Dao 2023, FlashAttention-2, Fig. 4 / 7; "
-                            "between measured points interpolated, beyond them the nearest)");
+                            " tokens (catalog efficiency.attention_kernels: " +
+                            (t.attention_kernel.rfind("cudnn", 0) == 0 ? "cuDNN frontend's SDPA training benchmark"
+                                                                        : "Dao 2023, FlashAttention-2, Fig. 4 / 7") +
+                            "; between measured points interpolated, beyond them the nearest)");
     if (perf.explain && t.autocast && !t.eager_kernels)
         out.notes.push_back("training.autocast changes the step only with kernels \"eager\": fused kernels' traffic is "
                             "counted at the activations' width (docs/formulas.md §15)");

@@ -822,8 +822,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "with --kernels eager the residual stream is fp32")
     z.add_argument("--attention-kernel", default="fused",
                    choices=_core.training_attention_kernels(),
-                   help="training: the attention kernel; fused (default) at the GEMMs' efficiency, or a FlashAttention "
-                        "version at its published rate on the accelerator (A100, H100)")
+                   help="training: the attention kernel; fused (default) at the GEMMs' efficiency, a FlashAttention "
+                        "version at its published rate on the accelerator (A100, H100), or cuDNN's with BF16 (cudnn) or "
+                        "FP8 inputs (cudnn_fp8: Transformer Engine's fp8_dpa, FP8 compute only) at cuDNN's measured rate "
+                        "(H100, H200, B200, B300, GB200, GB300, and GH200, H200-NVL and H800 through them)")
     z.add_argument("--price", default=None,
                    help="USD per accelerator-hour: inference NAME=PRICE,... to rank by cost; training PRICE (or "
                         "NAME=PRICE) for each layout's cost an hour and per billion tokens")

@@ -175,3 +175,47 @@ TEST_CASE("an accelerator borrowing another's efficiencies scales the kernels' a
                                         cat());
     CHECK(tflops(*training_attention_rate(half)) == doctest::Approx(54));
 }
+
+TEST_CASE("cuDNN's fused attention at the rates cuDNN frontend's SDPA training benchmark measured") {
+    // H200, FP8 inputs, 8,192 tokens, 64 query heads of 128, batch 1, causal (results/h200_919_only_cudnn/
+    // llama3.1_20260227_034703.csv): forward 1.141 ms, backward 6.392 ms. Forward FLOPs 4 x 128 x 8192 x 8193 / 2 x 64
+    // = 1.0996e12, the backward 2.5 x that: 3.5 x 1.0996e12 / 7.533 ms = 511 TFLOP/s. BF16: 1.708 + 5.083 ms, 567.
+    const double forward = 4.0 * 128 * 8192.0 * 8193.0 / 2.0 * 64;
+    const auto& h200 = cat().accelerator("H200").attention_kernel_rates;
+    CHECK(tflops(attention_kernel_rate(h200.at("cudnn_fp8"), 128, 8192)) == doctest::Approx(3.5 * forward / 7.533e-3 / 1e12).epsilon(0.002));
+    CHECK(tflops(attention_kernel_rate(h200.at("cudnn"), 128, 8192)) == doctest::Approx(3.5 * forward / 6.791e-3 / 1e12).epsilon(0.002));
+    // H100 SXM takes H200's (the same die and peaks); GB300 carries its own beside "as": GB200: 2,001, not GB200's 1,585.
+    CHECK(tflops(attention_kernel_rate(cat().accelerator("H100-SXM").attention_kernel_rates.at("cudnn_fp8"), 128, 8192)) ==
+          doctest::Approx(511));
+    const double gb300 = tflops(attention_kernel_rate(cat().accelerator("GB300").attention_kernel_rates.at("cudnn_fp8"), 128, 8192));
+    CHECK(gb300 == doctest::Approx(2001));
+    CHECK(tflops(attention_kernel_rate(cat().accelerator("GB200").attention_kernel_rates.at("cudnn_fp8"), 128, 8192)) ==
+          doctest::Approx(1585));
+    // B300: GB300's at B300's bf16 peak over GB300's, 2,250 / 2,500, within the rounding to whole TFLOP/s.
+    CHECK(tflops(attention_kernel_rate(cat().accelerator("B300").attention_kernel_rates.at("cudnn_fp8"), 128, 8192)) ==
+          doctest::Approx(0.9 * gb300).epsilon(0.001));
+}
+
+TEST_CASE("FP8 attention (cudnn_fp8) runs the FP8 step's attention core at its measured rate, and needs FP8 compute") {
+    auto llama = [](const std::string& compute, const std::string& kernel) {
+        return R"({"model": "Llama-3.1-8B", "system": {"accelerator": "B200", "count": 8},
+            "precision": {"weights": "bf16", "compute": ")" + compute + R"("},
+            "training": {"seq_len": 8192, "global_batch": 8, "attention_kernel": ")" + kernel + R"("}})";
+    };
+    // B200 (cuDNN 9.13.1, artifacts/sdpa_fp8_benchmark_results_NVIDIA_B200.csv): FP8 at 8k 1.464 + 4.382 ms for
+    // 128 heads of 128 at batch 1: 3.5 x 4 x 128 x 8192 x 8193 / 2 x 128 / 5.846 ms = 1,317 TFLOP/s.
+    const scenario s = read_scenario(llama("fp8", "cudnn_fp8"), cat());
+    const perf_setup setup = training_perf_setup(s);
+    const step_breakdown b = step_time_breakdown(setup, training_micro_batch(1, 8192, 1));
+    const op_time& core = op_named(b, "attention core");
+    const double launches = 32 * 2 * setup.efficiency.per_kernel.si();
+    CHECK(core.time.si() == doctest::Approx(core.flops.si() / 1317e12 + launches).epsilon(1e-3));
+    // Faster than the default's 16-bit attention core at FP8's matrix fraction (B200: 0.45 x 2,250 = 1,012.5 TFLOP/s).
+    const scenario fused = read_scenario(llama("fp8", "fused"), cat());
+    CHECK(estimate_training_performance(s).step.si() < estimate_training_performance(fused).step.si());
+    const std::string bf16 = error_of(llama("bf16", "cudnn_fp8"));
+    CHECK(bf16.find("/training/attention_kernel") == 0);
+    CHECK(bf16.find("FP8 training only") != std::string::npos);
+    CHECK(error_of(llama("mxfp8", "cudnn_fp8")).empty());
+    CHECK(error_of(llama("bf16", "cudnn")).empty());
+}

@@ -59,6 +59,7 @@ struct activation_options {
     bool frozen_expert_inputs_saved = false;  // likewise for routed experts dequantised from their own format
     bool eager = false;                // unfused PyTorch norms and SwiGLU (training.kernels "eager")
     bool fp8_act_input = false;        // the gated activation's input kept in FP8 (activation_func_fp8_input_store)
+    bool fp8_attention = false;        // FP8 attention (attention_kernel cudnn_fp8) keeps FP8 q, k, v and O
     unsigned recompute_modules = 0;    // selective recompute's modules (training_spec); 0: core_attn
 };
 
@@ -188,22 +189,27 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     double split = 0.0;
     const double heads = m.heads / tp;
     double o_width;
+    // q, k and v are kept for the core's backward; Transformer Engine's FP8 attention (FusedAttnFunc with an FP8
+    // backward, NVTE_FP8_DPA_BWD's default) keeps their FP8 copies instead.
     if (m.mla) {
         const auto& a = m.mla_dims;
         const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
         replicated += (e + g) * static_cast<double>(a.q_lora_rank + a.kv_lora_rank);
-        if (!rerun(recompute_module::mla_up_proj)) split += e * heads * (2.0 * qk + static_cast<double>(a.v_head_dim));
+        if (!rerun(recompute_module::mla_up_proj))
+            split += (o.fp8_attention ? 1.0 : e) * heads * (2.0 * qk + static_cast<double>(a.v_head_dim));
         o_width = heads * static_cast<double>(a.v_head_dim);
     } else {
         const double d = static_cast<double>(m.head_dim);
-        split += e * (heads * d + 2.0 * detail::kv_heads_per_rank(m, p.tp) * d);
+        split += (o.fp8_attention ? 1.0 : e) * (heads * d + 2.0 * detail::kv_heads_per_rank(m, p.tp) * d);
         o_width = heads * d;
     }
     if (keep_core) split += o.flash_attention ? heads * 4.0 : heads * s * (e + (o.dropout ? 1.0 + e : 0.0));
-    // The o-projection input: FlashAttention keeps its output O for its backward; an FP8 GEMM saves its own copy (under
-    // LoRA none: the one 16-bit O serves the kernel and the adapter).
-    const bool o_kept = !lora || o.frozen_inputs_saved || lora->has(lora_target::o_proj) || (o.flash_attention && keep_core);
-    if (o_kept) split += o_width * (lora ? e : (o.flash_attention && keep_core && g < e ? e + g : g));
+    // The attention output O: FlashAttention keeps it for its backward (FP8 attention its FP8 copy); the o-projection
+    // keeps its input for its weight gradient (an FP8 GEMM its own FP8 copy; under LoRA only a targeted o_proj, the
+    // adapter's 16-bit x). One 16-bit O serves both.
+    const double kernel_o = o.flash_attention && keep_core ? (o.fp8_attention ? 1.0 : e) : 0.0;
+    const double gemm_o = !lora || o.frozen_inputs_saved || lora->has(lora_target::o_proj) ? (lora ? e : g) : 0.0;
+    split += o_width * (kernel_o == e && gemm_o == e ? e : kernel_o + gemm_o);
     if (o.dropout) replicated += 2.0 * h;  // 1-byte masks after attention and after the MLP
 
     double routed = 0.0;
@@ -481,6 +487,7 @@ inline training_memory estimate_training_memory_stage(const model_spec& m, const
     ao.frozen_expert_inputs_saved = t.lora && lora_experts_dequantised(prec);
     ao.eager = t.eager_kernels;
     ao.fp8_act_input = t.activation_func_fp8_input_store;
+    ao.fp8_attention = t.attention_kernel == "cudnn_fp8";
     ao.recompute_modules = t.recompute_modules;
     if (detail::low_precision_compute(prec)) ao.gemm_input_bytes = prec.compute.saved_activation_bytes();
     const number_format& act = prec.activations;

@@ -21,9 +21,10 @@ struct peak_rate {
 
 // Training attention kernels with published forward + backward rates (catalog efficiency.attention_kernels); a
 // scenario's training.attention_kernel names one, or "fused" (at the matrix units' efficiency, as FlashAttention-3,
-// cuDNN and Transformer Engine run on Hopper and later).
-inline constexpr std::array<const char*, 3> measured_attention_kernels{"flash_attention_1", "flash_attention_2",
-                                                                       "flash_attention_triton"};
+// cuDNN and Transformer Engine run on Hopper and later). cudnn / cudnn_fp8: cuDNN's fused attention with 16-bit and
+// with FP8 (per-tensor scaled) inputs, as Transformer Engine runs it (FP8 with fp8_dpa), from cuDNN's own benchmark.
+inline constexpr std::array<const char*, 5> measured_attention_kernels{"flash_attention_1", "flash_attention_2",
+                                                                       "flash_attention_triton", "cudnn", "cudnn_fp8"};
 
 // One published forward + backward rate of a causal attention kernel, counted as FlashAttention-2's benchmark counts it
 // (4 s^2 d h forward, halved for causal, x 3.5 with the backward; Dao 2023 §4.1).
@@ -71,6 +72,7 @@ struct accelerator_spec {
     // as a scenario naming the part does, gives the same result).
     std::string efficiency_as;
     std::map<std::string, double> own_matmul_efficiency, own_grouped_matmul_efficiency;
+    std::map<std::string, std::vector<attention_rate_point>> own_attention_kernel_rates;  // measured on this part itself
     std::string scale_up_link;                           // link catalog name, empty if none
     std::optional<byte_rate> scale_up_bandwidth_per_direction;
     std::string host_link;
