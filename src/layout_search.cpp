@@ -106,7 +106,7 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
             for (std::int64_t mbs = 1; mbs <= std::min<std::int64_t>(per_replica, 64); ++mbs) {  // every divisor
                 if (per_replica % mbs != 0) continue;
                 const std::int64_t mb = per_replica / mbs;
-                const step_breakdown f = step_time_breakdown(perf, training_micro_batch(mbs, t0.seq_len, sh.cp));
+                const step_breakdown f = step_time_breakdown(perf, training_micro_batch(mbs, t0.seq_len, sh.cp, t0.packed_sample_tokens));
                 for (std::int64_t vpp = 1; vpp <= stage_layers; ++vpp) {
                     // Interleaving (Narayanan et al. 2021 §2.2) needs whole layers per chunk and a
                     // micro-batch count divisible by pp.
@@ -186,7 +186,7 @@ layout_search_result search_training_layouts(const scenario& base, int top_k, in
         *sc.training = r.training;
         const perf_setup perf = training_perf_setup(sc);
         const training_performance perf_full = assemble_training_performance(
-            sc, perf, step_time_breakdown(perf, training_micro_batch(r.training.micro_batch, t0.seq_len, r.parallelism.cp)),
+            sc, perf, step_time_breakdown(perf, training_micro_batch(r.training.micro_batch, t0.seq_len, r.parallelism.cp, t0.packed_sample_tokens)),
             shard_weights(m, r.parallelism));
         out.best.push_back({r.parallelism, r.training.micro_batch, r.training.recompute, r.training.zero,
                             r.training.distributed_optimizer, r.training.shard_group, perf_full, r.memory});

@@ -431,6 +431,16 @@ training_spec read_training(object_reader& r) {
         throw config_error(r.path("attention_kernel"), "'" + t.attention_kernel + "'",
                            "names a fused attention kernel, but flash_attention is false (scores materialised)",
                            "leave attention_kernel out, or flash_attention: true");
+    if (const auto m = r.integer("packed_sample_tokens", 1)) {
+        if (*m > t.seq_len)
+            throw config_error(r.path("packed_sample_tokens"), std::to_string(*m), "a packed sample longer than the sequence",
+                               "at most seq_len = " + std::to_string(t.seq_len) + " (or leave it out: one sample a sequence)");
+        if (!t.flash_attention)
+            throw config_error(r.path("packed_sample_tokens"), std::to_string(*m),
+                               "packed samples attend within themselves through a fused kernel, but flash_attention is false",
+                               "flash_attention: true, or leave packed_sample_tokens out");
+        t.packed_sample_tokens = *m;
+    }
     t.dropout = r.boolean("dropout").value_or(false);
     t.ep_comm_overlap = r.boolean("ep_comm_overlap").value_or(false);
     t.moe_dispatcher = r.choice("moe_dispatcher", {"alltoall", "deepep", "hybridep"}).value_or("alltoall");

@@ -1,6 +1,7 @@
 #include "capplan/analysis/training_perf.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "capplan/analysis/attention_kernel.hpp"
 #include "capplan/analysis/collectives.hpp"
@@ -46,19 +47,23 @@ training_performance estimate_training_performance(const scenario& s, bool expla
 training_performance estimate_training_performance(const scenario& s, const weight_sharding& w, bool explain) {
     const perf_setup perf = training_perf_setup(s, explain);
     const training_spec& t = *s.training;
-    return assemble_training_performance(s, perf, step_time_breakdown(perf, training_micro_batch(t.micro_batch, t.seq_len, s.parallelism.cp)),
-                                         w);
+    const batch_step mb = training_micro_batch(t.micro_batch, t.seq_len, s.parallelism.cp, t.packed_sample_tokens);
+    return assemble_training_performance(s, perf, step_time_breakdown(perf, mb), w);
 }
 
-batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, int cp) {
+batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, int cp, std::int64_t sample_tokens) {
     batch_step fwd;
     fwd.prefill_tokens = micro_batch * seq_len / cp;
-    fwd.prefill_requests = micro_batch;
+    // Packed samples attend within themselves: each is a request of its own to the attention core (whole samples a
+    // micro-batch, at least one; a sample no longer than the sequence).
+    const std::int64_t sample = sample_tokens > 0 ? std::min(sample_tokens, seq_len) : seq_len;
+    fwd.prefill_requests = std::max<std::int64_t>(
+        micro_batch, std::llround(static_cast<double>(micro_batch) * static_cast<double>(seq_len) / static_cast<double>(sample)));
     fwd.experts_route_rank_tokens = true;
     // Context parallelism: a rank's queries attend to the keys of the whole sequence before them, and
     // the load-balanced split (two chunks per rank, one from each end; Megatron / Transformer Engine)
     // gives each rank 1/cp of the causal pairs, seq^2 / (2 cp): as if each of its sequences had
-    // (seq - seq / cp) / 2 tokens cached before its own seq / cp.
+    // (seq - seq / cp) / 2 tokens cached before its own seq / cp (packed: each sample split likewise, the same total).
     if (cp > 1) fwd.prefill_context_tokens = micro_batch * (seq_len - seq_len / cp) / 2;
     return fwd;
 }
@@ -708,6 +713,10 @@ training_performance assemble_training_performance(const scenario& s, const perf
                             (t.attention_kernel.rfind("cudnn", 0) == 0 ? "cuDNN frontend's SDPA training benchmark"
                                                                         : "Dao 2023, FlashAttention-2, Fig. 4 / 7") +
                             "; between measured points interpolated, beyond them the nearest)");
+    if (perf.explain && t.packed_sample_tokens > 0)
+        out.notes.push_back("packed samples of " + format_number(static_cast<double>(std::min(t.packed_sample_tokens, t.seq_len))) +
+                            " tokens: each attends within itself (Transformer Engine's THD layout, cu_seqlens); MFU counts "
+                            "attention over the whole sequence, as Megatron's FLOP formula does");
     if (perf.explain && t.autocast && !t.eager_kernels)
         out.notes.push_back("training.autocast changes the step only with kernels \"eager\": fused kernels' traffic is "
                             "counted at the activations' width (docs/formulas.md §15)");

@@ -436,6 +436,8 @@ def _training_scenario(args) -> Dict[str, Any]:
         training["autocast"] = True
     if args.attention_kernel != "fused":
         training["attention_kernel"] = args.attention_kernel
+    if args.packed_sample_tokens is not None:
+        training["packed_sample_tokens"] = args.packed_sample_tokens
     if args.lora_rank is not None:
         targets = args.lora_targets or "all_linear"
         training["lora"] = {"rank": args.lora_rank, "targets": targets if targets == "all_linear" else targets.split(",")}
@@ -563,7 +565,8 @@ def _cmd_size(args) -> str:
         return _cmd_size_training(args)
     for flag, given in (("--lora-rank", args.lora_rank is not None), ("--lora-targets", args.lora_targets is not None),
                         ("--kernels", args.kernels != "fused"), ("--autocast", args.autocast),
-                        ("--attention-kernel", args.attention_kernel != "fused"), ("--compute", args.compute is not None)):
+                        ("--attention-kernel", args.attention_kernel != "fused"), ("--compute", args.compute is not None),
+                        ("--packed-sample-tokens", args.packed_sample_tokens is not None)):
         if given:
             raise _UsageError(f"{flag}: an option of `size training`; `size inference` does not use it")
     from .sizing import size_inference
@@ -798,6 +801,9 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--seq-len", type=_integer(1, _MAX_INT), default=None, help="training: sequence length (default 4096)")
     z.add_argument("--global-batch", type=_integer(1, _MAX_INT), default=None,
                    help="training: sequences per step (default 1024)")
+    z.add_argument("--packed-sample-tokens", type=_integer(1, _MAX_INT), default=None,
+                   help="training: fine-tuning samples packed into each sequence, their mean length in tokens; each "
+                        "attends only within itself (default: one sample a sequence)")
     z.add_argument("--top", type=_integer(1, 10_000), default=10, help="training: how many layouts to show")
     z.add_argument("--ttft-p99", default="2s", help="p99 time to first token, e.g. 2s")
     z.add_argument("--tpot-p99", default="50ms", help="p99 time per output token, e.g. 50ms")

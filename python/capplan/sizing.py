@@ -377,10 +377,18 @@ def search_training(scenario, top_k: int = 10, threads: int = 0, progress: bool 
     return result
 
 
+def _at_length(training: Dict[str, Any], seq_len: int) -> Dict[str, Any]:
+    """The training section at another sequence length: packed samples no longer than the sequence."""
+    out = {**training, "seq_len": seq_len}
+    if out.get("packed_sample_tokens") is not None:
+        out["packed_sample_tokens"] = min(int(out["packed_sample_tokens"]), seq_len)
+    return out
+
+
 def _layout_scenario(base: Dict[str, Any], best: Dict[str, Any], seq_len: int, micro_batch: int) -> Dict[str, Any]:
     """The scenario with a searched layout at another sequence length and micro-batch (global batch: the
     scenario's when it still divides, else one micro-batch per data-parallel rank)."""
-    training = dict(base["training"])
+    training = _at_length(base["training"], seq_len)
     dp = best["dp"]
     gb = training["global_batch"] if training["global_batch"] % (dp * micro_batch) == 0 else dp * micro_batch
     # (the micro-batches are divisors of the replica's sequences, so the scenario's global batch is kept)
@@ -455,7 +463,7 @@ def training_limits(scenario, threads: int = 0, search: Optional[Dict[str, Any]]
     found, tried = None, seq
     while True:
         r = search if search is not None and tried == seq else \
-            search_training({**base, "training": {**base["training"], "seq_len": tried}}, top_k=1, threads=threads)
+            search_training({**base, "training": _at_length(base["training"], tried)}, top_k=1, threads=threads)
         stop_if_stopped(r)
         if r["best"]:
             found = r["best"][0]

@@ -7,6 +7,7 @@
 #include "capplan/analysis/attention_kernel.hpp"
 #include "capplan/analysis/inference_perf.hpp"
 #include "capplan/analysis/training_perf.hpp"
+#include "capplan/estimate.hpp"
 #include "capplan/spec/scenario_io.hpp"
 #include "test_support.hpp"
 
@@ -218,4 +219,49 @@ TEST_CASE("FP8 attention (cudnn_fp8) runs the FP8 step's attention core at its m
     CHECK(bf16.find("FP8 training only") != std::string::npos);
     CHECK(error_of(llama("mxfp8", "cudnn_fp8")).empty());
     CHECK(error_of(llama("bf16", "cudnn")).empty());
+}
+
+TEST_CASE("packed samples attend within themselves: (L + 1) / 2 keys a token, the kernel's rate at L") {
+    auto llama = [](const std::string& extra, const std::string& parallelism = "") {
+        return read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 8}, )" + parallelism +
+                                 R"("training": {"seq_len": 4096, "global_batch": 8)" + extra + "}}",
+                             cat());
+    };
+    auto core = [&](const scenario& s) {
+        const training_spec& t = *s.training;
+        const step_breakdown b = step_time_breakdown(training_perf_setup(s),
+                                                     training_micro_batch(t.micro_batch, t.seq_len, s.parallelism.cp, t.packed_sample_tokens));
+        return op_named(b, "attention core").flops.si();
+    };
+    // Llama-3.1-8B: 32 layers, 32 query heads of 128: 4 x 128 x 32 FLOPs a key and layer forward. 4,096 tokens as one
+    // sequence: (4096 + 1) / 2 keys a token; as 16 packed samples of 256: (256 + 1) / 2.
+    const double per_key = 4.0 * 128 * 32 * 32;
+    CHECK(core(llama("")) == doctest::Approx(4096 * 4097 / 2.0 * per_key));
+    CHECK(core(llama(R"(, "packed_sample_tokens": 256)")) == doctest::Approx(4096 * 257 / 2.0 * per_key));
+    // Whole samples a micro-batch: 4096 / 300 = 13.65, taken as 14 of 292.6 tokens.
+    CHECK(core(llama(R"(, "packed_sample_tokens": 300)")) == doctest::Approx(4096 * (4096 / 14.0 + 1) / 2.0 * per_key));
+    // Ring context parallelism over 2 ranks splits each sample as it splits a sequence: half the pairs a rank.
+    CHECK(core(llama(R"(, "packed_sample_tokens": 256)", R"("parallelism": {"tp": 1, "cp": 2}, )")) ==
+          doctest::Approx(4096 * 257 / 4.0 * per_key));
+    // A named kernel at the sample's length: FlashAttention-2 on H100 at head dimension 128, 2k: 265 TFLOP/s (Fig. 7 (d)),
+    // not 8k's 308.
+    const scenario fa2 = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 8},
+        "training": {"seq_len": 8192, "global_batch": 8, "attention_kernel": "flash_attention_2", "packed_sample_tokens": 2048}})",
+                                       cat());
+    CHECK(tflops(*training_attention_rate(fa2)) == doctest::Approx(265));
+    // The step is faster packed (LoRA, where the attention core is a larger share); the memory does not change.
+    const std::string lora = R"(, "lora": {"rank": 16, "targets": ["qkv_proj"]})";
+    const scenario whole = llama(lora), packed = llama(lora + R"(, "packed_sample_tokens": 256)");
+    CHECK(estimate_training_performance(packed).step.si() < estimate_training_performance(whole).step.si());
+    CHECK(estimate(packed, cat()).memory.per_device->si() == doctest::Approx(estimate(whole, cat()).memory.per_device->si()));
+}
+
+TEST_CASE("packed_sample_tokens beyond the sequence, or with materialised scores, names the field") {
+    const std::string head = R"({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 8}, "training": {"seq_len": 4096, "global_batch": 8, )";
+    const std::string longer = error_of(head + R"("packed_sample_tokens": 4097}})");
+    CHECK(longer.find("/training/packed_sample_tokens") == 0);
+    CHECK(longer.find("at most seq_len = 4096") != std::string::npos);
+    CHECK(error_of(head + R"("packed_sample_tokens": 0}})").find("/training/packed_sample_tokens") == 0);
+    CHECK(error_of(head + R"("packed_sample_tokens": 512, "flash_attention": false}})").find("/training/packed_sample_tokens") == 0);
+    CHECK(error_of(head + R"("packed_sample_tokens": 4096}})").empty());
 }

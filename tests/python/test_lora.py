@@ -491,6 +491,35 @@ def test_size_training_fp8_attention_as_mlperf_runs_it(run_cli):
     assert len(err.strip().splitlines()) == 1
 
 
+def test_size_training_packed_samples(run_cli):
+    # Llama-3-8B LoRA on one DGX H100 at 4,096 tokens: packed samples of 256 attend within themselves, 16 times fewer
+    # attention pairs (docs/formulas.md §15), so the best layout's step is faster; an inference flag error otherwise.
+    def best(*extra):
+        code, out, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--system", "DGX-H100", "--count", "8",
+                                 "--lora-rank", "16", "--lora-targets", "qkv_proj", "--seq-len", "4096",
+                                 "--global-batch", "32", "--format", "json", *extra)
+        assert code == 0, err
+        return json.loads(out)
+    whole, packed = best(), best("--packed-sample-tokens", "256")
+    assert packed["best"][0]["step_time_s"] < whole["best"][0]["step_time_s"]
+    code, _, err = run_cli("size", "inference", "--model", "Llama-3.1-8B", "--concurrency", "8", "--input", "100",
+                           "--output", "100", "--packed-sample-tokens", "256")
+    assert code == 2 and "--packed-sample-tokens" in err and "size training" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli("size", "training", "--model", "Llama-3.1-8B", "--seq-len", "1024", "--packed-sample-tokens", "2048")
+    assert code == 2 and "/training/packed_sample_tokens" in err and len(err.strip().splitlines()) == 1
+
+
+def test_training_limits_keep_packed_samples_within_shorter_sequences():
+    # When nothing fits at the scenario's length, the search halves the sequence and then looks for the longest that
+    # fits; the packed samples shrink with it rather than exceed it (an error at /training/packed_sample_tokens).
+    # Llama-3.1-8B LoRA on one H100 does not fit 131,072 tokens of one packed sample, but fits 32,768 and more.
+    lim = capplan.training_limits({"model": "Llama-3.1-8B", "system": {"accelerator": "H100-SXM", "count": 1},
+                                   "training": {"seq_len": 131072, "global_batch": 1, "packed_sample_tokens": 131072,
+                                                "lora": {"rank": 8, "targets": ["q_proj", "v_proj"]}}})
+    assert lim["fits"] is False and lim["seq_len"] == 131072
+    assert 32768 <= lim["longest_sequence"] < 131072 and lim["sequence_limit"] == "memory"
+
+
 def test_size_training_autocast_slows_the_eager_step(run_cli):
     # torch.autocast over fp32 weights: the residual stream fp32 and each weight cast a forward (docs/formulas.md §15),
     # more bytes than the 16-bit model's eager kernels, so every layout's step is slower.

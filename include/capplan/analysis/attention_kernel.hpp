@@ -4,6 +4,7 @@
 // of the matrix units' efficiency ("fused", the default: FlashAttention-3, cuDNN and Transformer Engine kernels).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -48,10 +49,12 @@ inline double attention_head_dim(const model_spec& m) {
 }
 
 // The sequence one kernel call runs over: ring context parallelism splits each sequence into cp chunks a rank
-// attends block by block; all-gather and all-to-all (Ulysses) context parallelism attend whole sequences. Sliding-window
-// layers are looked up at the same length (one rate a step).
+// attends block by block; all-gather and all-to-all (Ulysses) context parallelism attend whole sequences; packed samples
+// attend within themselves (a variable-length kernel over samples of packed_sample_tokens). Sliding-window layers are
+// looked up at the same length (one rate a step).
 inline double attention_kernel_seq_len(const scenario& s) {
-    const double seq = static_cast<double>(s.training->seq_len);
+    const training_spec& t = *s.training;
+    const double seq = static_cast<double>(t.packed_sample_tokens > 0 ? std::min(t.packed_sample_tokens, t.seq_len) : t.seq_len);
     return s.parallelism.cp > 1 && s.parallelism.cp_algorithm == "ring" ? seq / s.parallelism.cp : seq;
 }
 

@@ -66,7 +66,7 @@ struct batch_step;
 // The speed setup of a training scenario (perf_setup::from with the training's attention kernel).
 perf_setup training_perf_setup(const scenario& s, bool explain = true);
 // One micro-batch's forward as a step of the speed model (every rank routes its own tokens to the experts).
-batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, int cp);
+batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, int cp, std::int64_t sample_tokens = 0);
 // The step's parts as numbers, without the text of a breakdown: what a layout search ranks by.
 struct training_step_parts {
     std::int64_t micro_batches = 0;  // per pipeline, per step

@@ -124,6 +124,9 @@ private:
 
 struct training_spec {
     std::int64_t seq_len = 0;
+    // Sequence packing (fine-tuning): the mean tokens of one sample among those packed into a sequence, each attending
+    // only within itself (THD layout, cu_seqlens); 0: one sample a sequence.
+    std::int64_t packed_sample_tokens = 0;
     std::int64_t global_batch = 0;  // sequences per optimizer step
     std::int64_t micro_batch = 1;
     recompute_kind recompute = recompute_kind::none;
