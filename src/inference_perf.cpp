@@ -257,9 +257,12 @@ op_totals attention_core(const perf_setup& su, const batch_step& st, const step_
     const double pt = static_cast<double>(st.prefill_tokens) * sh.prefill_share;
     // Without FlashAttention (Megatron-LM before 2023) the whole s x s score matrix is computed, then
     // masked: every key of the chunk, not the causal half, and the scores go through memory.
-    const double chunk = static_cast<double>(st.prefill_tokens) / pr;  // tokens of one request's chunk
+    // A request's chunk, or one of its packed samples' (each attending within itself, its share of the context).
+    const double segments = std::max(1.0, st.attention_segments);
+    const double chunk = static_cast<double>(st.prefill_tokens) / pr / segments;
+    const double context = static_cast<double>(st.prefill_context_tokens) / pr / segments;
     const double chunk_keys = su.flash_attention ? (chunk + 1.0) / 2.0 : chunk;
-    const double prefill_keys = pt * (static_cast<double>(st.prefill_context_tokens) / pr) + pt * chunk_keys;
+    const double prefill_keys = pt * context + pt * chunk_keys;
     // Every verified position attends to its request's context; the context is read once.
     const double decode_context = static_cast<double>(st.context_tokens) * sh.decode_share;
     const double decode_keys = decode_context * positions;
@@ -270,7 +273,7 @@ op_totals attention_core(const perf_setup& su, const batch_step& st, const step_
     // to W / 2 from 2W on (its context sweeps through whole chunks).
     auto windowed_prefill_keys = [&](std::int64_t w, bool chunked) {
         if (!su.flash_attention || chunk <= 0) return prefill_keys;  // materialised scores: the whole matrix
-        const auto c0 = static_cast<std::int64_t>(std::llround(static_cast<double>(st.prefill_context_tokens) / pr));
+        const auto c0 = static_cast<std::int64_t>(std::llround(context));
         const auto n = static_cast<std::int64_t>(std::llround(chunk));
         const double per_request = chunked ? static_cast<double>(detail::chunked_keys(c0 + n, w) - detail::chunked_keys(c0, w))
                                            : static_cast<double>(detail::causal_keys(c0 + n, w) - detail::causal_keys(c0, w));

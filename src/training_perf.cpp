@@ -1,7 +1,6 @@
 #include "capplan/analysis/training_perf.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 #include "capplan/analysis/attention_kernel.hpp"
 #include "capplan/analysis/collectives.hpp"
@@ -54,11 +53,10 @@ training_performance estimate_training_performance(const scenario& s, const weig
 batch_step training_micro_batch(std::int64_t micro_batch, std::int64_t seq_len, int cp, std::int64_t sample_tokens) {
     batch_step fwd;
     fwd.prefill_tokens = micro_batch * seq_len / cp;
-    // Packed samples attend within themselves: each is a request of its own to the attention core (whole samples a
-    // micro-batch, at least one; a sample no longer than the sequence).
-    const std::int64_t sample = sample_tokens > 0 ? std::min(sample_tokens, seq_len) : seq_len;
-    fwd.prefill_requests = std::max<std::int64_t>(
-        micro_batch, std::llround(static_cast<double>(micro_batch) * static_cast<double>(seq_len) / static_cast<double>(sample)));
+    fwd.prefill_requests = micro_batch;
+    // Packed samples attend within themselves: seq_len / L of them a sequence (L no longer than the sequence).
+    if (sample_tokens > 0)
+        fwd.attention_segments = static_cast<double>(seq_len) / static_cast<double>(std::min(sample_tokens, seq_len));
     fwd.experts_route_rank_tokens = true;
     // Context parallelism: a rank's queries attend to the keys of the whole sequence before them, and
     // the load-balanced split (two chunks per rank, one from each end; Megatron / Transformer Engine)
@@ -715,8 +713,8 @@ training_performance assemble_training_performance(const scenario& s, const perf
                             "; between measured points interpolated, beyond them the nearest)");
     if (perf.explain && t.packed_sample_tokens > 0)
         out.notes.push_back("packed samples of " + format_number(static_cast<double>(std::min(t.packed_sample_tokens, t.seq_len))) +
-                            " tokens: each attends within itself (Transformer Engine's THD layout, cu_seqlens); MFU counts "
-                            "attention over the whole sequence, as Megatron's FLOP formula does");
+                            " tokens: each attends within itself (Transformer Engine's THD layout, cu_seqlens); MFU and HFU "
+                            "count attention over the whole sequence, as Megatron's FLOP formula does");
     if (perf.explain && t.autocast && !t.eager_kernels)
         out.notes.push_back("training.autocast changes the step only with kernels \"eager\": fused kernels' traffic is "
                             "counted at the activations' width (docs/formulas.md §15)");

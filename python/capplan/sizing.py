@@ -380,8 +380,9 @@ def search_training(scenario, top_k: int = 10, threads: int = 0, progress: bool 
 def _at_length(training: Dict[str, Any], seq_len: int) -> Dict[str, Any]:
     """The training section at another sequence length: packed samples no longer than the sequence."""
     out = {**training, "seq_len": seq_len}
-    if out.get("packed_sample_tokens") is not None:
-        out["packed_sample_tokens"] = min(int(out["packed_sample_tokens"]), seq_len)
+    m = out.get("packed_sample_tokens")
+    if isinstance(m, int) and not isinstance(m, bool) and m > seq_len:  # anything else: the core's error names it
+        out["packed_sample_tokens"] = seq_len
     return out
 
 

@@ -227,19 +227,23 @@ TEST_CASE("packed samples attend within themselves: (L + 1) / 2 keys a token, th
                                  R"("training": {"seq_len": 4096, "global_batch": 8)" + extra + "}}",
                              cat());
     };
-    auto core = [&](const scenario& s) {
+    auto breakdown = [&](const scenario& s) {
         const training_spec& t = *s.training;
-        const step_breakdown b = step_time_breakdown(training_perf_setup(s),
-                                                     training_micro_batch(t.micro_batch, t.seq_len, s.parallelism.cp, t.packed_sample_tokens));
-        return op_named(b, "attention core").flops.si();
+        return step_time_breakdown(training_perf_setup(s),
+                                   training_micro_batch(t.micro_batch, t.seq_len, s.parallelism.cp, t.packed_sample_tokens));
     };
+    auto core = [&](const scenario& s) { return op_named(breakdown(s), "attention core").flops.si(); };
     // Llama-3.1-8B: 32 layers, 32 query heads of 128: 4 x 128 x 32 FLOPs a key and layer forward. 4,096 tokens as one
     // sequence: (4096 + 1) / 2 keys a token; as 16 packed samples of 256: (256 + 1) / 2.
     const double per_key = 4.0 * 128 * 32 * 32;
     CHECK(core(llama("")) == doctest::Approx(4096 * 4097 / 2.0 * per_key));
     CHECK(core(llama(R"(, "packed_sample_tokens": 256)")) == doctest::Approx(4096 * 257 / 2.0 * per_key));
-    // Whole samples a micro-batch: 4096 / 300 = 13.65, taken as 14 of 292.6 tokens.
-    CHECK(core(llama(R"(, "packed_sample_tokens": 300)")) == doctest::Approx(4096 * (4096 / 14.0 + 1) / 2.0 * per_key));
+    // A mean that does not divide the sequence counts as it is (13.65 samples of 300), and micro-batches add up.
+    CHECK(core(llama(R"(, "packed_sample_tokens": 300)")) == doctest::Approx(4096 * 301 / 2.0 * per_key));
+    CHECK(core(llama(R"(, "micro_batch": 2, "packed_sample_tokens": 300)")) == doctest::Approx(2 * 4096 * 301 / 2.0 * per_key));
+    // Nothing else of the step counts samples: the LM head and embedding op is the unpacked one.
+    CHECK(op_named(breakdown(llama(R"(, "packed_sample_tokens": 16)")), "lm head and embedding").time.si() ==
+          doctest::Approx(op_named(breakdown(llama("")), "lm head and embedding").time.si()));
     // Ring context parallelism over 2 ranks splits each sample as it splits a sequence: half the pairs a rank.
     CHECK(core(llama(R"(, "packed_sample_tokens": 256)", R"("parallelism": {"tp": 1, "cp": 2}, )")) ==
           doctest::Approx(4096 * 257 / 4.0 * per_key));

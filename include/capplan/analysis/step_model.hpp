@@ -28,6 +28,9 @@ struct batch_step {
     // the routed slots. Megatron training: every rank routes its own 1/tp sequence shard (sequence
     // parallelism; ep is carved from dp), so each device's experts see tokens/tp x k slots.
     bool experts_route_rank_tokens = false;
+    // Training with packed samples: each prefill request's chunk (and its cached context) splits into this many
+    // samples that attend only within themselves (THD layout); 0 or 1: one. Only the attention core reads it.
+    double attention_segments = 0.0;
 };
 
 // Time of one step on one replica. Must be positive and non-decreasing in every field.
