@@ -712,7 +712,7 @@ training_performance assemble_training_performance(const scenario& s, const perf
                                                                         : "Dao 2023, FlashAttention-2, Fig. 4 / 7") +
                             "; between measured points interpolated, beyond them the nearest)");
     if (perf.explain && t.packed_sample_tokens > 0)
-        out.notes.push_back("packed samples of " + format_number(static_cast<double>(std::min(t.packed_sample_tokens, t.seq_len))) +
+        out.notes.push_back("packed samples of " + format_number(static_cast<double>(t.packed_sample_tokens)) +
                             " tokens: each attends within itself (Transformer Engine's THD layout, cu_seqlens); MFU and HFU "
                             "count attention over the whole sequence, as Megatron's FLOP formula does");
     if (perf.explain && t.autocast && !t.eager_kernels)

@@ -4,7 +4,6 @@
 // of the matrix units' efficiency ("fused", the default: FlashAttention-3, cuDNN and Transformer Engine kernels).
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -54,7 +53,7 @@ inline double attention_head_dim(const model_spec& m) {
 // looked up at the same length (one rate a step).
 inline double attention_kernel_seq_len(const scenario& s) {
     const training_spec& t = *s.training;
-    const double seq = static_cast<double>(t.packed_sample_tokens > 0 ? std::min(t.packed_sample_tokens, t.seq_len) : t.seq_len);
+    const double seq = static_cast<double>(t.packed_sample_tokens > 0 ? t.packed_sample_tokens : t.seq_len);  // <= seq_len (read_training)
     return s.parallelism.cp > 1 && s.parallelism.cp_algorithm == "ring" ? seq / s.parallelism.cp : seq;
 }
 
