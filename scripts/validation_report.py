@@ -700,6 +700,13 @@ def render(rows, provenance, data):
         within = sum(abs(r["error"]) <= 0.12 for r in held)
         lines += ["", f"Held-out training rows (step time and MFU) within 12%: {within} of {len(held)} "
                       f"({100 * within / len(held):.0f}%; issue #20's target 80%)."]
+    lora = [r for r in rows if r["quantity"] == "lora_time" and r["role"] == "held_out"]
+    if lora:
+        within = sum(abs(r["error"]) <= 0.12 for r in lora)
+        plain = sorted(abs(r["error"]) for r in lora if not r.get("gap"))
+        lines += ["", f"Held-out LoRA / QLoRA step and run-time rows within 12%: {within} of {len(lora)} "
+                      f"({100 * within / len(lora):.0f}%); the {len(plain)} without a documented gap (known_gap): median "
+                      f"{100 * plain[len(plain) // 2]:.1f}%, worst {100 * plain[-1]:.1f}%."]
     multi = [r for r in rows if r["quantity"] == "collective_busbw" and r["role"] == "held_out" and r.get("multi_node")]
     if multi:
         within = sum(abs(r["error"]) <= 0.10 for r in multi)

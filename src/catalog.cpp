@@ -132,9 +132,10 @@ std::optional<int> read_compute_capability(object_reader& r) {
 }  // namespace
 
 // A kernel's published rates: {"points": [{"head_dim", "seq_len", "rate"}, ...], "causal": true, "source", ...}, each
-// (head_dim, seq_len) once; returned sorted by head dimension, then sequence length.
-std::vector<attention_rate_point> read_attention_rates(object_reader& r) {
-    r.required_string("source");
+// (head_dim, seq_len) once; the points returned sorted by head dimension, then sequence length, beside the source.
+attention_kernel_table read_attention_rates(object_reader& r) {
+    attention_kernel_table table;
+    table.source = r.required_string("source");
     r.allow({"confidence", "note", "date"});
     if (r.boolean("causal") != true) r.missing("causal", "true (the rates of a causal mask, as a decoder trains)");
     const json* pts = r.get("points");
@@ -159,7 +160,8 @@ std::vector<attention_rate_point> read_attention_rates(object_reader& r) {
         return x.head_dim != y.head_dim ? x.head_dim < y.head_dim : x.seq_len < y.seq_len;
     });
     r.finish();
-    return out;
+    table.points = std::move(out);
+    return table;
 }
 
 accelerator_spec read_accelerator(object_reader& r, const header& h) {
@@ -227,7 +229,7 @@ accelerator_spec read_accelerator(object_reader& r, const header& h) {
     };
     // Training attention kernels' published rates by kernel name.
     auto attention_kernels = [](object_reader& e) {
-        std::map<std::string, std::vector<attention_rate_point>> out;
+        std::map<std::string, attention_kernel_table> out;
         if (const json* k = e.get("attention_kernels"); k && !k->is_null()) {
             object_reader kr(*k, e.path("attention_kernels"));
             for (const char* kernel : measured_attention_kernels)
@@ -586,7 +588,7 @@ void catalog::share_named_efficiencies(accelerator_spec& a, const std::string& f
     share_efficiencies(a, from);
     for (const auto& [format, f] : a.own_matmul_efficiency) a.matmul_efficiency[format] = f;
     for (const auto& [format, f] : a.own_grouped_matmul_efficiency) a.grouped_matmul_efficiency[format] = f;
-    for (const auto& [kernel, points] : a.own_attention_kernel_rates) a.attention_kernel_rates[kernel] = points;
+    for (const auto& [kernel, table] : a.own_attention_kernel_rates) a.attention_kernel_rates[kernel] = table;
 }
 
 std::filesystem::path catalog::default_dir() {

@@ -707,10 +707,9 @@ training_performance assemble_training_performance(const scenario& s, const perf
         out.notes.push_back("attention core at " + t.attention_kernel + "'s published forward + backward rate, " +
                             format(perf.efficiency.attention_kernel * perf.peak) + " at head dimension " +
                             format_number(attention_head_dim(m)) + " and " + format_number(attention_kernel_seq_len(s)) +
-                            " tokens (catalog efficiency.attention_kernels: " +
-                            (t.attention_kernel.rfind("cudnn", 0) == 0 ? "cuDNN frontend's SDPA training benchmark"
-                                                                        : "Dao 2023, FlashAttention-2, Fig. 4 / 7") +
-                            "; between measured points interpolated, beyond them the nearest)");
+                            " tokens (between measured points interpolated, beyond them the nearest; catalog " +
+                            s.system.accelerator.name + " efficiency.attention_kernels." + t.attention_kernel + ": " +
+                            s.system.accelerator.attention_kernel_rates.at(t.attention_kernel).source + ")");
     if (perf.explain && t.packed_sample_tokens > 0)
         out.notes.push_back("packed samples of " + format_number(static_cast<double>(t.packed_sample_tokens)) +
                             " tokens: each attends within itself (Transformer Engine's THD layout, cu_seqlens); MFU and HFU "

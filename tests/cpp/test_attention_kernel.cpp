@@ -45,7 +45,7 @@ std::string error_of(const std::string& text) {
 }  // namespace
 
 TEST_CASE("a kernel's rate: the published points, linear in head dimension and in log2 of the sequence, clamped") {
-    const auto& triton = cat().accelerator("A100-80GB-SXM").attention_kernel_rates.at("flash_attention_triton");
+    const auto& triton = cat().accelerator("A100-80GB-SXM").attention_kernel_rates.at("flash_attention_triton").points;
     // Fig. 4 (c, d), causal: head dimension 64: 59, 75, 79, 76, 79, 80 TFLOP/s at 512 ... 16k; 128: 50, 61, 68, 74, 78, 80.
     CHECK(tflops(attention_kernel_rate(triton, 64, 2048)) == doctest::Approx(79));
     CHECK(tflops(attention_kernel_rate(triton, 128, 2048)) == doctest::Approx(68));
@@ -86,6 +86,12 @@ TEST_CASE("a named kernel runs the training step's attention core at its rate") 
                std::string::npos;
     });
     CHECK(noted);
+    // ... and cites the part's catalog entry for those rates: the figure they were read from.
+    const bool cited = std::any_of(pb.notes.begin(), pb.notes.end(), [](const std::string& n) {
+        return n.find("catalog H100-SXM efficiency.attention_kernels.flash_attention_triton: Dao 2023, FlashAttention-2 "
+                      "(arXiv:2307.08691) Sec. 4.1 Fig. 7") != std::string::npos;
+    });
+    CHECK(cited);
 }
 
 TEST_CASE("FP8 training with a named kernel: the kernel's rate, not the FP8 peak's efficiency") {
@@ -167,7 +173,7 @@ TEST_CASE("ring context parallelism runs the kernel over a rank's chunks; all-ga
 
 TEST_CASE("an accelerator borrowing another's efficiencies scales the kernels' absolute rates by its 16-bit peak") {
     // H800 is H100's die at the same peaks: the same 108 TFLOP/s. An inline part at half H100's bf16 peak: half.
-    CHECK(tflops(attention_kernel_rate(cat().accelerator("H800").attention_kernel_rates.at("flash_attention_1"), 128, 2048)) ==
+    CHECK(tflops(attention_kernel_rate(cat().accelerator("H800").attention_kernel_rates.at("flash_attention_1").points, 128, 2048)) ==
           doctest::Approx(108));
     const scenario half = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": {"vendor": "generic",
         "memory": {"capacity": "80 GB", "bandwidth": "3.35 TB/s"}, "peak_dense_flops": {"bf16": "494.75 TFLOP/s"},
@@ -175,6 +181,10 @@ TEST_CASE("an accelerator borrowing another's efficiencies scales the kernels' a
         "training": {"seq_len": 2048, "global_batch": 1, "attention_kernel": "flash_attention_1"}})",
                                         cat());
     CHECK(tflops(*training_attention_rate(half)) == doctest::Approx(54));
+    // Their source says whose rates they are, and how scaled.
+    CHECK(cat().accelerator("H800").attention_kernel_rates.at("flash_attention_1").source.rfind("as H100-SXM: Dao 2023", 0) == 0);
+    CHECK(half.system.accelerator.attention_kernel_rates.at("flash_attention_1").source.rfind(
+              "as H100-SXM x 0.500, the bf16 peaks' ratio: Dao 2023", 0) == 0);
 }
 
 TEST_CASE("cuDNN's fused attention at the rates cuDNN frontend's SDPA training benchmark measured") {
@@ -183,18 +193,21 @@ TEST_CASE("cuDNN's fused attention at the rates cuDNN frontend's SDPA training b
     // = 1.0996e12, the backward 2.5 x that: 3.5 x 1.0996e12 / 7.533 ms = 511 TFLOP/s. BF16: 1.708 + 5.083 ms, 567.
     const double forward = 4.0 * 128 * 8192.0 * 8193.0 / 2.0 * 64;
     const auto& h200 = cat().accelerator("H200").attention_kernel_rates;
-    CHECK(tflops(attention_kernel_rate(h200.at("cudnn_fp8"), 128, 8192)) == doctest::Approx(3.5 * forward / 7.533e-3 / 1e12).epsilon(0.002));
-    CHECK(tflops(attention_kernel_rate(h200.at("cudnn"), 128, 8192)) == doctest::Approx(3.5 * forward / 6.791e-3 / 1e12).epsilon(0.002));
+    CHECK(tflops(attention_kernel_rate(h200.at("cudnn_fp8").points, 128, 8192)) == doctest::Approx(3.5 * forward / 7.533e-3 / 1e12).epsilon(0.002));
+    CHECK(tflops(attention_kernel_rate(h200.at("cudnn").points, 128, 8192)) == doctest::Approx(3.5 * forward / 6.791e-3 / 1e12).epsilon(0.002));
     // H100 SXM takes H200's (the same die and peaks); GB300 carries its own beside "as": GB200: 2,001, not GB200's 1,585.
-    CHECK(tflops(attention_kernel_rate(cat().accelerator("H100-SXM").attention_kernel_rates.at("cudnn_fp8"), 128, 8192)) ==
+    CHECK(tflops(attention_kernel_rate(cat().accelerator("H100-SXM").attention_kernel_rates.at("cudnn_fp8").points, 128, 8192)) ==
           doctest::Approx(511));
-    const double gb300 = tflops(attention_kernel_rate(cat().accelerator("GB300").attention_kernel_rates.at("cudnn_fp8"), 128, 8192));
+    const double gb300 = tflops(attention_kernel_rate(cat().accelerator("GB300").attention_kernel_rates.at("cudnn_fp8").points, 128, 8192));
     CHECK(gb300 == doctest::Approx(2001));
-    CHECK(tflops(attention_kernel_rate(cat().accelerator("GB200").attention_kernel_rates.at("cudnn_fp8"), 128, 8192)) ==
+    CHECK(tflops(attention_kernel_rate(cat().accelerator("GB200").attention_kernel_rates.at("cudnn_fp8").points, 128, 8192)) ==
           doctest::Approx(1585));
     // B300: GB300's at B300's bf16 peak over GB300's, 2,250 / 2,500, within the rounding to whole TFLOP/s.
-    CHECK(tflops(attention_kernel_rate(cat().accelerator("B300").attention_kernel_rates.at("cudnn_fp8"), 128, 8192)) ==
+    CHECK(tflops(attention_kernel_rate(cat().accelerator("B300").attention_kernel_rates.at("cudnn_fp8").points, 128, 8192)) ==
           doctest::Approx(0.9 * gb300).epsilon(0.001));
+    // A part's own rates beside "as" keep their own source.
+    CHECK(cat().accelerator("B300").attention_kernel_rates.at("cudnn_fp8").source.rfind("GB300's measured rates x 2,250 / 2,500", 0) == 0);
+    CHECK(cat().accelerator("H200").attention_kernel_rates.at("cudnn").source.rfind("NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training", 0) == 0);
 }
 
 TEST_CASE("FP8 attention (cudnn_fp8) runs the FP8 step's attention core at its measured rate, and needs FP8 compute") {

@@ -104,7 +104,7 @@ def lora_published(row):
 
 _TRAINING_SYSTEMS = {"A100-80GB-SXM": "DGX-A100", "A100-40GB-SXM": "DGX-A100", "H100-SXM": "DGX-H100", "H200": "HGX-H200",
                      "B200": "HGX-B200", "B300": "HGX-B300", "GB200": "GB200-NVL72",
-                     "GB300": "GB300-NVL72"}
+                     "GB300": "GB300-NVL72", "L40S": "L40S-PCIe-Server"}
 
 
 def lora_time_scenario(row):

@@ -14,8 +14,10 @@ _COMPARED = [r for r in json.loads((pathlib.Path(__file__).parents[1] / "data" /
 ROWS = [r for r in _COMPARED if "published_peak" in r]  # peak memory (held out)
 TIME_ROWS = [r for r in _COMPARED if "published_time" in r and r["id"].startswith("answerai")]  # QLoRA run times (held out)
 DGXC_ROWS = [r for r in _COMPARED if r["id"].startswith("dgxc2502")]  # NeMo 24.12 LoRA step times on H100 (held out)
-THROUGHPUT_ROWS = [r for r in _COMPARED if r.get("published_throughput", {}).get("unit") == "samples/s"
-                   and r["id"].startswith("mlperf40")]  # MLPerf v4.0's FP8 LoRA
+THROUGHPUT_ROWS = [r for r in _COMPARED if r["id"].startswith(("mlperf40", "mlperf50"))
+                   and r["role"] == "fitted"]  # MLPerf v4.0's and v5.0's FP8 LoRA on one node (fitted)
+# Every other FP8 NeMo run of MLPerf v4.0, v4.1 and v5.0, one a configuration and round (held out, _meta.mlperf_rounds_rule)
+MLPERF_ROUNDS = [r for r in _COMPARED if r["id"].startswith(("mlperf40", "mlperf41", "mlperf50")) and r["role"] == "held_out"]
 MLPERF51_ROWS = {r["accelerator"]: r for r in _COMPARED if r["id"].startswith(("mlperf51-gb200x72", "mlperf51-gb300x72"))}  # fitted
 # MLPerf Training v5.1's other FP8 NeMo runs, one a configuration: held out where they ran 16-bit attention (Cisco's
 # four), fitted where they ran FP8 attention (attention_kernel cudnn_fp8, written after their first prediction)
@@ -186,6 +188,34 @@ def test_mlperf51_lora_steps_against_published(row):
     # parallel rank's 1k-2k-token chunks), bounded on their side at 35%; the rest keep the 25% drift guard.
     assert (row["role"] == "held_out") == (row.get("attention_kernel") != "cudnn_fp8")
     _check_step(row, 0.25, LLAMA2_70B_GEMM_WEIGHTS)
+
+
+def test_mlperf_rounds_hold_every_configuration_once():
+    # The rule's rows: 7 from v4.0, 12 from v4.1, 15 from v5.0, none repeating a configuration within its round.
+    rounds = [r["id"][:8] for r in MLPERF_ROUNDS]
+    assert (rounds.count("mlperf40"), rounds.count("mlperf41"), rounds.count("mlperf50")) == (7, 12, 15)
+    layouts = {(r["id"][:8], r["accelerator"], r["gpus"], r.get("tp", 1), r.get("pp", 1), r.get("cp", 1), r["global_batch"])
+               for r in MLPERF_ROUNDS + THROUGHPUT_ROWS}
+    assert len(layouts) == len(MLPERF_ROUNDS) + len(THROUGHPUT_ROWS)
+
+
+@pytest.mark.parametrize("row", MLPERF_ROUNDS, ids=[r["id"] for r in MLPERF_ROUNDS])
+def test_mlperf_rounds_lora_steps_against_published(row):
+    # Predicted once held out (2026-12-05), 34 configurations on H100, H200, B200, GB200 and L40S from 4 to 1,024 GPUs:
+    # -38.3% to +25.7%, median |error| 6.2%. Nine are off by a documented gap of their own (known_gap, its side first:
+    # NeMo 24.04's context-parallel step, which v4.1's runs of the same layouts beat by 18-24%; one cluster's slow H200
+    # run; TP communication without overlap on 4-GPU boards and over L40S's PCIe), bounded on that side at 40%; the
+    # rest within 15%, and none faster than its forward and input-gradient GEMMs at the FP8 peak.
+    modelled, published = lora_time_published(row)
+    error = modelled / published - 1
+    gap = row.get("known_gap", "")
+    if gap:
+        side = gap.split(":", 1)[0]
+        assert side in ("fast", "slow") and 0.12 < (error if side == "slow" else -error) <= 0.40, error
+    else:
+        assert abs(error) <= 0.15, error
+    peak = capplan.accelerator(row["accelerator"]).peak(row["compute"]).si
+    assert modelled > 4 * LLAMA2_70B_GEMM_WEIGHTS * row["samples"] * row["seq_len"] / (row["gpus"] * peak)
 
 
 def _check_step(row, guard, weights):

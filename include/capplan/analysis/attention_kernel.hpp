@@ -62,7 +62,7 @@ inline double attention_kernel_seq_len(const scenario& s) {
 inline std::optional<flop_rate> training_attention_rate(const scenario& s) {
     if (!s.training || s.training->attention_kernel == "fused") return std::nullopt;
     const auto& rates = s.system.accelerator.attention_kernel_rates.at(s.training->attention_kernel);
-    return attention_kernel_rate(rates, attention_head_dim(s.model), attention_kernel_seq_len(s));
+    return attention_kernel_rate(rates.points, attention_head_dim(s.model), attention_kernel_seq_len(s));
 }
 
 }  // namespace capplan

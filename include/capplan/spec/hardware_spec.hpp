@@ -34,6 +34,13 @@ struct attention_rate_point {
     flop_rate rate;
 };
 
+// A training attention kernel's published rates on one part and where they were published (the catalog entry's
+// "source"; for a part that shares another's, that part's source, scaled as share_efficiencies says).
+struct attention_kernel_table {
+    std::string source;
+    std::vector<attention_rate_point> points;  // sorted by head dimension, then sequence
+};
+
 struct accelerator_spec {
     std::string name;
     std::string vendor;
@@ -56,8 +63,8 @@ struct accelerator_spec {
     // PyTorch's eager element-wise kernels by class (eager_class.hpp: contiguous, mixed_dtype, strided, broadcast, reduction),
     // as fractions of the peak bandwidth; a class without one: the memory efficiency.
     std::map<std::string, double> eager_elementwise_efficiency;
-    // Training attention kernels' published rates by kernel name, points sorted by head dimension, then sequence.
-    std::map<std::string, std::vector<attention_rate_point>> attention_kernel_rates;
+    // Training attention kernels' published rates by kernel name.
+    std::map<std::string, attention_kernel_table> attention_kernel_rates;
     std::optional<duration> kernel_launch;
     std::optional<duration> prefill_step_overhead;  // host work of a step that runs a prompt (no CUDA graph)
     std::optional<double> roofline_norm;  // p of a kernel's (compute^p + memory^p)^(1/p) (inference_perf.hpp)
@@ -72,7 +79,7 @@ struct accelerator_spec {
     // as a scenario naming the part does, gives the same result).
     std::string efficiency_as;
     std::map<std::string, double> own_matmul_efficiency, own_grouped_matmul_efficiency;
-    std::map<std::string, std::vector<attention_rate_point>> own_attention_kernel_rates;  // measured on this part itself
+    std::map<std::string, attention_kernel_table> own_attention_kernel_rates;  // measured on this part itself
     std::string scale_up_link;                           // link catalog name, empty if none
     std::optional<byte_rate> scale_up_bandwidth_per_direction;
     std::string host_link;
@@ -107,8 +114,12 @@ inline void share_efficiencies(accelerator_spec& to, const accelerator_spec& fro
     const peak_rate mine = to.peak("bf16"), theirs = from.peak("bf16");
     const bool scalable = mine.status == peak_rate::state::known && theirs.status == peak_rate::state::known &&
                           theirs.value.si() > 0;
-    for (auto& [kernel, points] : to.attention_kernel_rates)
-        for (auto& p : points) p.rate = scalable ? p.rate * (mine.value / theirs.value) : p.rate;
+    const double ratio = scalable ? mine.value / theirs.value : 1.0;
+    for (auto& [kernel, table] : to.attention_kernel_rates) {
+        for (auto& p : table.points) p.rate = p.rate * ratio;
+        const std::string scaled = ratio == 1.0 ? "" : " x " + std::to_string(ratio).substr(0, 5) + ", the bf16 peaks' ratio";
+        table.source = "as " + from.name + scaled + ": " + table.source;
+    }
     to.kernel_launch = from.kernel_launch;
     to.prefill_step_overhead = from.prefill_step_overhead;
     to.roofline_norm = from.roofline_norm;
