@@ -707,8 +707,8 @@ training_performance assemble_training_performance(const scenario& s, const perf
         out.notes.push_back("attention core at " + t.attention_kernel + "'s published forward + backward rate, " +
                             format(perf.efficiency.attention_kernel * perf.peak) + " at head dimension " +
                             format_number(attention_head_dim(m)) + " and " + format_number(attention_kernel_seq_len(s)) +
-                            " tokens (between measured points interpolated, beyond them the nearest; catalog " +
-                            s.system.accelerator.name + " efficiency.attention_kernels." + t.attention_kernel + ": " +
+                            " tokens (between measured points interpolated, beyond them the nearest; the catalog's " +
+                            t.attention_kernel + " rates on " + s.system.accelerator.name + ": " +
                             s.system.accelerator.attention_kernel_rates.at(t.attention_kernel).source + ")");
     if (perf.explain && t.packed_sample_tokens > 0)
         out.notes.push_back("packed samples of " + format_number(static_cast<double>(t.packed_sample_tokens)) +

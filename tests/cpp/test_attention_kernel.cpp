@@ -88,7 +88,7 @@ TEST_CASE("a named kernel runs the training step's attention core at its rate") 
     CHECK(noted);
     // ... and cites the part's catalog entry for those rates: the figure they were read from.
     const bool cited = std::any_of(pb.notes.begin(), pb.notes.end(), [](const std::string& n) {
-        return n.find("catalog H100-SXM efficiency.attention_kernels.flash_attention_triton: Dao 2023, FlashAttention-2 "
+        return n.find("the catalog's flash_attention_triton rates on H100-SXM: Dao 2023, FlashAttention-2 "
                       "(arXiv:2307.08691) Sec. 4.1 Fig. 7") != std::string::npos;
     });
     CHECK(cited);
@@ -184,7 +184,7 @@ TEST_CASE("an accelerator borrowing another's efficiencies scales the kernels' a
     // Their source says whose rates they are, and how scaled.
     CHECK(cat().accelerator("H800").attention_kernel_rates.at("flash_attention_1").source.rfind("as H100-SXM: Dao 2023", 0) == 0);
     CHECK(half.system.accelerator.attention_kernel_rates.at("flash_attention_1").source.rfind(
-              "as H100-SXM x 0.500, the bf16 peaks' ratio: Dao 2023", 0) == 0);
+              "as H100-SXM x 0.5, the bf16 peaks' ratio: Dao 2023", 0) == 0);
 }
 
 TEST_CASE("cuDNN's fused attention at the rates cuDNN frontend's SDPA training benchmark measured") {

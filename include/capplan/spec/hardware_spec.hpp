@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -115,9 +116,13 @@ inline void share_efficiencies(accelerator_spec& to, const accelerator_spec& fro
     const bool scalable = mine.status == peak_rate::state::known && theirs.status == peak_rate::state::known &&
                           theirs.value.si() > 0;
     const double ratio = scalable ? mine.value / theirs.value : 1.0;
+    char scaled[96] = "";
+    if (!scalable)
+        std::snprintf(scaled, sizeof scaled, " (unscaled: no bf16 peak to scale by)");
+    else if (ratio != 1.0)
+        std::snprintf(scaled, sizeof scaled, " x %.3g, the bf16 peaks' ratio", ratio);
     for (auto& [kernel, table] : to.attention_kernel_rates) {
         for (auto& p : table.points) p.rate = p.rate * ratio;
-        const std::string scaled = ratio == 1.0 ? "" : " x " + std::to_string(ratio).substr(0, 5) + ", the bf16 peaks' ratio";
         table.source = "as " + from.name + scaled + ": " + table.source;
     }
     to.kernel_launch = from.kernel_launch;
