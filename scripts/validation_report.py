@@ -45,7 +45,7 @@ DOC = ROOT / "docs" / "validation.md"
 BANDS = ROOT / "models" / "uncertainty.json"  # the error bands estimates carry as ranges (issue #22 item 5)
 # The quantities whose held-out errors become an estimate's ranges, and the fewest rows a band needs.
 BAND_QUANTITIES = ("ttft", "tpot", "e2e", "throughput_saturated", "throughput_static", "training_step",
-                   "checkpoint_save", "checkpoint_restore", "lora_memory")
+                   "checkpoint_save", "checkpoint_restore", "lora_memory", "lora_time")
 BAND_MIN_ROWS = 10  # deciles of fewer rows would claim an 8-in-10 interval nothing supports
 
 ROLES = ("fitted", "held_out")
@@ -723,7 +723,8 @@ def render(rows, provenance, data):
               "Where a model family (dense, or mixture-of-experts by the catalog's `moe`) has that many rows of its "
               "own, its band is given too, and an estimate of such a model takes it; a model of the other family, "
               "with fewer rows, then carries no range for that quantity (today MoE training steps and static "
-              "batches).", "",
+              "batches, and MoE fine-tunes). A LoRA / QLoRA fine-tune's step time, tokens per second and MFU take "
+              "`lora_time`'s band (its rows are fine-tunes), every other training step `training_step`'s.", "",
               "| quantity | held-out rows | p10 | p90 |", "|---|---:|---:|---:|"]
     lines += [f"| {q} | {b['rows']} | {_pct(b['p10'])} | {_pct(b['p90'])} |" for q, b in band.items()]
     beyond = [r for r in rows if r["role"] == "held_out" and abs(r["error"]) > ROW_LIMIT]

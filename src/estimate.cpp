@@ -783,10 +783,12 @@ void add_ranges(const scenario& s, const uncertainty_bands& u, estimate_result& 
     }
     if (r.training) {
         const training_result& t = *r.training;
-        put("training.step_time_s", t.step_time_s, "training_step", false);
-        put("training.time_to_train_s", t.time_to_train_s, "training_step", false);
-        put("training.tokens_per_s", t.tokens_per_s, "training_step", true);
-        put("training.mfu", t.mfu, "training_step", true);
+        // A fine-tune's step takes the LoRA / QLoRA rows' band, not pre-training's: their errors differ (docs/validation.md).
+        const char* step = s.training && s.training->lora ? "lora_time" : "training_step";
+        put("training.step_time_s", t.step_time_s, step, false);
+        put("training.time_to_train_s", t.time_to_train_s, step, false);
+        put("training.tokens_per_s", t.tokens_per_s, step, true);
+        put("training.mfu", t.mfu, step, true);
         if (s.training && s.training->lora && r.memory.per_device)
             put("memory.per_device_bytes", r.memory.per_device->si(), "lora_memory", false);
     }

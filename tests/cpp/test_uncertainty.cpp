@@ -38,6 +38,15 @@ TEST_CASE("an estimate carries the ranges of the quantities the shipped catalog'
         "training": {"seq_len": 4096, "global_batch": 64, "zero": 3}})", cat), cat);
     CHECK(t.ranges.at("training.mfu").second == doctest::Approx(t.training->mfu * (1 + step->p90)));
     CHECK(t.ranges.count("memory.per_device_bytes") == 0);  // full training: no validated memory band
+    // A LoRA fine-tune of the same model takes the fine-tuning rows' band (Llama rows: the dense family's), not
+    // pre-training's.
+    const error_band* lora = cat.uncertainty().find("lora_time", false);
+    REQUIRE(lora != nullptr);
+    CHECK(lora->p90 != step->p90);
+    const auto f = estimate(read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100"},
+        "training": {"seq_len": 4096, "global_batch": 64, "lora": {"rank": 16, "targets": "all_linear"}}})", cat), cat);
+    CHECK(f.ranges.at("training.mfu").second == doctest::Approx(f.training->mfu * (1 + lora->p90)));
+    CHECK(f.ranges.at("training.step_time_s").first == doctest::Approx(f.training->step_time_s / (1 + lora->p90)));
 }
 
 TEST_CASE("a model family's band is taken where the file has one, else the quantity's") {
