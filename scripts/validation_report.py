@@ -723,7 +723,7 @@ def render(rows, provenance, data):
               "Where a model family (dense, or mixture-of-experts by the catalog's `moe`) has that many rows of its "
               "own, its band is given too, and an estimate of such a model takes it; a model of the other family, "
               "with fewer rows, then carries no range for that quantity (today MoE training steps and static "
-              "batches, and MoE fine-tunes). A LoRA / QLoRA fine-tune's step time, tokens per second and MFU take "
+              "batches, and MoE fine-tunes). A LoRA / QLoRA fine-tune's step time, time to train, tokens per second and MFU take "
               "`lora_time`'s band (its rows are fine-tunes), every other training step `training_step`'s.", "",
               "| quantity | held-out rows | p10 | p90 |", "|---|---:|---:|---:|"]
     lines += [f"| {q} | {b['rows']} | {_pct(b['p10'])} | {_pct(b['p90'])} |" for q, b in band.items()]

@@ -182,9 +182,19 @@ TEST_CASE("an accelerator borrowing another's efficiencies scales the kernels' a
                                         cat());
     CHECK(tflops(*training_attention_rate(half)) == doctest::Approx(54));
     // Their source says whose rates they are, and how scaled.
-    CHECK(cat().accelerator("H800").attention_kernel_rates.at("flash_attention_1").source.rfind("as H100-SXM: Dao 2023", 0) == 0);
+    CHECK(cat().accelerator("H800").attention_kernel_rates.at("flash_attention_1").source.rfind("as H100-SXM's: Dao 2023", 0) == 0);
     CHECK(half.system.accelerator.attention_kernel_rates.at("flash_attention_1").source.rfind(
-              "as H100-SXM x 0.5, the bf16 peaks' ratio: Dao 2023", 0) == 0);
+              "as H100-SXM's x 0.5 (the bf16 peaks' ratio): Dao 2023", 0) == 0);
+    // A part with no bf16 peak keeps the rates as published and says so.
+    const scenario fp16_only = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"accelerator": {"vendor": "generic",
+        "memory": {"capacity": "80 GB", "bandwidth": "3.35 TB/s"}, "peak_dense_flops": {"bf16": null, "fp16": "494.75 TFLOP/s"},
+        "efficiency": {"as": {"value": "H100-SXM", "source": "a test"}}}, "count": 1},
+        "precision": {"weights": "fp16", "activations": "fp16", "compute": "fp16"},
+        "inference": {"input_tokens": 100, "output_tokens": 10}})",
+                                             cat());
+    const auto& unscaled = fp16_only.system.accelerator.attention_kernel_rates.at("flash_attention_1");
+    CHECK(unscaled.source.rfind("as H100-SXM's, unscaled (no bf16 peak to scale by): Dao 2023", 0) == 0);
+    CHECK(tflops(attention_kernel_rate(unscaled.points, 128, 2048)) == doctest::Approx(108));
 }
 
 TEST_CASE("cuDNN's fused attention at the rates cuDNN frontend's SDPA training benchmark measured") {

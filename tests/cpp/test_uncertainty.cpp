@@ -47,6 +47,12 @@ TEST_CASE("an estimate carries the ranges of the quantities the shipped catalog'
         "training": {"seq_len": 4096, "global_batch": 64, "lora": {"rank": 16, "targets": "all_linear"}}})", cat), cat);
     CHECK(f.ranges.at("training.mfu").second == doctest::Approx(f.training->mfu * (1 + lora->p90)));
     CHECK(f.ranges.at("training.step_time_s").first == doctest::Approx(f.training->step_time_s / (1 + lora->p90)));
+    // Every fine-tuning row is a dense model's: a MoE fine-tune carries no training range (nor pre-training's).
+    CHECK(cat.uncertainty().find("lora_time", true) == nullptr);
+    const auto moe = estimate(read_scenario(R"({"model": "Qwen3-30B-A3B", "system": {"preset": "DGX-H100"},
+        "training": {"seq_len": 4096, "global_batch": 64, "lora": {"rank": 16, "targets": "all_linear"}}})", cat), cat);
+    REQUIRE(moe.training);
+    for (const char* key : {"training.step_time_s", "training.tokens_per_s", "training.mfu"}) CHECK(moe.ranges.count(key) == 0);
 }
 
 TEST_CASE("a model family's band is taken where the file has one, else the quantity's") {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -116,14 +117,15 @@ inline void share_efficiencies(accelerator_spec& to, const accelerator_spec& fro
     const bool scalable = mine.status == peak_rate::state::known && theirs.status == peak_rate::state::known &&
                           theirs.value.si() > 0;
     const double ratio = scalable ? mine.value / theirs.value : 1.0;
-    char scaled[96] = "";
-    if (!scalable)
-        std::snprintf(scaled, sizeof scaled, " (unscaled: no bf16 peak to scale by)");
-    else if (ratio != 1.0)
-        std::snprintf(scaled, sizeof scaled, " x %.3g, the bf16 peaks' ratio", ratio);
+    std::string how = ", unscaled (no bf16 peak to scale by)";
+    if (scalable) {
+        char text[64];
+        std::snprintf(text, sizeof text, " x %.3g (the bf16 peaks' ratio)", ratio);
+        how = std::abs(ratio - 1.0) < 5e-4 ? "" : text;  // the same peaks: no ratio to state
+    }
     for (auto& [kernel, table] : to.attention_kernel_rates) {
         for (auto& p : table.points) p.rate = p.rate * ratio;
-        table.source = "as " + from.name + scaled + ": " + table.source;
+        table.source = "as " + from.name + "'s" + how + ": " + table.source;
     }
     to.kernel_launch = from.kernel_launch;
     to.prefill_step_overhead = from.prefill_step_overhead;
