@@ -1,6 +1,7 @@
 #include "capplan/analysis/training_perf.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "capplan/analysis/attention_kernel.hpp"
 #include "capplan/analysis/collectives.hpp"
@@ -98,6 +99,34 @@ duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const w
     });
     kernels = std::max(1.0, kernels);
     return memory_passes(perf, bytes.si(), kernels, perf.efficiency.memory_at(bytes.si() / kernels));
+}
+
+// Sequence parallelism under FP8 GEMMs (Transformer Engine): a layer's four all-gathers (forward: the LayerNorm outputs
+// into the QKV and first MLP projections; backward: the row-parallel projections' output gradients) move FP8 data, as
+// TE casts before it gathers (TE 1.x LayerNormLinear: layernorm_fwd_fp8, then gather_along_first_dim; TE 2.x:
+// gather_along_first_dim(..., quantizer)), while its four reduce-scatters stay 16-bit. A LoRA adapter on a
+// LayerNorm-fused projection reads the gathered 16-bit norm output (NeMo: return_layernorm_output_gathered), so that
+// forward all-gather stays 16-bit. The shares of the 16-bit count, of the forward's traffic and of the whole step's;
+// 1 for MoE models (their dispatchers gather tokens before any FP8 cast).
+struct tp_traffic_shares {
+    double forward = 1.0, step = 1.0;
+};
+tp_traffic_shares sequence_parallel_fp8_shares(const scenario& s) {
+    const parallelism_spec& p = s.parallelism;
+    const precision_spec& prec = s.precision;
+    tp_traffic_shares out;
+    const bool fp8 = prec.compute.peak_key == "fp8" && !prec.activations.quantized();
+    if (!fp8 || !p.sequence_parallel || p.tp <= 1 || s.model.is_moe()) return out;
+    const double e16 = prec.activations.bytes_per_element(), e8 = prec.compute.bytes_per_element();
+    const auto& lora = s.training->lora;
+    auto reads_norm = [&](std::initializer_list<lora_target> targets) {
+        return lora && std::any_of(targets.begin(), targets.end(), [&](lora_target t) { return lora->has(t); });
+    };
+    const double attention = reads_norm({lora_target::q_proj, lora_target::k_proj, lora_target::v_proj, lora_target::qkv_proj}) ? e16 : e8;
+    const double mlp = reads_norm({lora_target::gate_proj, lora_target::up_proj, lora_target::gate_up_proj}) ? e16 : e8;
+    out.forward = (2.0 * e16 + attention + mlp) / (4.0 * e16);
+    out.step = (4.0 * e16 + attention + mlp + 2.0 * e8) / (8.0 * e16);
+    return out;
 }
 
 // The LoRA adapters' own kernels for one micro-batch on the fullest stage's device (lora.hpp
@@ -354,7 +383,8 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
         forward += static_cast<double>(t.mtp_layers) * module / stages;
         mtp_alltoall = static_cast<double>(t.mtp_layers) * f.ep_alltoall / std::max(1.0, static_cast<double>(m.moe_layer_count())) / stages;
     }
-    const duration tp_comm = 2.0 * f.tp_allreduce / stages;
+    const tp_traffic_shares sp_fp8 = sequence_parallel_fp8_shares(s);
+    const duration tp_comm = 2.0 * f.tp_allreduce / stages * sp_fp8.step;
     // Backward = 2 x forward (Narayanan et al. 2021 §3.2), except the fused attention core: its
     // backward recomputes the scores, five matrix products to the forward's two, 2.5 x its FLOPs
     // (Dao 2023, FlashAttention-2, arXiv:2307.08691 Algorithm 2; Dao-AILab/flash-attention
@@ -509,7 +539,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // Stragglers: the slowest rank sets the pace of every synchronous step (an optional factor >= 1).
     const double straggler = t.straggler_factor;
     // A full recomputation reruns the forward's tensor-parallel all-reduces too.
-    const duration recompute_comm = t.recompute == recompute_kind::full ? f.tp_allreduce / stages : duration{};
+    const duration recompute_comm = t.recompute == recompute_kind::full ? f.tp_allreduce / stages * sp_fp8.forward : duration{};
     // Tensor-parallel overlap (Wang et al. 2023, ASPLOS, "Overlap Communication with Dependent
     // Computation via Decomposition"; Transformer Engine userbuffers): each all-gather / reduce-scatter
     // is split into chunks pipelined with the GEMM that consumes or produces it, so only what the
@@ -710,6 +740,11 @@ training_performance assemble_training_performance(const scenario& s, const perf
                             " tokens (between measured points interpolated, beyond them the nearest; the catalog's " +
                             t.attention_kernel + " rates on " + s.system.accelerator.name + ": " +
                             s.system.accelerator.attention_kernel_rates.at(t.attention_kernel).source + ")");
+    if (const tp_traffic_shares sp = sequence_parallel_fp8_shares(s); perf.explain && sp.step < 1.0)
+        out.notes.push_back("sequence parallelism under FP8: the all-gathers move FP8 data (Transformer Engine casts before "
+                            "it gathers), the reduce-scatters 16-bit: the tensor-parallel traffic is " +
+                            format_number(sp.step) + " of its 16-bit count (a LoRA adapter on a LayerNorm-fused "
+                            "projection keeps its forward all-gather 16-bit)");
     if (perf.explain && t.packed_sample_tokens > 0)
         out.notes.push_back("packed samples of " + format_number(static_cast<double>(t.packed_sample_tokens)) +
                             " tokens: each attends within itself (Transformer Engine's THD layout, cu_seqlens); MFU and HFU "

@@ -295,6 +295,30 @@ TEST_CASE("data-parallel overlap switches: what is not overlapped is exposed who
                          doctest::Contains("/training/overlap_grad_reduce"), config_error);
 }
 
+TEST_CASE("sequence parallelism under FP8 gathers FP8 data and reduce-scatters 16-bit data") {
+    // Per layer four all-gathers and four reduce-scatters of equal 16-bit size; under FP8 (1 B) the gathers halve:
+    // (4 x 2 + 4 x 1) / (8 x 2) = 0.75 of the traffic. A LoRA adapter on qkv_proj keeps the forward gather into the
+    // QKV projection 16-bit: (4 x 2 + 2 + 3 x 1) / 16 = 0.8125; on qkv_proj and gate_up_proj: (8 + 2 + 2 + 2) / 16.
+    auto parts_of = [](const std::string& compute, bool sp, const std::string& lora) {
+        const scenario s = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+            "precision": {"weights": "bf16", "compute": ")" + compute + R"("},
+            "parallelism": {"tp": 8, "sequence_parallel": )" + (sp ? std::string("true") : std::string("false")) + R"(},
+            "training": {"seq_len": 4096, "global_batch": 8)" + lora + "}}", test::shipped_catalog());
+        const perf_setup perf = training_perf_setup(s);
+        return training_step_time(s, perf, step_time_breakdown(perf, training_micro_batch(1, 4096, 1)), shard_weights(s.model, s.parallelism));
+    };
+    const auto bf16_sp = parts_of("bf16", true, ""), fp8_plain = parts_of("fp8", false, ""), fp8_sp = parts_of("fp8", true, "");
+    CHECK(fp8_plain.tp_comm.si() == doctest::Approx(bf16_sp.tp_comm.si()));  // no sequence parallelism: all-reduces
+    CHECK(fp8_sp.tp_comm.si() == doctest::Approx(0.75 * bf16_sp.tp_comm.si()));
+    const auto qkv = parts_of("fp8", true, R"(, "lora": {"rank": 16, "targets": ["qkv_proj", "o_proj"]})");
+    const auto both = parts_of("fp8", true, R"(, "lora": {"rank": 16, "targets": ["qkv_proj", "gate_up_proj"]})");
+    CHECK(qkv.tp_comm.si() == doctest::Approx(0.8125 * bf16_sp.tp_comm.si()));
+    CHECK(both.tp_comm.si() == doctest::Approx(0.875 * bf16_sp.tp_comm.si()));
+    // A full recompute reruns the forward's gathers and scatters: (2 x 2 + 2 x 1) / (4 x 2) of its 16-bit count.
+    const auto r16 = parts_of("bf16", true, R"(, "recompute": "full")"), r8 = parts_of("fp8", true, R"(, "recompute": "full")");
+    CHECK(r8.recompute_comm.si() == doctest::Approx(0.75 * r16.recompute_comm.si()));
+}
+
 TEST_CASE("rank order: data parallelism outermost spans the cluster, and crosses oversubscribed pods") {
     // 1,024 H100s, tp 8 x pp 4 x dp 32, pods of 16 nodes behind 1:7 uplinks. Megatron's order keeps a data-parallel
     // group within tp x dp = 256 GPUs = 32 nodes (2 pods); Llama 3's [TP, CP, PP, DP] spreads it over all 128 nodes

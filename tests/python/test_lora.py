@@ -14,10 +14,11 @@ _COMPARED = [r for r in json.loads((pathlib.Path(__file__).parents[1] / "data" /
 ROWS = [r for r in _COMPARED if "published_peak" in r]  # peak memory (held out)
 TIME_ROWS = [r for r in _COMPARED if "published_time" in r and r["id"].startswith("answerai")]  # QLoRA run times (held out)
 DGXC_ROWS = [r for r in _COMPARED if r["id"].startswith("dgxc2502")]  # NeMo 24.12 LoRA step times on H100 (held out)
-THROUGHPUT_ROWS = [r for r in _COMPARED if r["id"].startswith(("mlperf40", "mlperf50"))
-                   and r["role"] == "fitted"]  # MLPerf v4.0's and v5.0's FP8 LoRA on one node (fitted)
-# Every other FP8 NeMo run of MLPerf v4.0, v4.1 and v5.0, one a configuration and round (held out, _meta.mlperf_rounds_rule)
-MLPERF_ROUNDS = [r for r in _COMPARED if r["id"].startswith(("mlperf40", "mlperf41", "mlperf50")) and r["role"] == "held_out"]
+THROUGHPUT_ROWS = [r for r in _COMPARED if r["id"].startswith(("mlperf40", "mlperf50")) and r["role"] == "fitted"
+                   and "_meta.mlperf_rounds_rule" not in r["role_note"]]  # MLPerf v4.0's and v5.0's FP8 LoRA on one node
+# Every other FP8 NeMo run of MLPerf v4.0, v4.1 and v5.0, one a configuration and round (_meta.mlperf_rounds_rule): held
+# out but four whose TP communication prompted sequence parallelism's FP8 all-gathers (fitted_for)
+MLPERF_ROUNDS = [r for r in _COMPARED if "_meta.mlperf_rounds_rule" in r["role_note"]]
 MLPERF51_ROWS = {r["accelerator"]: r for r in _COMPARED if r["id"].startswith(("mlperf51-gb200x72", "mlperf51-gb300x72"))}  # fitted
 # MLPerf Training v5.1's other FP8 NeMo runs, one a configuration: held out where they ran 16-bit attention (Cisco's
 # four), fitted where they ran FP8 attention (attention_kernel cudnn_fp8, written after their first prediction)
@@ -197,19 +198,22 @@ def test_mlperf_rounds_hold_every_configuration_once():
     layouts = {(r["id"][:8], r["accelerator"], r["gpus"], r.get("tp", 1), r.get("pp", 1), r.get("cp", 1), r["global_batch"])
                for r in MLPERF_ROUNDS + THROUGHPUT_ROWS}
     assert len(layouts) == len(MLPERF_ROUNDS) + len(THROUGHPUT_ROWS)
-    # Nine carry a documented gap, its side first.
+    # Seven carry a documented gap, its side first (nine until the FP8 all-gathers took the L40S rows' away).
     gaps = [r["known_gap"].split(":", 1)[0] for r in MLPERF_ROUNDS if r.get("known_gap")]
-    assert (gaps.count("fast"), gaps.count("slow"), len(gaps)) == (5, 4, 9)
+    assert (gaps.count("fast"), gaps.count("slow"), len(gaps)) == (5, 2, 7)
+    assert sum(r["role"] == "fitted" for r in MLPERF_ROUNDS) == 4
 
 
 @pytest.mark.parametrize("row", MLPERF_ROUNDS, ids=[r["id"] for r in MLPERF_ROUNDS])
 def test_mlperf_rounds_lora_steps_against_published(row):
     # Predicted once held out (2026-12-05), 34 configurations on H100, H200, B200, GB200 and L40S from 4 to 1,024 GPUs:
-    # -38.3% to +25.7%, median |error| 6.2%. Nine are off by a documented gap of their own (known_gap, its side first:
+    # -38.3% to +25.7%, median |error| 6.2%. Nine were off by a documented gap of their own (known_gap, its side first:
     # v4.0's tp 4 cp 2 runs without CUDA graphs, which v4.1's runs of the same layouts beat by 18-24%; one cluster's
-    # slow H200 run; TP communication without overlap on 4-GPU boards and over L40S's PCIe), bounded on that side at
-    # 40% (chosen after the predictions: the other LoRA tests' 35% would not hold the one cluster's -38.3%); the rest
-    # within 15%, and none faster than its forward and input-gradient GEMMs at the FP8 peak.
+    # slow H200 run; TP communication without overlap on 4-GPU boards and over L40S's PCIe). Sequence parallelism's
+    # FP8 all-gathers, looked for after those last four (relabelled fitted), took the L40S rows to +9.9% and +10.7%
+    # and the 4-GPU boards to +15.1% and +19.7%. Gaps are bounded on their side at 40% (chosen after the predictions:
+    # the other LoRA tests' 35% would not hold the one cluster's -38.3%); the rest within 15%, and none faster than its
+    # forward and input-gradient GEMMs at the FP8 peak.
     modelled, published = lora_time_published(row)
     error = modelled / published - 1
     gap = row.get("known_gap", "")
@@ -256,7 +260,8 @@ LLAMA3_8B_GEMM_WEIGHTS = 32 * (4096 * (4096 + 2 * 1024 + 4096) + 3 * 4096 * 1433
 @pytest.mark.parametrize("row", DGXC_ROWS, ids=[r["id"] for r in DGXC_ROWS])
 def test_nemo_lora_step_on_h100_against_dgxc_benchmarking(row):
     # NVIDIA dgxc-benchmarking v25.02.01 (NeMo 24.12), Llama 3 LoRA on linear_qkv, packed 4,096, 8 to 32 H100, held out,
-    # predicted once (2026-12-05): 70B BF16 -3.5% to +3.4%, FP8 -4.8% to +11.3%; 8B BF16 +16%, FP8 +25% to +27%, a slow
+    # predicted once (2026-12-05): 70B BF16 -3.5% to +3.4%, FP8 -4.8% to +11.3% (-6.1% to +9.7% with sequence
+    # parallelism's FP8 all-gathers, those three relabelled fitted); 8B BF16 +16%, FP8 +25% to +27%, a slow
     # gap of their own (known_gap), bounded on that side at 35% (_check_step); the rest within 15%.
     _check_step(row, 0.15, LLAMA3_70B_GEMM_WEIGHTS if "70b" in row["id"] else LLAMA3_8B_GEMM_WEIGHTS)
 
