@@ -60,7 +60,7 @@ TARGETS = {"ttft": 0.12, "tpot": 0.12, "throughput_saturated": 0.15, "throughput
            "training_step": 0.07,  # issue #20: held-out step time median within 7% (and 80% of rows within 12%)
            "lora_time": 0.07}  # issue #20's training target, for fine-tuning steps and runs too
 # Targets of an issue still open: reported (met or missed), not yet a test's bound.
-OPEN_TARGETS = {"training_step"}
+OPEN_TARGETS = {"training_step", "lora_time"}
 ROW_LIMIT = 0.35
 
 
@@ -707,7 +707,9 @@ def render(rows, provenance, data):
         without = (f"; the {len(plain)} without a documented gap (known_gap): median "
                    f"{100 * statistics.median(plain):.1f}%, worst {100 * max(plain):.1f}%") if plain else ""
         lines += ["", f"Held-out LoRA / QLoRA step and run-time rows within 12%: {within} of {len(lora)} "
-                      f"({100 * within / len(lora):.0f}%; issue #20's 80% for training rows){without}."]
+                      f"({100 * within / len(lora):.0f}%; issue #20's 80% for training rows){without}. Seven rows "
+                      "whose tensor-parallel traffic prompted sequence parallelism's FP8 all-gathers count as fitted "
+                      "since (fitted_for); the rows left held out had the same median before that change."]
     multi = [r for r in rows if r["quantity"] == "collective_busbw" and r["role"] == "held_out" and r.get("multi_node")]
     if multi:
         within = sum(abs(r["error"]) <= 0.10 for r in multi)

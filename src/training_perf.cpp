@@ -104,10 +104,14 @@ duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const w
 // Sequence parallelism under FP8 GEMMs (Transformer Engine): a layer's four all-gathers (forward: the LayerNorm outputs
 // into the QKV and first MLP projections; backward: the row-parallel projections' output gradients) move FP8 data, as
 // TE casts before it gathers (TE 1.x LayerNormLinear: layernorm_fwd_fp8, then gather_along_first_dim; TE 2.x:
-// gather_along_first_dim(..., quantizer)), while its four reduce-scatters stay 16-bit. A LoRA adapter on a
+// gather_along_first_dim(..., quantizer)), while its four reduce-scatters stay 16-bit. Exceptions: a LoRA adapter on a
 // LayerNorm-fused projection reads the gathered 16-bit norm output (NeMo: return_layernorm_output_gathered), so that
-// forward all-gather stays 16-bit. The shares of the 16-bit count, of the forward's traffic and of the whole step's;
-// 1 for MoE models (their dispatchers gather tokens before any FP8 cast).
+// forward gather stays 16-bit; a block-scaled format (MXFP8, blockwise FP8) gathers both its row- and column-wise
+// copies when the weight trains (TE 2.x gathers rowwise alone only where supports_only_rowwise_all_gather()); a MoE
+// layer's expert half keeps the 16-bit count (its token dispatcher gathers before any cast). Not modelled: with
+// userbuffer overlap NeMo's adapter gathers its own 16-bit copy. The shares of the 16-bit count, of the forward's
+// traffic and of the whole step's; the attention and the MLP halves of each layer's traffic are equal (one all-reduce
+// each in the 16-bit count).
 struct tp_traffic_shares {
     double forward = 1.0, step = 1.0;
 };
@@ -116,16 +120,24 @@ tp_traffic_shares sequence_parallel_fp8_shares(const scenario& s) {
     const precision_spec& prec = s.precision;
     tp_traffic_shares out;
     const bool fp8 = prec.compute.peak_key == "fp8" && !prec.activations.quantized();
-    if (!fp8 || !p.sequence_parallel || p.tp <= 1 || s.model.is_moe()) return out;
-    const double e16 = prec.activations.bytes_per_element(), e8 = prec.compute.bytes_per_element();
+    if (!fp8 || !p.sequence_parallel || p.tp <= 1) return out;
     const auto& lora = s.training->lora;
+    const double e16 = prec.activations.bytes_per_element();
+    const double tile = prec.compute.activation_bytes_per_element > 0.0 ? prec.compute.activation_bytes_per_element
+                                                                        : prec.compute.bytes_per_element();
+    const double e8 = prec.compute.block_size > 0 && !lora ? 2.0 * tile : tile;
     auto reads_norm = [&](std::initializer_list<lora_target> targets) {
         return lora && std::any_of(targets.begin(), targets.end(), [&](lora_target t) { return lora->has(t); });
     };
-    const double attention = reads_norm({lora_target::q_proj, lora_target::k_proj, lora_target::v_proj, lora_target::qkv_proj}) ? e16 : e8;
-    const double mlp = reads_norm({lora_target::gate_proj, lora_target::up_proj, lora_target::gate_up_proj}) ? e16 : e8;
-    out.forward = (2.0 * e16 + attention + mlp) / (4.0 * e16);
-    out.step = (4.0 * e16 + attention + mlp + 2.0 * e8) / (8.0 * e16);
+    // One half: forward gather `in`, backward gather e8, a reduce-scatter each way at e16.
+    const double attention_in = reads_norm({lora_target::q_proj, lora_target::k_proj, lora_target::v_proj, lora_target::qkv_proj}) ? e16 : e8;
+    const double mlp_in = reads_norm({lora_target::gate_proj, lora_target::up_proj, lora_target::gate_up_proj}) ? e16 : e8;
+    const double moe = s.model.is_moe() ? static_cast<double>(s.model.moe_layer_count()) / static_cast<double>(s.model.layers) : 0.0;
+    auto half = [&](double in, bool forward_only) {
+        return forward_only ? (e16 + in) / (2.0 * e16) : (2.0 * e16 + in + e8) / (4.0 * e16);
+    };
+    out.forward = (half(attention_in, true) + (1.0 - moe) * half(mlp_in, true) + moe) / 2.0;
+    out.step = (half(attention_in, false) + (1.0 - moe) * half(mlp_in, false) + moe) / 2.0;
     return out;
 }
 
@@ -740,11 +752,12 @@ training_performance assemble_training_performance(const scenario& s, const perf
                             " tokens (between measured points interpolated, beyond them the nearest; the catalog's " +
                             t.attention_kernel + " rates on " + s.system.accelerator.name + ": " +
                             s.system.accelerator.attention_kernel_rates.at(t.attention_kernel).source + ")");
-    if (const tp_traffic_shares sp = sequence_parallel_fp8_shares(s); perf.explain && sp.step < 1.0)
+    if (const tp_traffic_shares sp = sequence_parallel_fp8_shares(s); perf.explain && sp.step != 1.0)
         out.notes.push_back("sequence parallelism under FP8: the all-gathers move FP8 data (Transformer Engine casts before "
                             "it gathers), the reduce-scatters 16-bit: the tensor-parallel traffic is " +
-                            format_number(sp.step) + " of its 16-bit count (a LoRA adapter on a LayerNorm-fused "
-                            "projection keeps its forward all-gather 16-bit)");
+                            format_number(sp.step) + " of its 16-bit count" +
+                            (t.lora ? " (a LoRA adapter on a LayerNorm-fused projection keeps its forward all-gather 16-bit)"
+                                    : ""));
     if (perf.explain && t.packed_sample_tokens > 0)
         out.notes.push_back("packed samples of " + format_number(static_cast<double>(t.packed_sample_tokens)) +
                             " tokens: each attends within itself (Transformer Engine's THD layout, cu_seqlens); MFU and HFU "

@@ -299,8 +299,8 @@ TEST_CASE("sequence parallelism under FP8 gathers FP8 data and reduce-scatters 1
     // Per layer four all-gathers and four reduce-scatters of equal 16-bit size; under FP8 (1 B) the gathers halve:
     // (4 x 2 + 4 x 1) / (8 x 2) = 0.75 of the traffic. A LoRA adapter on qkv_proj keeps the forward gather into the
     // QKV projection 16-bit: (4 x 2 + 2 + 3 x 1) / 16 = 0.8125; on qkv_proj and gate_up_proj: (8 + 2 + 2 + 2) / 16.
-    auto parts_of = [](const std::string& compute, bool sp, const std::string& lora) {
-        const scenario s = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": "DGX-H100", "count": 8},
+    auto parts_of = [](const std::string& compute, bool sp, const std::string& lora, const std::string& preset = "DGX-H100") {
+        const scenario s = read_scenario(R"({"model": "Llama-3.1-8B", "system": {"preset": ")" + preset + R"(", "count": 8},
             "precision": {"weights": "bf16", "compute": ")" + compute + R"("},
             "parallelism": {"tp": 8, "sequence_parallel": )" + (sp ? std::string("true") : std::string("false")) + R"(},
             "training": {"seq_len": 4096, "global_batch": 8)" + lora + "}}", test::shipped_catalog());
@@ -314,9 +314,29 @@ TEST_CASE("sequence parallelism under FP8 gathers FP8 data and reduce-scatters 1
     const auto both = parts_of("fp8", true, R"(, "lora": {"rank": 16, "targets": ["qkv_proj", "gate_up_proj"]})");
     CHECK(qkv.tp_comm.si() == doctest::Approx(0.8125 * bf16_sp.tp_comm.si()));
     CHECK(both.tp_comm.si() == doctest::Approx(0.875 * bf16_sp.tp_comm.si()));
-    // A full recompute reruns the forward's gathers and scatters: (2 x 2 + 2 x 1) / (4 x 2) of its 16-bit count.
+    // A full recompute reruns the forward's gathers and scatters: (2 x 2 + 2 x 1) / (4 x 2) of its 16-bit count; with
+    // the QKV adapter's gather 16-bit, (2 x 2 + 2 + 1) / 8 = 7/8 against the step's 13/16.
     const auto r16 = parts_of("bf16", true, R"(, "recompute": "full")"), r8 = parts_of("fp8", true, R"(, "recompute": "full")");
     CHECK(r8.recompute_comm.si() == doctest::Approx(0.75 * r16.recompute_comm.si()));
+    const auto rq = parts_of("fp8", true, R"(, "recompute": "full", "lora": {"rank": 16, "targets": ["qkv_proj"]})");
+    CHECK(rq.recompute_comm.si() == doctest::Approx(0.875 * r16.recompute_comm.si()));
+    CHECK(rq.tp_comm.si() == doctest::Approx(0.8125 * r16.tp_comm.si()));
+    // MXFP8 training gathers both quantized copies of a block-scaled tensor: 2 x (8 + 8 / 32) / 8 B = 2.0625 B an
+    // element, above bf16's 2: (4 x 2 + 4 x 2.0625) / 16. A frozen base (LoRA) gathers one copy: (8 + 2 + 3 x 1.03125) / 16.
+    const double b200_16 = parts_of("bf16", true, "", "HGX-B200").tp_comm.si();
+    CHECK(parts_of("mxfp8", true, "", "HGX-B200").tp_comm.si() == doctest::Approx((8.0 + 4 * 2.0625) / 16.0 * b200_16));
+    CHECK(parts_of("mxfp8", true, R"(, "lora": {"rank": 16, "targets": ["qkv_proj"]})", "HGX-B200").tp_comm.si() ==
+          doctest::Approx((8.0 + 2.0 + 3 * 1.03125) / 16.0 * b200_16));
+    // A MoE model (every layer's MLP routed): the attention half at 6/8, the expert half at its 16-bit count.
+    auto moe_of = [](const std::string& compute) {
+        const scenario s = read_scenario(R"({"model": "Qwen3-30B-A3B", "system": {"preset": "DGX-H100", "count": 8},
+            "precision": {"weights": "bf16", "compute": ")" + compute + R"("},
+            "parallelism": {"tp": 8, "sequence_parallel": true}, "training": {"seq_len": 4096, "global_batch": 8}})",
+                                         test::shipped_catalog());
+        const perf_setup perf = training_perf_setup(s);
+        return training_step_time(s, perf, step_time_breakdown(perf, training_micro_batch(1, 4096, 1)), shard_weights(s.model, s.parallelism));
+    };
+    CHECK(moe_of("fp8").tp_comm.si() == doctest::Approx((0.75 + 1.0) / 2.0 * moe_of("bf16").tp_comm.si()));
 }
 
 TEST_CASE("rank order: data parallelism outermost spans the cluster, and crosses oversubscribed pods") {

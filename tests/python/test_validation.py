@@ -133,6 +133,14 @@ def test_held_out_training_step_error_does_not_grow(stats):
     assert stats["training_step", "held_out"]["median_abs"] <= 0.085
 
 
+def test_held_out_lora_step_error_does_not_grow(stats):
+    # Issue #20's 7% applied to fine-tuning steps, kept open: 11.3% over 25 rows at the thirty-third session's start, 7.8%
+    # over 59 with its 34 MLPerf rows; then seven rows that prompted sequence parallelism's FP8 all-gathers were
+    # relabelled fitted, leaving 52 whose median was 6.4% before that change as after it (one of them moved). The
+    # issue's "80% within 12%" is missed (34 of 52). This bound keeps the median from growing unnoticed.
+    assert stats["lora_time", "held_out"]["median_abs"] <= 0.07
+
+
 def test_held_out_training_rows_without_a_gap_and_with_one_are_guarded_apart(rows):
     # The 0.085 above mixes two groups; each has its own bound so neither can drift behind the other. 2026-12-02,
     # twelfth session: 24 rows without a documented gap, median 4.5%, worst 13.8%; 18 with one, small models and MoE,
