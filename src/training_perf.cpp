@@ -101,6 +101,12 @@ duration lora_dequantise_time(const scenario& s, const perf_setup& perf, const w
     return memory_passes(perf, bytes.si(), kernels, perf.efficiency.memory_at(bytes.si() / kernels));
 }
 
+// FP8 GEMMs over 16-bit activations (Transformer Engine's recipes): what the FP8 casts, the 16-bit attention core and
+// sequence parallelism's FP8 all-gathers below apply to.
+bool fp8_gemm_training(const precision_spec& prec) {
+    return prec.compute.peak_key == "fp8" && !prec.activations.quantized();
+}
+
 // Sequence parallelism under FP8 GEMMs (Transformer Engine): a layer's four all-gathers (forward: the LayerNorm outputs
 // into the QKV and first MLP projections; backward: the row-parallel projections' output gradients) move FP8 data, as
 // TE casts before it gathers (TE 1.x LayerNormLinear: layernorm_fwd_fp8, then gather_along_first_dim; TE 2.x:
@@ -119,8 +125,7 @@ tp_traffic_shares sequence_parallel_fp8_shares(const scenario& s) {
     const parallelism_spec& p = s.parallelism;
     const precision_spec& prec = s.precision;
     tp_traffic_shares out;
-    const bool fp8 = prec.compute.peak_key == "fp8" && !prec.activations.quantized();
-    if (!fp8 || !p.sequence_parallel || p.tp <= 1) return out;
+    if (!fp8_gemm_training(prec) || !p.sequence_parallel || p.tp <= 1) return out;
     const auto& lora = s.training->lora;
     const double e16 = prec.activations.bytes_per_element();
     const double tile = prec.compute.activation_bytes_per_element > 0.0 ? prec.compute.activation_bytes_per_element
@@ -133,11 +138,11 @@ tp_traffic_shares sequence_parallel_fp8_shares(const scenario& s) {
     const double attention_in = reads_norm({lora_target::q_proj, lora_target::k_proj, lora_target::v_proj, lora_target::qkv_proj}) ? e16 : e8;
     const double mlp_in = reads_norm({lora_target::gate_proj, lora_target::up_proj, lora_target::gate_up_proj}) ? e16 : e8;
     const double moe = s.model.is_moe() ? static_cast<double>(s.model.moe_layer_count()) / static_cast<double>(s.model.layers) : 0.0;
-    auto half = [&](double in, bool forward_only) {
-        return forward_only ? (e16 + in) / (2.0 * e16) : (2.0 * e16 + in + e8) / (4.0 * e16);
-    };
-    out.forward = (half(attention_in, true) + (1.0 - moe) * half(mlp_in, true) + moe) / 2.0;
-    out.step = (half(attention_in, false) + (1.0 - moe) * half(mlp_in, false) + moe) / 2.0;
+    auto forward_half = [&](double in) { return (e16 + in) / (2.0 * e16); };
+    auto step_half = [&](double in) { return (2.0 * e16 + in + e8) / (4.0 * e16); };
+    auto layer = [&](auto half) { return (half(attention_in) + (1.0 - moe) * half(mlp_in) + moe) / 2.0; };
+    out.forward = layer(forward_half);
+    out.step = layer(step_half);
     return out;
 }
 
@@ -366,7 +371,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     // FP8 training with Transformer Engine's default recipe runs the attention core (softmax(QK^T)V)
     // in 16 bits (DotProductAttention: FP8 only with fp8_dpa, default off): at the 16-bit rate.
     duration attention_16bit_extra;
-    const bool fp8_training = s.precision.compute.peak_key == "fp8" && !s.precision.activations.quantized();
+    const bool fp8_training = fp8_gemm_training(s.precision);
     if (fp8_training && core != f.ops.end() && core->compute_bound && perf.efficiency.attention_kernel == 0.0) {
         const peak_rate p16 = s.system.accelerator.peak(s.precision.activations.peak_key);
         if (p16.status == peak_rate::state::known) attention_16bit_extra = (perf.peak / p16.value - 1.0) * attention_core;
