@@ -83,7 +83,7 @@ def _lora_training(row, global_batch):
                 "lora": {"rank": row["rank"], "targets": row["targets"], "dropout": row["lora_dropout"]}}
     if row["zero"]:
         training["zero"] = row["zero"]
-    for key in ("attention_kernel", "activation_func_fp8_input_store", "cross_entropy"):
+    for key in ("attention_kernel", "activation_func_fp8_input_store", "cross_entropy", "packed_sample_tokens"):
         if key in row:
             training[key] = row[key]
     return training
@@ -248,6 +248,8 @@ def training_published(row, variant=None):
     training.update({k: recipe[k] for k in ("recompute_modules", "mtp_layers", "ep_comm_overlap", "tp_comm_overlap",
                                             "moe_dispatcher", "overlap_grad_reduce", "overlap_param_gather",
                                             "grad_reduce_in_fp32", "cross_entropy") if k in recipe})
+    if "packed_sample_tokens" in row:  # fine-tuning on packed samples (the row's source says which dataset)
+        training["packed_sample_tokens"] = row["packed_sample_tokens"]
     published = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])
     return ({"model": row["model"], "system": system, "parallelism": par, "precision": precision, "training": training},
             published, "step_time_s")

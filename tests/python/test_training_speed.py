@@ -472,11 +472,13 @@ def test_megatron_bridge_2606_dense_rows_as_their_recipes_ran_them(row):
     # Megatron-Bridge 26.06's Llama-3.1-405B pre-training (256 GB200 / GB300, 1,024 H100; predicted once on 2026-12-05;
     # the GB300 rows fitted: GB300's fp8 fraction was decided with them in view) and Llama-3-70B SFT (32 GPUs; fitted:
     # grad_reduce_in_fp32 was written after their first prediction)
-    # with the recipes' 16-bit gradient reduction. Within issue #20's 12%: GB200 SFT +3.1%, -4.2%, H100 SFT +2.5%, 405B
-    # H100 +11.9%, GB200 MXFP8 +7.7%, GB300 SFT and 405B in MXFP8 +10.1%, +10.4%. Beyond it, a documented gap (FP8
-    # current scaling runs 7-12% faster than MXFP8 in these tables, capplan runs both at one fp8 fraction): GB300 SFT
-    # FP8 +23.1%, 405B GB300 FP8 +26.4%, GB200 FP8 +16.5%, all slow: their bound fails a change that flips them or
-    # widens the gap past 30%.
+    # with the recipes' 16-bit gradient reduction; the SFT rows attend within each packed SQuAD sample since 2026-12-05
+    # (packed_sample_tokens, tests/data/published_lora.json _meta.squad_packing_rule; before it GB200 +3.1%, -4.2%, H100
+    # +2.5%, GB300 +23.1%, +10.1%). Within issue #20's 12%: GB200 SFT -3.8%, -10.5%, H100 SFT -2.9%, GB300 SFT MXFP8
+    # +4.0%, 405B H100 +11.9%, GB200 MXFP8 +7.7%, 405B GB300 MXFP8 +10.4%. Beyond it, a documented gap (FP8 current
+    # scaling runs 7-12% faster than MXFP8 in these tables, capplan runs both at one fp8 fraction): GB300 SFT FP8
+    # +16.3%, 405B GB300 FP8 +26.4%, GB200 FP8 +16.5%, all slow: their bound fails a change that flips them or widens
+    # the gap past 30%.
     from published_support import training_published
     scenario, published, key = training_published(row)
     r = capplan.estimate(scenario)
