@@ -25,7 +25,8 @@ MLPERF51_ROWS = {r["accelerator"]: r for r in _COMPARED if r["id"].startswith(("
 MLPERF51_OTHERS = [r for r in _COMPARED if r["id"].startswith("mlperf51") and r not in MLPERF51_ROWS.values()]
 TOKEN_RATE_ROWS = [r for r in _COMPARED if r.get("published_throughput", {}).get("unit") == "tokens/s"]  # torchtune (held out)
 # Megatron-Bridge 26.06's LoRA table (held out)
-PER_GPU_RATE_ROWS = [r for r in _COMPARED if r.get("published_throughput", {}).get("unit") == "tokens/s/GPU"]
+PER_GPU_RATE_ROWS = [r for r in _COMPARED if r.get("published_throughput", {}).get("unit") == "tokens/s/GPU"
+                     and r["id"].startswith("mbridge2606")]
 
 # Llama-2-7B: hidden 4096, 32 heads of 128 (no GQA), MLP 11008, 32 layers, vocabulary 32000.
 QV = ["q_proj", "v_proj"]
@@ -192,7 +193,7 @@ def test_mlperf51_lora_steps_against_published(row):
     _check_step(row, 0.25, LLAMA2_70B_GEMM_WEIGHTS)
 
 
-SQUAD_PACKED = [r for r in _COMPARED if r["id"].startswith(("dgxc2502", "mbridge2606"))]  # NeMo's packed SQuAD set
+SQUAD_PACKED = [r for r in _COMPARED if r["id"].startswith(("dgxc2502", "mbridge2606", "nemo2407"))]  # NeMo's packed SQuAD
 
 
 def _step(scenario):
@@ -201,9 +202,12 @@ def _step(scenario):
 
 def test_packed_squad_rows_run_the_rules_ceiling():
     # _meta.squad_packing_rule: TensorFlow Datasets' squad/v1.1, 94.06 MiB prepared for 87,599 + 10,570 examples, at
-    # Llama 3's 3.94 characters a token: at most 255 tokens an example, run as 256 on every row that packs SQuAD.
-    assert 94.06 * 2**20 / (87_599 + 10_570) / 3.94 == pytest.approx(255, abs=0.5)
-    assert len(SQUAD_PACKED) == 17 and all(r.get("packed_sample_tokens") == 256 for r in SQUAD_PACKED)
+    # Llama 3's 3.94 characters a token (Llama 2's 3.17): at most 255 tokens an example (317), run as 256 (317) on
+    # every row that packs SQuAD.
+    per_example = 94.06 * 2**20 / (87_599 + 10_570)
+    assert per_example / 3.94 == pytest.approx(255, abs=0.5) and per_example / 3.17 == pytest.approx(317, abs=0.5)
+    assert len(SQUAD_PACKED) == 20
+    assert all(r["packed_sample_tokens"] == (317 if r["model"].startswith("Llama-2") else 256) for r in SQUAD_PACKED)
     # The ceiling is loose (attention costs as the samples' length-weighted mean, the plain mean is lower); the rule
     # says the figures do not depend on it: within 0.1% at 128 tokens, within 1.2% at 512; and one sample a sequence
     # (attention over all 4,096 positions) is at least 4% slower on every row.
@@ -294,6 +298,21 @@ def test_nemo_lora_step_on_h100_against_dgxc_benchmarking(row):
     # miss, which are fitted since): 70B BF16 -8.2% to -1.6% (held out), FP8 -14.3% to +0.2%, 8B BF16 +6.0% to +6.4%,
     # FP8 +7.8% to +9.3%. Every row within 15%, and none faster than its forward and input gradients at the peak.
     _check_step(row, 0.15, LLAMA3_70B_GEMM_WEIGHTS if "70b" in row["id"] else LLAMA3_8B_GEMM_WEIGHTS)
+
+
+NEMO2407_ROWS = [r for r in _COMPARED if r["id"].startswith("nemo2407")]  # NeMo 24.07's LoRA table (held out)
+LLAMA2_GEMM_WEIGHTS = {"Llama-2-7B": 32 * (4 * 4096**2 + 3 * 4096 * 11008) + 4096 * 32000,
+                       "Llama-2-13B": 40 * (4 * 5120**2 + 3 * 5120 * 13824) + 5120 * 32000,
+                       "Llama-2-70B": LLAMA2_70B_GEMM_WEIGHTS}
+
+
+@pytest.mark.parametrize("row", NEMO2407_ROWS, ids=[r["id"] for r in NEMO2407_ROWS])
+def test_nemo2407_lora_step_against_its_finetuning_table(row):
+    # NeMo 24.07's Llama 2 LoRA on the fused qkv, FP8 on 8 H100, packed SQuAD (_meta.nemo2407_finetune_rule), predicted
+    # once held out (2026-12-05): 7B +1.3%, 13B +8.5%, 70B +13.9% (tp 2 pp 4: its compute alone is within 5% of the
+    # published step; the exposed all-reduces and the bubble make it slow). Guarded within 20%, and none faster than its
+    # forward and input gradients at the FP8 peak.
+    _check_step(row, 0.20, LLAMA2_GEMM_WEIGHTS[row["model"]])
 
 
 def test_gb300_fp8_fraction_from_mlperf_gb300_over_gb200():
