@@ -315,6 +315,32 @@ def test_nemo2407_lora_step_against_its_finetuning_table(row):
     _check_step(row, 0.20, LLAMA2_GEMM_WEIGHTS[row["model"]])
 
 
+AUTOMODEL_ROWS = [r for r in _COMPARED if r["id"].startswith("automodel")]  # NeMo AutoModel's LoRA tables (held out)
+AUTOMODEL_GEMM_WEIGHTS = {"Llama-3.1-8B": LLAMA3_8B_GEMM_WEIGHTS, "Llama-3.1-70B": LLAMA3_70B_GEMM_WEIGHTS,
+                          "Qwen2.5-7B": 28 * (3584 * (3584 + 2 * 512 + 3584) + 3 * 3584 * 18944) + 3584 * 152064,
+                          "Qwen2.5-32B": 64 * (5120 * (5120 + 2 * 1024 + 5120) + 3 * 5120 * 27648) + 5120 * 152064}
+
+
+@pytest.mark.parametrize("row", AUTOMODEL_ROWS, ids=[r["id"] for r in AUTOMODEL_ROWS])
+def test_automodel_lora_steps_against_its_performance_summaries(row):
+    # NeMo AutoModel (PyTorch FSDP2, BF16, 4,096-token mock sequences; _meta.automodel_lora_rule), 11 measurements on 1
+    # to 16 H100, predicted once held out (2026-12-05): one GPU +2.9% (Llama-3.1-8B), +3.9% (Qwen2.5-7B); tp 2 with
+    # FSDP2 (0.4.0) +0.3%, +8.4%, -9.6%, -0.1%; pipeline-parallel (v0.2.0, v0.3.0) -13.1% to -36.7%, a fast gap of their
+    # own (known_gap: the same models re-laid out without the pipeline ran 1.4-1.6x faster, capplan sees the layouts
+    # within 6%), bounded on that side at 40%. The rest within 12%; none faster than its forward, recomputed forward
+    # where it recomputes, and input gradients at the BF16 peak.
+    modelled, published = lora_time_published(row)
+    error = modelled / published - 1
+    if row.get("known_gap"):
+        assert row["known_gap"].startswith("fast:") and 0.12 < -error <= 0.40, error
+    else:
+        assert abs(error) <= 0.12, error
+    passes = 3 if row["recompute"] == "full" else 2
+    peak = capplan.accelerator(row["accelerator"]).peak("bf16").si
+    weights = AUTOMODEL_GEMM_WEIGHTS[row["model"]]
+    assert modelled > 2 * passes * weights * row["samples"] * row["seq_len"] / (row["gpus"] * peak)
+
+
 def test_gb300_fp8_fraction_from_mlperf_gb300_over_gb200():
     # GB300's own fp8 matrix fraction is GB200's x the two MLPerf v5.1 runs' throughput ratio at one configuration
     # (models/accelerators/gb300.json): 0.43 x 52.45 / 45.27 = 0.498, catalogued as 0.50 (two decimals).
