@@ -709,10 +709,10 @@ def render(rows, provenance, data):
         lines += ["", f"Held-out LoRA / QLoRA step and run-time rows within 12%: {within} of {len(lora)} "
                       f"({100 * within / len(lora):.0f}%; issue #20's 80% for training rows){without}. Seven rows "
                       "whose tensor-parallel traffic prompted sequence parallelism's FP8 all-gathers count as fitted "
-                      "since (fitted_for); the rows left held out had the same median before that change. Six "
-                      "Llama-3-8B rows whose miss prompted running NeMo's packed SQuAD samples (published_lora.json "
-                      "_meta.squad_packing_rule) count as fitted since; the six held-out rows it also changed stay "
-                      "within 12% (their role_note gives both predictions)."]
+                      "since (fitted_for); the rows left held out had the same median before that change. Running "
+                      "NeMo's packed SQuAD samples (published_lora.json _meta.squad_packing_rule), prompted by six "
+                      "Llama-3-8B rows' miss, made every row it moved fitted (twelve; their role_notes give both "
+                      "predictions)."]
     multi = [r for r in rows if r["quantity"] == "collective_busbw" and r["role"] == "held_out" and r.get("multi_node")]
     if multi:
         within = sum(abs(r["error"]) <= 0.10 for r in multi)

@@ -309,7 +309,7 @@ parallelism_spec read_parallelism(object_reader& r, const system_spec& sys) {
     return p;
 }
 
-// training.lora: {"rank": r, "targets": [...] or "all_linear", "dropout": p}.
+// training.lora: {"rank": r, "targets": [...] or "all_linear", "dropout": p, "dropout_position": "pre" or "post"}.
 lora_spec read_lora(object_reader& r) {
     std::string names;
     for (const auto& n : lora_projections) names += (names.empty() ? "" : ", ") + n;
@@ -348,6 +348,7 @@ lora_spec read_lora(object_reader& r) {
     const auto d = r.number("dropout", 0.0);
     if (d && *d >= 1.0) throw config_error(r.path("dropout"), format_number(*d), "must be below 1", "a probability in [0, 1)");
     l.dropout = d.value_or(0.0);
+    l.dropout_on_output = r.choice("dropout_position", {"pre", "post"}).value_or("pre") == "post";
     r.finish();
     return l;
 }

@@ -450,6 +450,28 @@ TEST_CASE("LoRA on fused projections: one adapter over q, k and v, one over gate
     CHECK(lora_activation_bytes_per_token(m, 0, parts, 2.0, one) == doctest::Approx(5 * (2.0 * 16 + 3.0 * 8192)));
 }
 
+TEST_CASE("LoRA dropout on the adapter's output keeps a 1-byte mask of the output, no dropped copy of the input") {
+    // NeMo AutoModel's LinearLoRA: dropout(lora_B(lora_A(x)) * scale). Llama-2-70B, rank 16, p = 0.1: each adapter
+    // keeps its r-wide x·A (2 B each) and a mask byte per output element: q 8,192, k and v 1,024, gate and up 28,672;
+    // fused, qkv 10,240 and gate_up 57,344 (the same outputs).
+    const model_spec& m = test::shipped_catalog().model("Llama-2-70B");
+    lora_spec fused, parts;
+    fused.rank = parts.rank = 16;
+    fused.dropout = parts.dropout = 0.1;
+    fused.dropout_on_output = parts.dropout_on_output = true;
+    fused.set_targets({"qkv_proj", "gate_up_proj"});
+    parts.set_targets({"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"});
+    const adapter_split one{1, 1, 0, 0}, two{2, 1, 0, 0};
+    CHECK(lora_activation_bytes_per_token(m, 0, fused, 2.0, one) == doctest::Approx(2 * 2.0 * 16 + 10'240 + 57'344));
+    CHECK(lora_activation_bytes_per_token(m, 0, parts, 2.0, one) == doctest::Approx(5 * 2.0 * 16 + 67'584));
+    // tp 2: column-parallel outputs split, so each rank masks half of them; x·A stays whole.
+    CHECK(lora_activation_bytes_per_token(m, 0, fused, 2.0, two) == doctest::Approx(2 * 2.0 * 16 + 67'584 / 2.0));
+    // Against the input's dropped copy and mask (3 B per input element, 5 x 8,192 inputs) 122,880 bytes a token, 55,296 more.
+    parts.dropout_on_output = false;
+    CHECK(lora_activation_bytes_per_token(m, 0, parts, 2.0, one) - (5 * 2.0 * 16 + 67'584) == doctest::Approx(
+        5 * 3.0 * 8192 - 67'584));
+}
+
 TEST_CASE("all_linear is what PEFT wraps: seven adapters on Llama, four on Phi-3's fused modules") {
     auto adapters = [](const std::string& model) {
         const scenario s = read_scenario(R"({"model": ")" + model + R"(", "system": {"accelerator": "H100-SXM", "count": 1},

@@ -385,6 +385,12 @@ TEST_CASE("LoRA adapters' own kernels by hand: r-wide GEMMs, the scaling and the
     const adapter_traffic d = lora_adapter_traffic_per_token(m, 0, all, 2.0, {1, 1, 0, 0});
     CHECK(d.forward_bytes - a.forward_bytes == 38'912 * 5.0);
     CHECK(d.forward_kernels == 21);
+    // On the output instead (NeMo AutoModel's dropout_position "post"): the same pass over d_out.
+    all.dropout_on_output = true;
+    const adapter_traffic post = lora_adapter_traffic_per_token(m, 0, all, 2.0, {1, 1, 0, 0});
+    CHECK(post.forward_bytes - a.forward_bytes == 43'008 * 5.0);
+    CHECK(post.backward_bytes - a.backward_bytes == 43'008 * 5.0);
+    all.dropout_on_output = false;
     // tp 2: column-parallel outputs and row-parallel inputs split; the replicated sides whole.
     all.dropout = 0.0;
     const adapter_traffic t2 = lora_adapter_traffic_per_token(m, 0, all, 2.0, {2, 1, 0, 0});

@@ -81,6 +81,8 @@ def _lora_training(row, global_batch):
                 "recompute": row["recompute"], "kernels": row["kernels"], "master_weights": row["master_weights"],
                 "optimizer_state_format": row["optimizer_state_format"],
                 "lora": {"rank": row["rank"], "targets": row["targets"], "dropout": row["lora_dropout"]}}
+    if "lora_dropout_position" in row:
+        training["lora"]["dropout_position"] = row["lora_dropout_position"]
     if row["zero"]:
         training["zero"] = row["zero"]
     for key in ("attention_kernel", "activation_func_fp8_input_store", "cross_entropy", "packed_sample_tokens"):

@@ -175,7 +175,8 @@ def test_megatron_bridge_lora_step_against_published(row):
     # pipelined with 20 virtual stages, predicted once (2026-12-05): held out GB200 +5.8%, +1.9%, H100 +7.8%; GB300
     # +27.6%, +27.0% at GB200's borrowed fraction, +12.1%, +11.6% with GB300's own (its value MLPerf v5.1's ratio, but
     # decided with these two rows in view: fitted). With attention within each packed SQuAD sample (packed_sample_tokens
-    # 256, _meta.squad_packing_rule, applied to every such row): GB200 -4.3%, -7.8%, H100 -2.1%, GB300 +1.7%, +1.3%.
+    # 256, _meta.squad_packing_rule, written after their first prediction: all fitted since): GB200 -4.3%, -7.8%, H100
+    # -2.1%, GB300 +1.7%, +1.3%.
     # Forward and input gradients, no recompute: 2 x 2 FLOPs a weight and token at the FP8 peak.
     _check_speed_row(row, LLAMA3_70B_GEMM_WEIGHTS, 4, "fp8")
     assert capplan.estimate(lora_time_scenario(row)).memory.fits is True
@@ -194,33 +195,42 @@ def test_mlperf51_lora_steps_against_published(row):
 
 
 SQUAD_PACKED = [r for r in _COMPARED if r["id"].startswith(("dgxc2502", "mbridge2606", "nemo2407"))]  # NeMo's packed SQuAD
+_TRAINING_DATA = json.loads((pathlib.Path(__file__).parents[1] / "data" / "published_training.json").read_text())
+SQUAD_PACKED_SFT = [r for r in _TRAINING_DATA["rows"] if "packed_sample_tokens" in r]
 
 
 def _step(scenario):
     return capplan.estimate(scenario).to_dict()["training"]["step_time_s"]
 
 
-def test_packed_squad_rows_run_the_rules_ceiling():
+def test_packed_squad_rows_run_the_rules_estimate():
     # _meta.squad_packing_rule: TensorFlow Datasets' squad/v1.1, 94.06 MiB prepared for 87,599 + 10,570 examples, at
-    # Llama 3's 3.94 characters a token (Llama 2's 3.17): at most 255 tokens an example (317), run as 256 (317) on
-    # every row that packs SQuAD.
+    # Llama 3's 3.94 characters a token (Llama 2's 3.17): about 255 tokens an example (317), run as 256 (317) on every
+    # row that packs SQuAD, fine-tuning with LoRA or in full.
     per_example = 94.06 * 2**20 / (87_599 + 10_570)
     assert per_example / 3.94 == pytest.approx(255, abs=0.5) and per_example / 3.17 == pytest.approx(317, abs=0.5)
-    assert len(SQUAD_PACKED) == 20
-    assert all(r["packed_sample_tokens"] == (317 if r["model"].startswith("Llama-2") else 256) for r in SQUAD_PACKED)
-    # The ceiling is loose (attention costs as the samples' length-weighted mean, the plain mean is lower); the rule
-    # says the figures do not depend on it: within 0.1% at 128 tokens, within 1.2% at 512; and one sample a sequence
-    # (attention over all 4,096 positions) is at least 4% slower on every row.
-    for row in SQUAD_PACKED:
-        steps = {}
-        for tokens in (128, 256, 512, None):
-            scenario = lora_time_scenario(row)
+    assert (len(SQUAD_PACKED), len(SQUAD_PACKED_SFT)) == (20, 8)
+    for row in SQUAD_PACKED + SQUAD_PACKED_SFT:
+        assert row["packed_sample_tokens"] == (317 if row["model"].startswith("Llama-2") else 256), row["id"]
+
+
+@pytest.mark.parametrize("row", SQUAD_PACKED + SQUAD_PACKED_SFT, ids=[r["id"] for r in SQUAD_PACKED + SQUAD_PACKED_SFT])
+def test_packed_squad_figures_do_not_hang_on_the_estimate(row):
+    # The estimate is of the plain mean, and attention counts the samples' length-weighted mean m + var/m, above it:
+    # the rule says every such row's step moves under 0.2% at 128 tokens and under 1.2% at 512 from its own value, and
+    # that one sample a sequence (attention over all 4,096 positions) is at least 4% slower.
+    from published_support import training_published
+    base = lora_time_scenario(row) if row in SQUAD_PACKED else training_published(row)[0]
+    steps = {}
+    for tokens in (128, row["packed_sample_tokens"], 512, None):
+        scenario = json.loads(json.dumps(base))
+        scenario["training"].pop("packed_sample_tokens")
+        if tokens is not None:
             scenario["training"]["packed_sample_tokens"] = tokens
-            if tokens is None:
-                del scenario["training"]["packed_sample_tokens"]
-            steps[tokens] = _step(scenario)
-        assert steps[128] == pytest.approx(steps[256], rel=0.001) and steps[512] == pytest.approx(steps[256], rel=0.012)
-        assert steps[None] > 1.04 * steps[256]
+        steps[tokens] = _step(scenario)
+    own = steps[row["packed_sample_tokens"]]
+    assert steps[128] == pytest.approx(own, rel=0.002) and steps[512] == pytest.approx(own, rel=0.012)
+    assert steps[None] > 1.04 * own
 
 
 def test_mlperf_rounds_hold_every_configuration_once():
@@ -295,7 +305,7 @@ def test_nemo_lora_step_on_h100_against_dgxc_benchmarking(row):
     # predicted once (2026-12-05): 70B BF16 -3.5% to +3.4%, FP8 -4.8% to +11.3% (-6.1% to +9.7% with sequence
     # parallelism's FP8 all-gathers, those three relabelled fitted); 8B BF16 +16%, FP8 +25% to +27%. With attention
     # within each packed SQuAD sample (packed_sample_tokens 256, _meta.squad_packing_rule; looked for after the 8B rows'
-    # miss, which are fitted since): 70B BF16 -8.2% to -1.6% (held out), FP8 -14.3% to +0.2%, 8B BF16 +6.0% to +6.4%,
+    # miss; every row it moved is fitted since): 70B BF16 -8.2% to -1.6%, FP8 -14.3% to +0.2%, 8B BF16 +6.0% to +6.4%,
     # FP8 +7.8% to +9.3%. Every row within 15%, and none faster than its forward and input gradients at the peak.
     _check_step(row, 0.15, LLAMA3_70B_GEMM_WEIGHTS if "70b" in row["id"] else LLAMA3_8B_GEMM_WEIGHTS)
 
@@ -310,9 +320,9 @@ LLAMA2_GEMM_WEIGHTS = {"Llama-2-7B": 32 * (4 * 4096**2 + 3 * 4096 * 11008) + 409
 def test_nemo2407_lora_step_against_its_finetuning_table(row):
     # NeMo 24.07's Llama 2 LoRA on the fused qkv, FP8 on 8 H100, packed SQuAD (_meta.nemo2407_finetune_rule), predicted
     # once held out (2026-12-05): 7B +1.3%, 13B +8.5%, 70B +13.9% (tp 2 pp 4: its compute alone is within 5% of the
-    # published step; the exposed all-reduces and the bubble make it slow). Guarded within 20%, and none faster than its
-    # forward and input gradients at the FP8 peak.
-    _check_step(row, 0.20, LLAMA2_GEMM_WEIGHTS[row["model"]])
+    # published step; the exposed all-reduces and the bubble make it slow). Guarded within 15% as the dgxc rows, and
+    # none faster than its forward and input gradients at the FP8 peak.
+    _check_step(row, 0.15, LLAMA2_GEMM_WEIGHTS[row["model"]])
 
 
 AUTOMODEL_ROWS = [r for r in _COMPARED if r["id"].startswith("automodel")]  # NeMo AutoModel's LoRA tables (held out)
@@ -328,7 +338,8 @@ def test_automodel_lora_steps_against_its_performance_summaries(row):
     # FSDP2 (0.4.0) +0.3%, +8.4%, -9.6%, -0.1%; pipeline-parallel (v0.2.0, v0.3.0) -13.1% to -36.7%, a fast gap of their
     # own (known_gap: the same models re-laid out without the pipeline ran 1.4-1.6x faster, capplan sees the layouts
     # within 6%), bounded on that side at 40%. The rest within 12%; none faster than its forward, recomputed forward
-    # where it recomputes, and input gradients at the BF16 peak.
+    # where it recomputes, and input gradients at the BF16 peak. The 8B row drops its adapters' outputs (AutoModel's
+    # dropout_position "post", written after its first prediction's memory: fitted since): +3.4%.
     modelled, published = lora_time_published(row)
     error = modelled / published - 1
     if row.get("known_gap"):
@@ -466,6 +477,17 @@ def test_layout_search_keeps_lora():
     assert again["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-9)
 
 
+def test_dropout_after_the_adapter_keeps_a_mask_of_its_output_instead_of_a_copy_of_its_input():
+    # Llama-2-7B, q and v (4,096 in, 4,096 out), p = 0.1, 1,024 tokens, no recompute. On the input (PEFT): a dropped
+    # bf16 copy and a mask byte per input element, 2 x 3 x 4,096 bytes a token and layer; on the output (NeMo
+    # AutoModel's dropout_position "post"): a mask byte per output element, 2 x 4,096. 32 layers: 32 x 1,024 x 16,384
+    # bytes fewer.
+    def activations(position):
+        lora = {"rank": 8, "targets": QV, "dropout": 0.1, "dropout_position": position}
+        return estimate(lora=lora, recompute="none").to_dict()["memory"]["activations_bytes"]
+    assert activations("pre") - activations("post") == pytest.approx(32 * 1024 * 16_384)
+
+
 @pytest.mark.parametrize("lora,field", [
     ({"rank": 0, "targets": QV}, "/training/lora/rank"),
     ({"rank": 8}, "/training/lora/targets"),
@@ -474,6 +496,7 @@ def test_layout_search_keeps_lora():
     ({"rank": 8, "targets": [3]}, "/training/lora/targets/0"),
     ({"rank": 8, "targets": "all"}, "/training/lora/targets"),
     ({"rank": 8, "targets": QV, "dropout": 1.0}, "/training/lora/dropout"),
+    ({"rank": 8, "targets": QV, "dropout": 0.1, "dropout_position": "middle"}, "/training/lora/dropout_position"),
     ({"rank": 8, "targets": QV, "alpha": 16}, "/training/lora/alpha"),
     ({"rank": 8, "targets": ["qkv_proj", "v_proj"]}, "/training/lora/targets"),  # the fused one and a part of it
     ({"rank": 8, "targets": ["up_proj", "gate_up_proj"]}, "/training/lora/targets"),

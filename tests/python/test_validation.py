@@ -138,9 +138,10 @@ def test_held_out_lora_step_error_does_not_grow(stats):
     # over 59 with its 34 MLPerf rows; then seven rows that prompted sequence parallelism's FP8 all-gathers were
     # relabelled fitted, leaving 52 whose median was 6.4% before that change as after it (one of them moved). The
     # thirty-fourth session ran NeMo's packed SQuAD samples (published_lora.json _meta.squad_packing_rule) and relabelled
-    # the six Llama-3-8B rows whose miss prompted it: 46 rows, median 6.0%; then added NeMo 24.07's three LoRA rows and
-    # NeMo AutoModel's eleven, each by a rule fixed before predicting: 60 rows, median 6.4%. The issue's "80% within
-    # 12%" is missed (42 of 60). This bound keeps the median from growing unnoticed.
+    # every row it moved (twelve; six Llama-3-8B rows had prompted it); then added NeMo 24.07's three LoRA rows and NeMo
+    # AutoModel's eleven, each by a rule fixed before predicting (AutoModel's one row with dropout relabelled after its
+    # dropout_position was written): 53 rows. The issue's "80% within 12%" is missed. This bound keeps the median
+    # from growing unnoticed.
     assert stats["lora_time", "held_out"]["median_abs"] <= 0.07
 
 

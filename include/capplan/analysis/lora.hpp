@@ -10,7 +10,8 @@
 //              (PyTorch's generated autograd saves a matmul input only when the other operand's gradient is
 //              needed); a 4-bit base still keeps it (bitsandbytes' MatMul4Bit.forward: ctx.tensors = (A, B)
 //              whenever any input needs a gradient). A targeted projection's adapter keeps x (dA = x^T·(dY·B^T))
-//              and its r-wide intermediate x·A; with LoRA dropout, the dropped copy and its 1-byte mask.
+//              and its r-wide intermediate x·A; with LoRA dropout on the input, the dropped copy and its 1-byte
+//              mask; on the output (dropout_position "post"), a 1-byte mask of the output only.
 //   speed      no weight-gradient GEMMs: the backward of the linear layers is their input gradients only,
 //              one forward's worth (the attention core still 2.5x with FlashAttention); the adapters' own kernels
 //              (lora_adapter_traffic_per_token) on top.
@@ -154,14 +155,19 @@ inline double adapter_modules(const model_spec& m, adapter_group g, const adapte
 // for dB, at `e` bytes (whole on every rank: A of a column-parallel projection is replicated, a row-parallel one's
 // partial products are all-reduced); with LoRA dropout also the dropped input and its 1-byte mask (torch.nn.Dropout),
 // one per adapter as PEFT and torchtune apply it: the hidden-wide inputs of q, k, v, gate and up whole on every rank,
-// the split inputs of o and down 1/tp (a routed expert's 1/etp). Routed experts: per routed copy on the rank.
+// the split inputs of o and down 1/tp (a routed expert's 1/etp). Dropout on the output instead (NeMo AutoModel's
+// LinearLoRA: dropout(lora_B(lora_A(x)) * scale)) keeps only its 1-byte mask of the rank's output width: A's input is
+// x itself. Routed experts: per routed copy on the rank.
 inline double lora_activation_bytes_per_token(const model_spec& m, std::int64_t layer, const lora_spec& l, double e,
                                               const adapter_split& sp) {
     const double r = static_cast<double>(l.rank);
-    const double drop = l.dropout > 0.0 ? e + 1.0 : 0.0;
+    const bool dropout = l.dropout > 0.0;
     double bytes = 0.0;
-    for_each_adapter(m, layer, l, [&](double d_in, double, bool column, adapter_group g) {
-        bytes += adapter_copies_per_token(m, g, sp) * (e * r + drop * (column ? d_in : d_in / adapter_width_split(g, sp)));
+    for_each_adapter(m, layer, l, [&](double d_in, double d_out, bool column, adapter_group g) {
+        const double split = adapter_width_split(g, sp);
+        const double in = column ? d_in : d_in / split, out = column ? d_out / split : d_out;  // this rank's widths
+        const double drop = !dropout ? 0.0 : l.dropout_on_output ? out : (e + 1.0) * in;
+        bytes += adapter_copies_per_token(m, g, sp) * (e * r + drop);
     });
     return bytes;
 }
@@ -169,9 +175,10 @@ inline double lora_activation_bytes_per_token(const model_spec& m, std::int64_t 
 // The adapters' own kernels in a training step, per token of one layer on one rank (PEFT's lora.Linear.forward:
 // result + lora_B(lora_A(dropout(x))) * scaling; litgpt's LoRA layer alike): forward, A's and B's GEMMs (2r/e FLOPs a
 // byte: memory-bound below r ~ 300 on an H100), the scaling and the add to the frozen projection's output, and the
-// dropout; backward, the scaling's gradient, each GEMM's input and weight gradients, the dropout's mask, and x's
-// gradient summed with the frozen path's. Bytes at `e` per element (1 per mask byte); `gemm_*` of the r-wide GEMMs;
-// kernels once per module the rank runs. `groups`: the adapter_group bits counted (selective recompute reruns some).
+// dropout (over the output width when it follows the adapter); backward, the scaling's gradient, each GEMM's input
+// and weight gradients, the dropout's mask, and x's gradient summed with the frozen path's. Bytes at `e` per element
+// (1 per mask byte); `gemm_*` of the r-wide GEMMs; kernels once per module the rank runs. `groups`: the adapter_group
+// bits counted (selective recompute reruns some).
 struct adapter_traffic {
     double gemm_flops = 0.0, gemm_bytes = 0.0, gemm_kernels = 0.0;          // forward; the backward is twice each
     double forward_bytes = 0.0, backward_bytes = 0.0, forward_kernels = 0.0, backward_kernels = 0.0;  // element-wise
@@ -201,8 +208,11 @@ inline adapter_traffic lora_adapter_traffic_per_token(const model_spec& m, std::
         out.forward_kernels += 2.0 * modules;
         out.backward_kernels += 2.0 * modules;
         if (dropout) {
-            out.forward_bytes += n * in * (2.0 * e + 1.0);   // read x, write the dropped copy and the mask
-            out.backward_bytes += n * in * (2.0 * e + 1.0);  // the gradient times the mask
+            // On the input: read x, write the dropped copy and the mask; on the output, the same over the output
+            // width; the backward multiplies the gradient by the mask.
+            const double width = l.dropout_on_output ? o : in;
+            out.forward_bytes += n * width * (2.0 * e + 1.0);
+            out.backward_bytes += n * width * (2.0 * e + 1.0);
             out.forward_kernels += modules;
             out.backward_kernels += modules;
         }

@@ -101,7 +101,10 @@ inline const std::vector<std::string> lora_all_linear(lora_projections.begin(),
                                                       lora_projections.begin() + static_cast<std::ptrdiff_t>(lora_target::down_proj) + 1);
 struct lora_spec {
     std::int64_t rank = 0;
-    double dropout = 0.0;      // LoRA dropout on each adapter's input (PEFT lora_dropout)
+    double dropout = 0.0;      // LoRA dropout (PEFT lora_dropout)
+    // Where the dropout applies: on each adapter's input (PEFT, torchtune, litgpt, NeMo 2 and Megatron-Bridge) or on
+    // its output (NeMo AutoModel's default, NeMo 1.x's ParallelLinearAdapter).
+    bool dropout_on_output = false;
     bool all_linear = false;   // targets given as "all_linear": the model's own linear modules (lora.hpp)
 
     // Names from lora_projections (the reader has checked them; others are ignored).
