@@ -451,7 +451,7 @@ TEST_CASE("LoRA on fused projections: one adapter over q, k and v, one over gate
 }
 
 TEST_CASE("LoRA dropout on the adapter's output keeps a 1-byte mask of the output, no dropped copy of the input") {
-    // NeMo AutoModel's LinearLoRA: dropout(lora_B(lora_A(x)) * scale). Llama-2-70B, rank 16, p = 0.1: each adapter
+    // NeMo AutoModel's LinearLoRA drops the adapter's output. Llama-2-70B, rank 16, p = 0.1: each adapter
     // keeps its r-wide x·A (2 B each) and a mask byte per output element: q 8,192, k and v 1,024, gate and up 28,672;
     // fused, qkv 10,240 and gate_up 57,344 (the same outputs).
     const model_spec& m = test::shipped_catalog().model("Llama-2-70B");
@@ -466,6 +466,10 @@ TEST_CASE("LoRA dropout on the adapter's output keeps a 1-byte mask of the outpu
     CHECK(lora_activation_bytes_per_token(m, 0, parts, 2.0, one) == doctest::Approx(5 * 2.0 * 16 + 67'584));
     // tp 2: column-parallel outputs split, so each rank masks half of them; x·A stays whole.
     CHECK(lora_activation_bytes_per_token(m, 0, fused, 2.0, two) == doctest::Approx(2 * 2.0 * 16 + 67'584 / 2.0));
+    // Row-parallel o and down write the whole hidden state on every rank at tp 2: 8,192 mask bytes each.
+    lora_spec rows = parts;
+    rows.set_targets({"o_proj", "down_proj"});
+    CHECK(lora_activation_bytes_per_token(m, 0, rows, 2.0, two) == doctest::Approx(2 * 2.0 * 16 + 2 * 8192.0));
     // Against the input's dropped copy and mask (3 B per input element, 5 x 8,192 inputs) 122,880 bytes a token, 55,296 more.
     parts.dropout_on_output = false;
     CHECK(lora_activation_bytes_per_token(m, 0, parts, 2.0, one) - (5 * 2.0 * 16 + 67'584) == doctest::Approx(

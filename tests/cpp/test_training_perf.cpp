@@ -390,6 +390,12 @@ TEST_CASE("LoRA adapters' own kernels by hand: r-wide GEMMs, the scaling and the
     const adapter_traffic post = lora_adapter_traffic_per_token(m, 0, all, 2.0, {1, 1, 0, 0});
     CHECK(post.forward_bytes - a.forward_bytes == 43'008 * 5.0);
     CHECK(post.backward_bytes - a.backward_bytes == 43'008 * 5.0);
+    // At tp 2 the column-parallel outputs split, o's and down's stay whole: (4,096 + 2 x 1,024 + 2 x 14,336) / 2 + 2 x 4,096.
+    const adapter_traffic post2 = lora_adapter_traffic_per_token(m, 0, all, 2.0, {2, 1, 0, 0});
+    all.dropout = 0.0;
+    const adapter_traffic none2 = lora_adapter_traffic_per_token(m, 0, all, 2.0, {2, 1, 0, 0});
+    CHECK(post2.forward_bytes - none2.forward_bytes == (34'816 / 2 + 2 * 4096) * 5.0);
+    all.dropout = 0.05;
     all.dropout_on_output = false;
     // tp 2: column-parallel outputs and row-parallel inputs split; the replicated sides whole.
     all.dropout = 0.0;

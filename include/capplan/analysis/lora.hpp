@@ -11,7 +11,8 @@
 //              needed); a 4-bit base still keeps it (bitsandbytes' MatMul4Bit.forward: ctx.tensors = (A, B)
 //              whenever any input needs a gradient). A targeted projection's adapter keeps x (dA = x^T·(dY·B^T))
 //              and its r-wide intermediate x·A; with LoRA dropout on the input, the dropped copy and its 1-byte
-//              mask; on the output (dropout_position "post"), a 1-byte mask of the output only.
+//              mask in place of x (A's input is the dropped copy); on the output (dropout_position "post"), x and a
+//              1-byte mask of the output.
 //   speed      no weight-gradient GEMMs: the backward of the linear layers is their input gradients only,
 //              one forward's worth (the attention core still 2.5x with FlashAttention); the adapters' own kernels
 //              (lora_adapter_traffic_per_token) on top.
@@ -155,15 +156,18 @@ inline double adapter_modules(const model_spec& m, adapter_group g, const adapte
 // for dB, at `e` bytes (whole on every rank: A of a column-parallel projection is replicated, a row-parallel one's
 // partial products are all-reduced); with LoRA dropout also the dropped input and its 1-byte mask (torch.nn.Dropout),
 // one per adapter as PEFT and torchtune apply it: the hidden-wide inputs of q, k, v, gate and up whole on every rank,
-// the split inputs of o and down 1/tp (a routed expert's 1/etp). Dropout on the output instead (NeMo AutoModel's
-// LinearLoRA: dropout(lora_B(lora_A(x)) * scale)) keeps only its 1-byte mask of the rank's output width: A's input is
-// x itself. Routed experts: per routed copy on the rank.
+// the split inputs of o and down 1/tp (a routed expert's 1/etp); A keeps the dropped copy, so x itself is kept only
+// where something else saves it (layer_activation_bytes). Dropout on the adapter's output instead (NeMo AutoModel's
+// LinearLoRA) keeps only its 1-byte mask of the rank's output width: A's input is x itself. Routed experts: per routed
+// copy on the rank.
+// `groups`: the adapter_group bits whose tensors stay (a selectively recomputed module's adapters keep none).
 inline double lora_activation_bytes_per_token(const model_spec& m, std::int64_t layer, const lora_spec& l, double e,
-                                              const adapter_split& sp) {
+                                              const adapter_split& sp, unsigned groups = all_adapter_groups) {
     const double r = static_cast<double>(l.rank);
     const bool dropout = l.dropout > 0.0;
     double bytes = 0.0;
     for_each_adapter(m, layer, l, [&](double d_in, double d_out, bool column, adapter_group g) {
+        if ((groups & static_cast<unsigned>(g)) == 0) return;
         const double split = adapter_width_split(g, sp);
         const double in = column ? d_in : d_in / split, out = column ? d_out / split : d_out;  // this rank's widths
         const double drop = !dropout ? 0.0 : l.dropout_on_output ? out : (e + 1.0) * in;

@@ -168,10 +168,13 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     const double act_in = o.fp8_act_input ? std::min(1.0, e) : e;  // a gated activation's kept input, per element
     // layernorm: the two norms' outputs are recomputed; they are the 16-bit GEMM inputs (an FP8 GEMM keeps its own copy).
     const double norm_out = rerun(recompute_module::layernorm) && g >= e ? 0.0 : 1.0;
-    // A projection's input is saved for its weight gradient; with LoRA only targeted ones keep it (lora.hpp).
+    // A projection's input is saved for its weight gradient; with LoRA only targeted ones keep it (lora.hpp), and not
+    // under dropout on the adapters' inputs, whose A keeps the dropped copy instead (counted with the adapters).
     const lora_spec* lora = o.lora;
+    const bool adapters_keep_x = lora && !(lora->dropout > 0.0 && !lora->dropout_on_output);
     auto saved = [&](std::initializer_list<lora_target> projections) {
         if (!lora || o.frozen_inputs_saved) return 1.0;
+        if (!adapters_keep_x) return 0.0;
         for (const lora_target t : projections)
             if (lora->has(t)) return 1.0;
         return 0.0;
@@ -208,13 +211,15 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     // keeps its input for its weight gradient (an FP8 GEMM its own FP8 copy; under LoRA only a targeted o_proj, the
     // adapter's 16-bit x). One 16-bit O serves both.
     const double kernel_o = o.flash_attention && keep_core ? (o.fp8_attention ? 1.0 : e) : 0.0;
-    const double gemm_o = !lora || o.frozen_inputs_saved || lora->has(lora_target::o_proj) ? (lora ? e : g) : 0.0;
+    const double gemm_o =
+        !lora || o.frozen_inputs_saved || (adapters_keep_x && lora->has(lora_target::o_proj)) ? (lora ? e : g) : 0.0;
     split += o_width * (kernel_o == e && gemm_o == e ? e : kernel_o + gemm_o);
     if (o.dropout) replicated += 2.0 * h;  // 1-byte masks after attention and after the MLP
 
     double routed = 0.0;
     if (!m.is_moe_layer(layer)) {
-        replicated += norm_out * mlp_in * in_bytes * h;
+        // A recomputed MLP reruns from its kept input, whatever its GEMMs and adapters save.
+        replicated += norm_out * (rerun(recompute_module::mlp) ? 1.0 : mlp_in) * in_bytes * h;
         const double I = static_cast<double>(m.intermediate) / tp;
         // Eager SwiGLU, silu(gate) * up, also keeps silu's output for the product's backward.
         const double kept_in = m.gated_mlp ? (o.eager ? 3.0 * e : 2.0 * act_in) : e;
@@ -241,7 +246,15 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     if (lora) {
         const double routed_copies = static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
                                      static_cast<double>(p.etp) / tp;
-        split += lora_activation_bytes_per_token(m, layer, *lora, e, {tp, static_cast<double>(p.etp), routed_copies, 0.0});
+        // A module recomputed selectively (or a whole MoE layer) reruns its adapters too: their tensors are not kept.
+        const unsigned rerun_groups =
+            (rerun(recompute_module::mlp) ? static_cast<unsigned>(adapter_group::mlp) : 0u) |
+            (rerun(recompute_module::moe) ? static_cast<unsigned>(adapter_group::routed_expert) |
+                                                static_cast<unsigned>(adapter_group::shared_expert)
+                                          : 0u) |
+            (rerun(recompute_module::shared_experts) ? static_cast<unsigned>(adapter_group::shared_expert) : 0u);
+        split += lora_activation_bytes_per_token(m, layer, *lora, e, {tp, static_cast<double>(p.etp), routed_copies, 0.0},
+                                                 all_adapter_groups & ~rerun_groups);
     }
     return (tokens * (replicated / rep + split) + routed) * units::B;
 }

@@ -103,7 +103,7 @@ struct lora_spec {
     std::int64_t rank = 0;
     double dropout = 0.0;      // LoRA dropout (PEFT lora_dropout)
     // Where the dropout applies: on each adapter's input (PEFT, torchtune, litgpt, NeMo 2 and Megatron-Bridge) or on
-    // its output (NeMo AutoModel's default, NeMo 1.x's ParallelLinearAdapter).
+    // its output (NeMo AutoModel's LinearLoRA and NeMo 1.x's ParallelLinearAdapter by default).
     bool dropout_on_output = false;
     bool all_linear = false;   // targets given as "all_linear": the model's own linear modules (lora.hpp)
 
