@@ -463,10 +463,13 @@ def test_moe_training_rows_as_their_recipes_ran_them(row):
     # Issue #20 item 2: nine Megatron-Bridge MoE rows with their recipes' recompute modules, MTP, overlap and
     # dispatcher. All fast today (-1% to -38%, docs/validation.md: a documented gap); this pins the direction and the
     # bound so a change that widens the gap, or flips it, is seen.
+    # Every layout fits its part, as it ran (two B200 layouts did not until their recipes' 16-bit gradient reduction
+    # was read, 2026-12-05).
     from published_support import training_published
     scenario, published, key = training_published(row)
-    step = capplan.estimate(scenario).to_dict()["training"][key]
-    assert 0.55 * published <= step <= published
+    r = capplan.estimate(scenario).to_dict()
+    assert r["memory"]["fits"] is True
+    assert 0.55 * published <= r["training"][key] <= published
 
 
 @pytest.mark.parametrize("row", DENSE_2606, ids=[r["id"] for r in DENSE_2606])
