@@ -191,7 +191,10 @@ def test_estimates_carry_the_validated_error_as_ranges_and_sizing_can_meet_targe
     # The rule sizing shares with estimates: the family's band; none where only the other family has one.
     from capplan import _core
     assert _core.uncertainty_band("ttft", True) == pytest.approx((raw["ttft.moe"]["p10"], raw["ttft.moe"]["p90"]))
-    assert "training_step.moe" not in raw and _core.uncertainty_band("training_step", True) is None
+    # MoE training has its own band since Megatron-Bridge 26.06's MoE rows (2026-12-05); LoRA steps have a dense one only.
+    assert _core.uncertainty_band("training_step", True) == pytest.approx(
+        (raw["training_step.moe"]["p10"], raw["training_step.moe"]["p90"]))
+    assert "lora_time.moe" not in raw and _core.uncertainty_band("lora_time", True) is None
     typical = capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, ttft_p99="1 s", tpot_p99="20 ms",
                                      accelerators=["H100-SXM"])
     high = capplan.size_inference("Llama-3.1-8B", 8, 1000, 100, ttft_p99="1 s", tpot_p99="20 ms",

@@ -454,8 +454,10 @@ def test_runs_up_to_16k_gpus_fit_and_are_within_12_percent(row):
     _check_fits_and_within(row, 0.12)
 
 
-MOE = [r for r in _TRAINING_ROWS if r.get("recipe") and r["ep"] > 1]
-DENSE_2606 = [r for r in _TRAINING_ROWS if r["id"].startswith("mbridge2606")]
+MOE = [r for r in _TRAINING_ROWS if r.get("recipe") and r["ep"] > 1 and not r["id"].startswith("mbridge2606")]
+# Megatron-Bridge 26.06's MoE tables (held out, tests/data/published_training.json _meta.mbridge2606_moe_rule)
+MOE_2606 = [r for r in _TRAINING_ROWS if r["id"].startswith("mbridge2606") and r["ep"] not in (1, "n/a", None)]
+DENSE_2606 = [r for r in _TRAINING_ROWS if r["id"].startswith("mbridge2606") and r["ep"] in (1, "n/a", None)]
 
 
 @pytest.mark.parametrize("row", MOE, ids=[r["id"] for r in MOE])
@@ -470,6 +472,29 @@ def test_moe_training_rows_as_their_recipes_ran_them(row):
     r = capplan.estimate(scenario).to_dict()
     assert r["memory"]["fits"] is True
     assert 0.55 * published <= r["training"][key] <= published
+
+
+@pytest.mark.parametrize("row", MOE_2606, ids=[r["id"] for r in MOE_2606])
+def test_megatron_bridge_2606_moe_rows_as_their_recipes_ran_them(row):
+    # 18 lines on GB300, GB200, B300 and H100, predicted once held out (2026-12-05): DeepSeek-V3 -3.8% to +11.1%,
+    # Qwen3-235B-A22B -7.9%, -4.0%, Kimi-K2 -1.5%; the small-expert models fast, gpt-oss-120b -20.1% to -38.6%,
+    # Qwen3-30B-A3B -10.1% to -24.4%, Nemotron-3-Nano -18.9% to -28.7% on Blackwell (+13.3% on H100). Those fast beyond
+    # 12% carry the MoE gap (known_gap); every row within [-40%, +15%].
+    from published_support import training_published
+    scenario, published, key = training_published(row)
+    error = capplan.estimate(scenario).to_dict()["training"][key] / published - 1
+    assert -0.40 <= error <= 0.15, error
+    assert (error < -0.12) == bool(row.get("known_gap")), error
+
+
+def test_megatron_bridge_2606_moe_layouts_capplan_puts_over_their_parts_are_the_documented_three():
+    # The memory model's known overestimates on these rows (each row's role_note): Qwen3-30B-A3B at micro-batch 8 on
+    # GB300 and B300, and Kimi-K2, whose Muon keeps one state a parameter where capplan runs Adam's two. Every other
+    # layout fits, as all ran.
+    from published_support import training_published
+    over = {r["id"] for r in MOE_2606 if not capplan.estimate(training_published(r)[0]).memory.fits}
+    assert over == {"mbridge2606-gb300-qwen3_30b_a3b-8gpu", "mbridge2606-b300-qwen3_30b_a3b-8gpu",
+                    "mbridge2606-gb300-kimi_k2-256gpu"}
 
 
 @pytest.mark.parametrize("row", DENSE_2606, ids=[r["id"] for r in DENSE_2606])
