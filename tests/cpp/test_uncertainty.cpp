@@ -64,8 +64,14 @@ TEST_CASE("a model family's band is taken where the file has one, else the quant
     u.bands["tpot"] = {-0.3, 0.1, 20};
     CHECK(u.find("tpot", true)->p90 == 0.1);  // no family band at all: every row's
     CHECK(u.find("e2e", true) == nullptr);
-    // The shipped catalog: a MoE model's training step has no band of its own (too few MoE rows) beside the dense one.
+    // The shipped catalog: MoE training steps have a band of their own since Megatron-Bridge 26.06's MoE rows (27
+    // held-out rows), wider on the fast side than the dense one; LoRA steps have only the dense family's.
     const auto& shipped = test::shipped_catalog().uncertainty();
-    CHECK(shipped.find("training_step", false) != nullptr);
-    CHECK(shipped.find("training_step", true) == nullptr);
+    const error_band* dense = shipped.find("training_step", false);
+    const error_band* moe = shipped.find("training_step", true);
+    REQUIRE(dense != nullptr);
+    REQUIRE(moe != nullptr);
+    CHECK(moe->rows >= 10);
+    CHECK(moe->p10 < dense->p10);
+    CHECK(shipped.find("lora_time", true) == nullptr);
 }

@@ -369,7 +369,7 @@ def test_gb300_fp8_fraction_from_mlperf_gb300_over_gb200():
     assert 1.10 < t200 / p200 < 1.30 and 1.15 < t300 / p300 < 1.35
 
 
-def test_mlperf_h200_fp8_lora_layout_fits_with_its_fp8_activation_store():
+def test_mlperf_h200_fp8_activation_store_keeps_the_swiglu_input_in_fp8():
     # NVIDIA's v4.0 H200 submission ran Llama-2-70B LoRA at tp 2 on 141 GB parts with FP8_ACTIVATION (the SwiGLU input
     # kept in FP8, Megatron-Core's activation_func_fp8_input_store). By hand: 80 layers x 8,192 tokens x 2 x 28,672 / 2
     # gate and up values a rank, 1 B each instead of 2: 18.79 GB less. The layout fits (it ran); until the adapters'
@@ -495,6 +495,9 @@ def test_dropout_after_the_adapter_keeps_a_mask_of_its_output_instead_of_a_copy_
         lora = {"rank": 8, "targets": ["gate_proj", "up_proj"], "dropout": p, "dropout_position": position}
         return estimate(lora=lora, recompute="selective", recompute_modules=["mlp"]).to_dict()["memory"]["activations_bytes"]
     assert rerun("pre", 0.1) == rerun("post", 0.1) == rerun("pre", 0.0)
+    # What the rerun frees, a token and layer: the gated MLP's gate and up outputs (2 x 2 x 11,008) and the adapters'
+    # x·A (2 x 2 x 8); the MLP input (x) stays either way.
+    assert none - rerun("pre", 0.0) == pytest.approx(32 * 1024 * (44_032 + 32))
 
 
 @pytest.mark.parametrize("lora,field", [

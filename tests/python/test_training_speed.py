@@ -489,8 +489,9 @@ def test_megatron_bridge_2606_moe_rows_as_their_recipes_ran_them(row):
 
 def test_megatron_bridge_2606_moe_layouts_capplan_puts_over_their_parts_are_the_documented_three():
     # The memory model's known overestimates on these rows (each row's role_note): Qwen3-30B-A3B at micro-batch 8 on
-    # GB300 and B300, and Kimi-K2, whose Muon keeps one state a parameter where capplan runs Adam's two. Every other
-    # layout fits, as all ran.
+    # GB300 and B300, and Kimi-K2 (287.5 GB against 279 usable with Muon's states sharded as its layer-wise distributed
+    # optimizer does, where Muon keeps one state a parameter and capplan runs Adam's two). Every other layout fits, as
+    # all ran.
     from published_support import training_published
     over = {r["id"] for r in MOE_2606 if not capplan.estimate(training_published(r)[0]).memory.fits}
     assert over == {"mbridge2606-gb300-qwen3_30b_a3b-8gpu", "mbridge2606-b300-qwen3_30b_a3b-8gpu",

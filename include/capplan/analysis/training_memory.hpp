@@ -166,8 +166,9 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
     auto rerun = [&](recompute_module x) { return (mods & static_cast<unsigned>(x)) != 0; };
     const bool keep_core = !rerun(recompute_module::core_attn);
     const double act_in = o.fp8_act_input ? std::min(1.0, e) : e;  // a gated activation's kept input, per element
-    // layernorm: the two norms' outputs are recomputed; they are the 16-bit GEMM inputs (an FP8 GEMM keeps its own copy).
-    const double norm_out = rerun(recompute_module::layernorm) && g >= e ? 0.0 : 1.0;
+    // layernorm: the two norms' outputs are recomputed; they are the 16-bit GEMM inputs (an FP8 GEMM keeps its own copy;
+    // a frozen LoRA base keeps none, so under LoRA the 16-bit output goes whatever the GEMMs' format).
+    const double norm_out = rerun(recompute_module::layernorm) && (o.lora || g >= e) ? 0.0 : 1.0;
     // A projection's input is saved for its weight gradient; with LoRA only targeted ones keep it (lora.hpp), and not
     // under dropout on the adapters' inputs, whose A keeps the dropped copy instead (counted with the adapters).
     const lora_spec* lora = o.lora;
