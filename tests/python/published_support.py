@@ -249,10 +249,8 @@ def training_published(row, variant=None):
         del training["recompute"]
     training.update({k: recipe[k] for k in ("recompute_modules", "mtp_layers", "ep_comm_overlap", "tp_comm_overlap",
                                             "moe_dispatcher", "overlap_grad_reduce", "overlap_param_gather",
-                                            "grad_reduce_in_fp32", "cross_entropy", "optimizer_state_format")
-                     if k in recipe})
-    # Kimi-K2's Muon: no distributed optimizer, no FP8 parameter gather (other recipes describe their optimizer in words)
-    training.update({k: recipe[k] for k in ("distributed_optimizer", "fp8_params") if isinstance(recipe.get(k), bool)})
+                                            "grad_reduce_in_fp32", "cross_entropy", "optimizer_state_format",
+                                            "distributed_optimizer", "fp8_params") if k in recipe})
     if "packed_sample_tokens" in row:  # fine-tuning on packed samples (the row's source says which dataset)
         training["packed_sample_tokens"] = row["packed_sample_tokens"]
     published = row["global_batch"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"])

@@ -454,10 +454,14 @@ def test_runs_up_to_16k_gpus_fit_and_are_within_12_percent(row):
     _check_fits_and_within(row, 0.12)
 
 
-MOE = [r for r in _TRAINING_ROWS if r.get("recipe") and r["ep"] > 1 and not r["id"].startswith("mbridge2606")]
+def _expert_parallel(row):
+    return isinstance(row["ep"], int) and row["ep"] > 1  # "n/a" / null: a dense model
+
+
+MOE = [r for r in _TRAINING_ROWS if r.get("recipe") and _expert_parallel(r) and not r["id"].startswith("mbridge2606")]
 # Megatron-Bridge 26.06's MoE tables (held out, tests/data/published_training.json _meta.mbridge2606_moe_rule)
-MOE_2606 = [r for r in _TRAINING_ROWS if r["id"].startswith("mbridge2606") and r["ep"] not in (1, "n/a", None)]
-DENSE_2606 = [r for r in _TRAINING_ROWS if r["id"].startswith("mbridge2606") and r["ep"] in (1, "n/a", None)]
+MOE_2606 = [r for r in _TRAINING_ROWS if r["id"].startswith("mbridge2606") and _expert_parallel(r)]
+DENSE_2606 = [r for r in _TRAINING_ROWS if r["id"].startswith("mbridge2606") and not _expert_parallel(r)]
 
 
 @pytest.mark.parametrize("row", MOE, ids=[r["id"] for r in MOE])
@@ -487,14 +491,14 @@ def test_megatron_bridge_2606_moe_rows_as_their_recipes_ran_them(row):
     assert (error < -0.12) == bool(row.get("known_gap")), error
 
 
-def test_megatron_bridge_2606_moe_layouts_capplan_puts_over_their_parts_are_the_documented_three():
-    # The memory model's known overestimates on these rows (each row's role_note): Qwen3-30B-A3B at micro-batch 8 on
-    # GB300 and B300, and Kimi-K2 (287.5 GB against 279 usable with Muon's states sharded as its layer-wise distributed
-    # optimizer does, where Muon keeps one state a parameter and capplan runs Adam's two). Every other layout fits, as
-    # all ran.
+def test_megatron_bridge_2606_moe_layouts_fit_as_they_ran_but_the_documented_overestimates():
+    # Every layout ran, so each should fit. The memory model's known overestimates on these rows (each row's
+    # role_note) are allowed to be over: Qwen3-30B-A3B at micro-batch 8 on GB300 and B300, and Kimi-K2 (287.5 GB
+    # against 279 usable with Muon's states sharded as its layer-wise distributed optimizer does, where Muon keeps one
+    # state a parameter and capplan runs Adam's two). Nothing else may be.
     from published_support import training_published
     over = {r["id"] for r in MOE_2606 if not capplan.estimate(training_published(r)[0]).memory.fits}
-    assert over == {"mbridge2606-gb300-qwen3_30b_a3b-8gpu", "mbridge2606-b300-qwen3_30b_a3b-8gpu",
+    assert over <= {"mbridge2606-gb300-qwen3_30b_a3b-8gpu", "mbridge2606-b300-qwen3_30b_a3b-8gpu",
                     "mbridge2606-gb300-kimi_k2-256gpu"}
 
 
