@@ -436,9 +436,7 @@ training_step_parts training_step_time(const scenario& s, const perf_setup& perf
     if (t.recompute == recompute_kind::full) recompute += dequant + adapters.forward;
     // Selective recompute of the MLP, the experts or the shared experts reruns their adapters' forward too.
     if (t.lora && t.recompute == recompute_kind::selective) {
-        const unsigned rerun_groups = (t.recomputes(recompute_module::mlp) ? static_cast<unsigned>(adapter_group::mlp) : 0u) |
-                                      (t.recomputes(recompute_module::moe) ? static_cast<unsigned>(adapter_group::routed_expert) : 0u) |
-                                      (t.recomputes(recompute_module::shared_experts) ? static_cast<unsigned>(adapter_group::shared_expert) : 0u);
+        const unsigned rerun_groups = recomputed_adapter_groups([&](recompute_module x) { return t.recomputes(x); });
         if (rerun_groups != 0) recompute += lora_adapter_time(s, perf, w, tokens, rerun_groups).forward;
     }
     // Context parallelism by parallelism.cp_algorithm (ring attention: Liu et al. 2023 arXiv:2310.01889).

@@ -500,6 +500,24 @@ def test_dropout_after_the_adapter_keeps_a_mask_of_its_output_instead_of_a_copy_
     assert none - rerun("pre", 0.0) == pytest.approx(32 * 1024 * (44_032 + 32))
 
 
+def test_recomputing_a_moe_layer_reruns_its_routed_and_shared_experts_adapters():
+    # Llama-4-Scout, every layer MoE with one shared expert, adapters on the MLP projections only: recompute_modules
+    # ["moe"] reruns the whole layer from its input, so the recompute gains exactly what the adapters add to the
+    # forward (routed and shared experts' alike; the time model once reran only the routed ones while memory already
+    # freed both); moe_act reruns no adapter.
+    def terms(lora, modules):
+        training = {"seq_len": 2048, "global_batch": 8, "recompute_modules": modules}
+        if lora:
+            training["lora"] = {"rank": 16, "targets": ["gate_proj", "up_proj", "down_proj"]}
+        r = capplan.estimate({"model": "Llama-4-Scout-17B-16E", "system": {"preset": "DGX-H100", "count": 8},
+                              "parallelism": {"ep": 8}, "training": training}).to_dict()["training"]
+        return {b["term"]: b["time_s"] for b in r["breakdown"]}
+    lora, base = terms(True, ["moe"]), terms(False, ["moe"])
+    assert lora["forward"] > base["forward"]
+    assert lora["recompute"] - base["recompute"] == pytest.approx(lora["forward"] - base["forward"], rel=1e-9)
+    assert terms(True, ["moe_act"])["recompute"] == pytest.approx(terms(False, ["moe_act"])["recompute"], rel=1e-12)
+
+
 @pytest.mark.parametrize("lora,field", [
     ({"rank": 0, "targets": QV}, "/training/lora/rank"),
     ({"rank": 8}, "/training/lora/targets"),

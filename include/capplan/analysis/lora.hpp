@@ -85,6 +85,19 @@ inline double frozen_base_bytes(const device_parameters& d, const precision_spec
 enum class adapter_group : unsigned { attention = 1u << 0, mlp = 1u << 1, shared_expert = 1u << 2, routed_expert = 1u << 3 };
 inline constexpr unsigned all_adapter_groups = 0xfu;
 
+// The adapter groups a selective recompute reruns (and so keeps no tensors of): a dense MLP's with `mlp`, a MoE
+// layer's routed and shared experts' with `moe` (the whole layer from its input), the shared experts' with
+// `shared_experts`. `reruns` answers for a recompute_module.
+template <class Reruns>
+unsigned recomputed_adapter_groups(Reruns&& reruns) {
+    unsigned g = 0u;
+    if (reruns(recompute_module::mlp)) g |= static_cast<unsigned>(adapter_group::mlp);
+    if (reruns(recompute_module::moe))
+        g |= static_cast<unsigned>(adapter_group::routed_expert) | static_cast<unsigned>(adapter_group::shared_expert);
+    if (reruns(recompute_module::shared_experts)) g |= static_cast<unsigned>(adapter_group::shared_expert);
+    return g;
+}
+
 // Calls f(d_in, d_out, column_parallel, group) for each targeted projection of a layer, whole (all tensor-parallel
 // ranks together): q, k, v and the MLP's gate and up read the hidden state (column-parallel), o and down write it
 // (row-parallel); a non-gated MLP has no gate. A fused target is one adapter over its parts' outputs together

@@ -248,14 +248,8 @@ inline data_size layer_activation_bytes(const model_spec& m, std::int64_t layer,
         const double routed_copies = static_cast<double>(m.moe.experts_per_token) * o.moe_capacity_factor *
                                      static_cast<double>(p.etp) / tp;
         // A module recomputed selectively (or a whole MoE layer) reruns its adapters too: their tensors are not kept.
-        const unsigned rerun_groups =
-            (rerun(recompute_module::mlp) ? static_cast<unsigned>(adapter_group::mlp) : 0u) |
-            (rerun(recompute_module::moe) ? static_cast<unsigned>(adapter_group::routed_expert) |
-                                                static_cast<unsigned>(adapter_group::shared_expert)
-                                          : 0u) |
-            (rerun(recompute_module::shared_experts) ? static_cast<unsigned>(adapter_group::shared_expert) : 0u);
         split += lora_activation_bytes_per_token(m, layer, *lora, e, {tp, static_cast<double>(p.etp), routed_copies, 0.0},
-                                                 all_adapter_groups & ~rerun_groups);
+                                                 all_adapter_groups & ~recomputed_adapter_groups(rerun));
     }
     return (tokens * (replicated / rep + split) + routed) * units::B;
 }
